@@ -1,0 +1,284 @@
+"""Pipeline files: one YAML file per pipeline, validated into a typed model.
+
+Every error names the file, the line, the field and what is allowed.
+"""
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import yamlfile
+from .errors import ConfigError
+from .fields import Fields
+from .timeutil import parse_duration_ms, parse_timestamp_ms
+
+MODES = ("interval", "incremental")
+VALUE_FORMATS = ("raw", "string", "json")
+KEY_FORMATS = ("raw", "string")
+FIELD_TYPES = ("string", "int", "long", "double", "float", "boolean", "timestamp", "binary")
+OUTPUT_FORMATS = ("parquet", "json", "orc")
+RUNNERS = ("local", "spark-submit", "emr-serverless")
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class Decoding:
+    value: str = "raw"
+    key: str = "raw"
+    schema: tuple = ()  # ((name, type), ...) for json
+    on_error: str = "dead_letter"  # or "fail"
+
+    def to_dict(self):
+        return {"value": self.value, "key": self.key, "schema": [list(f) for f in self.schema],
+                "on_error": self.on_error}
+
+
+@dataclass(frozen=True)
+class Output:
+    path: str  # absolute path or URL of the dataset root
+    format: str = "parquet"
+    compression: str = "snappy"
+
+    def dataset(self, pipeline):
+        return _join(self.path, f"pipeline={pipeline}")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    runner: str = "local"
+    master: str = "local[*]"
+    conf: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    name: str
+    file: str
+    mode: str
+    source: object  # KafkaSource | KinesisSource
+    output: Output
+    decode: Decoding = Decoding()
+    spark: SparkSettings = SparkSettings()
+    description: str = ""
+    schedule: str = None
+    start_date: int = None  # epoch ms
+    end_date: int = None
+    catchup: bool = False
+    allowed_lateness: int = 0  # ms
+    max_active_runs: int = 1
+    retries: int = 2
+    retry_delay: int = 30_000  # ms
+    tags: tuple = ()
+    alerts: dict = field(default_factory=dict)
+
+
+def load_pipeline(path):
+    """Parse and validate one pipeline file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    return parse_pipeline(text, file=str(path), default_name=path.stem)
+
+
+def load_pipelines(folder):
+    """All ``*.yaml``/``*.yml`` files of a folder: (configs, errors) so one bad file does not
+    hide the others."""
+    configs, errors = [], []
+    for path in sorted(Path(folder).glob("*.y*ml")):
+        try:
+            configs.append(load_pipeline(path))
+        except ConfigError as exc:
+            errors.append(exc)
+    names = {}
+    for cfg in configs:
+        if cfg.name in names:
+            errors.append(ConfigError(f"pipeline name {cfg.name!r} is also used by "
+                                      f"{names[cfg.name]}", file=cfg.file, field="pipeline"))
+        names[cfg.name] = cfg.file
+    return configs, errors
+
+
+def parse_pipeline(text, file="<string>", default_name="pipeline", project_root=None):
+    try:
+        data = yamlfile.load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"invalid YAML: {reason}", file=file,
+                          line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise ConfigError("must be a YAML mapping of pipeline settings", file=file)
+    data = _interpolate(data, file)
+    f = Fields(data, file=file)
+    name = f.str("pipeline", default_name)
+    if not NAME.fullmatch(name):
+        raise f.error(f"{name!r} may hold only letters, digits, '_', '-' and '.'", "pipeline")
+    mode = f.str("mode", choices=MODES)
+
+    sources = [k for k in ("kafka", "kinesis") if f.has(k)]
+    if len(sources) != 1:
+        raise f.error("needs exactly one source block: kafka or kinesis")
+    if sources[0] == "kafka":
+        from .kafka.config import parse_kafka
+        source = parse_kafka(f.child("kafka"), mode, name)
+    else:
+        from .kinesis.config import parse_kinesis
+        source = parse_kinesis(f.child("kinesis"), mode, name)
+
+    root = project_root or os.environ.get("STREAMSLICE_HOME") or _project_root(file)
+    cfg = PipelineConfig(
+        name=name, file=file, mode=mode, source=source,
+        description=f.str("description", ""),
+        schedule=_schedule(f, mode),
+        start_date=f.parse("start_date", parse_timestamp_ms, None),
+        end_date=f.parse("end_date", parse_timestamp_ms, None),
+        catchup=f.bool("catchup", False),
+        allowed_lateness=f.parse("allowed_lateness", parse_duration_ms, 0),
+        max_active_runs=f.int("max_active_runs", 1 if mode == "incremental" else 4, minimum=1),
+        retries=f.int("retries", 2, minimum=0),
+        retry_delay=f.parse("retry_delay", parse_duration_ms, 30_000),
+        tags=tuple(str(t) for t in f.list("tags", [])),
+        decode=_decoding(f.child("format")),
+        output=_output(f.child("output"), root),
+        spark=_spark(f.child("spark")),
+        alerts=f.raw("alerts", {}) or {},
+    )
+    if mode == "incremental" and cfg.max_active_runs != 1:
+        raise f.error("must be 1 in mode incremental: runs continue from each other's "
+                      "checkpoint", "max_active_runs")
+    if mode == "interval":
+        if not cfg.schedule:
+            raise f.error("is required in mode interval (e.g. '@hourly' or '0 * * * *')",
+                          "schedule")
+        if cfg.start_date is None:
+            raise f.error("is required in mode interval (the first interval's start)",
+                          "start_date")
+        width = interval_width_ms(cfg.schedule, cfg.start_date)
+        if cfg.allowed_lateness > width:
+            raise f.error(f"{cfg.allowed_lateness // 1000}s is longer than one interval "
+                          f"({width // 1000}s); lateness may be at most one interval",
+                          "allowed_lateness")
+    elif cfg.allowed_lateness:
+        raise f.error("only applies to mode interval", "allowed_lateness")
+    f.done()
+    return cfg
+
+
+def _interpolate(value, file):
+    """``${VAR}`` and ``${VAR:-default}`` in string values, from the environment."""
+    if isinstance(value, dict):
+        out = type(value)()
+        for attr in ("line", "key_lines"):
+            if hasattr(value, attr):
+                setattr(out, attr, getattr(value, attr))
+        for k, v in value.items():
+            out[k] = _interpolate(v, file)
+        return out
+    if isinstance(value, list):
+        return [_interpolate(v, file) for v in value]
+    if isinstance(value, str) and "${" in value:
+        def sub(m):
+            got = os.environ.get(m.group(1))
+            if got is None:
+                if m.group(2) is None:
+                    raise ConfigError(f"environment variable {m.group(1)} is not set "
+                                      f"(write ${{{m.group(1)}:-default}} for a default)",
+                                      file=file)
+                return m.group(2)
+            return got
+        return _ENV.sub(sub, value)
+    return value
+
+
+PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+           "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *",
+           "@annually": "0 0 1 1 *"}
+
+
+def _schedule(f, mode):
+    value = f.raw("schedule", None)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise f.error("must be a cron expression or preset such as '@hourly'", "schedule")
+    cron = PRESETS.get(value.strip(), value.strip())
+    if cron.startswith("@"):
+        raise f.error(f"{value!r} is not one of the presets {', '.join(PRESETS)} "
+                      "nor a cron expression", "schedule")
+    from croniter import croniter
+    if not croniter.is_valid(cron):
+        raise f.error(f"{value!r} is not a valid cron expression", "schedule")
+    return value.strip()
+
+
+def interval_width_ms(schedule, at_ms):
+    """The length of the schedule's interval that starts at or after ``at_ms``."""
+    from datetime import datetime, timezone
+
+    from croniter import croniter
+    cron = PRESETS.get(schedule, schedule)
+    it = croniter(cron, datetime.fromtimestamp(at_ms / 1000 - 1, tz=timezone.utc))
+    first = it.get_next(datetime)
+    return int((it.get_next(datetime) - first).total_seconds() * 1000)
+
+
+def _decoding(f):
+    value = f.str("value", "raw", choices=VALUE_FORMATS)
+    schema = ()
+    if f.has("schema"):
+        if value != "json":
+            raise f.error("is only used with value: json", "schema")
+        raw = f.raw("schema")
+        if not isinstance(raw, dict) or not raw:
+            raise f.error("must map field names to types "
+                          f"({', '.join(FIELD_TYPES)})", "schema")
+        for name, typ in raw.items():
+            if typ not in FIELD_TYPES:
+                raise f.error(f"field {name!r}: type {typ!r} is not one of "
+                              f"{', '.join(FIELD_TYPES)}", "schema")
+        schema = tuple((str(k), v) for k, v in raw.items())
+    elif value == "json":
+        raise f.error("is required with value: json (map each field to a type)", "schema")
+    dec = Decoding(value=value, key=f.str("key", "raw", choices=KEY_FORMATS), schema=schema,
+                   on_error=f.str("on_error", "dead_letter", choices=("dead_letter", "fail")))
+    f.done()
+    return dec
+
+
+def _output(f, root):
+    path = f.str("path", "output")
+    if "://" not in path and not os.path.isabs(path):
+        path = os.path.normpath(os.path.join(root, path))
+    out = Output(path=path, format=f.str("format", "parquet", choices=OUTPUT_FORMATS),
+                 compression=f.str("compression", "snappy"))
+    f.done()
+    return out
+
+
+def _spark(f):
+    conf = f.raw("conf", {}) or {}
+    if not isinstance(conf, dict):
+        raise f.error("must map Spark properties to values", "conf")
+    runner = f.str("runner", "local", choices=RUNNERS)
+    s = SparkSettings(runner=runner,
+                      master=f.str("master", "local[*]"),
+                      conf={str(k): str(v) for k, v in conf.items()})
+    f.done()
+    return s
+
+
+def _project_root(file):
+    """Pipeline files live in <root>/dags/pipelines/; relative output paths hang off <root>."""
+    p = Path(file).resolve()
+    if p.parent.name == "pipelines" and p.parent.parent.name == "dags":
+        return str(p.parent.parent.parent)
+    return str(p.parent)
+
+
+def _join(base, *parts):
+    return "/".join([base.rstrip("/"), *parts])

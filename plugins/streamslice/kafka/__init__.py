@@ -1,0 +1,1 @@
+"""Kafka: subscribers, offset initializers, planner and readers (no Airflow/Spark imports)."""

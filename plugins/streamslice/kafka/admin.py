@@ -1,0 +1,112 @@
+"""The planning client: partition metadata and offset look-ups through kafka-python."""
+import logging
+
+from ..errors import SourceError
+from .properties import kafka_python_kwargs
+
+log = logging.getLogger(__name__)
+
+
+class TopicPartition(tuple):
+    """``(topic, partition)``, printed as ``topic:partition``."""
+
+    __slots__ = ()
+
+    def __new__(cls, topic, partition):
+        return super().__new__(cls, (topic, int(partition)))
+
+    topic = property(lambda self: self[0])
+    partition = property(lambda self: self[1])
+
+    @property
+    def key(self):
+        return f"{self[0]}:{self[1]}"
+
+    @classmethod
+    def parse(cls, key):
+        topic, sep, part = str(key).rpartition(":")
+        if not sep or not topic or not part.isdigit():
+            raise ValueError(f"{key!r} is not topic:partition (e.g. orders:0)")
+        return cls(topic, int(part))
+
+    def __repr__(self):
+        return self.key
+
+
+class KafkaAdmin:
+    """Offsets and metadata for planning. ``offsets_for_times`` gives the end where no record is
+    at or after the time, never None."""
+
+    def __init__(self, properties, timeout_ms=10_000):
+        from kafka import KafkaConsumer
+        from kafka.errors import KafkaError, KafkaTimeoutError
+        self.servers = properties.get("bootstrap.servers")
+        kwargs = kafka_python_kwargs(properties)
+        kwargs.setdefault("request_timeout_ms", max(timeout_ms, 11_000))
+        try:
+            self._consumer = KafkaConsumer(enable_auto_commit=False, group_id=None,
+                                           bootstrap_timeout_ms=timeout_ms, **kwargs)
+        except KafkaTimeoutError:
+            raise SourceError(f"cannot reach Kafka at {self.servers}: no broker answered "
+                              f"within {timeout_ms / 1000:.0f}s") from None
+        except KafkaError as exc:
+            raise SourceError(f"cannot connect to Kafka at {self.servers}: {exc}") from None
+        self._KafkaError = KafkaError
+
+    def close(self):
+        self._consumer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, what, fn, *args):
+        try:
+            return fn(*args)
+        except self._KafkaError as exc:
+            raise SourceError(f"Kafka at {self.servers}: {what} failed: {exc}") from None
+
+    def topics(self):
+        return sorted(t for t in self._call("listing topics", self._consumer.topics)
+                      if not t.startswith("__"))
+
+    def partitions(self, topic):
+        parts = self._call(f"describing topic {topic!r}",
+                           self._consumer.partitions_for_topic, topic)
+        if not parts:
+            existing = ", ".join(self.topics()) or "none"
+            raise SourceError(f"topic {topic!r} does not exist on {self.servers} "
+                              f"(existing topics: {existing})")
+        return [TopicPartition(topic, p) for p in sorted(parts)]
+
+    def _tps(self, tps):
+        from kafka import TopicPartition as KTP
+        return {KTP(tp.topic, tp.partition): tp for tp in tps}
+
+    def beginning_offsets(self, tps):
+        mapping = self._tps(tps)
+        got = self._call("reading log-start offsets", self._consumer.beginning_offsets,
+                         list(mapping))
+        return {mapping[k]: v for k, v in got.items()}
+
+    def end_offsets(self, tps):
+        mapping = self._tps(tps)
+        got = self._call("reading high watermarks", self._consumer.end_offsets, list(mapping))
+        return {mapping[k]: v for k, v in got.items()}
+
+    def offsets_for_times(self, times, ends=None):
+        """``{tp: ms}`` → ``{tp: first offset with timestamp >= ms}`` (the end if none)."""
+        if not times:
+            return {}
+        mapping = self._tps(times)
+        query = {k: times[tp] for k, tp in mapping.items()}
+        got = self._call("looking up offsets by timestamp", self._consumer.offsets_for_times,
+                         query)
+        ends = ends if ends is not None else self.end_offsets(list(times))
+        out = {}
+        for k, tp in mapping.items():
+            found = got.get(k)
+            out[tp] = found.offset if found is not None else ends[tp]
+        return out

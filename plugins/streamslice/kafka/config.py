@@ -1,0 +1,116 @@
+"""The ``kafka:`` block of a pipeline file."""
+from dataclasses import dataclass, field
+
+from .initializers import Committed, Latest, Timestamp, parse_position
+from .properties import check_bootstrap_servers
+from .subscriber import PartitionSet, TopicList, TopicPattern, parse_partition
+
+CLIENTS = ("confluent-kafka", "kafka-python")
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    subscriber: object
+    start: object
+    stop: object
+    bootstrap_servers: str = None
+    conn_id: str = None
+    properties: dict = field(default_factory=dict)
+    client: str = "confluent-kafka"
+    on_data_loss: str = "fail"
+    max_records_per_split: int = 1_000_000
+    commit_group: str = None  # consumer group that mirrors progress (never the source of truth)
+    kind = "kafka"
+
+    def client_properties(self, resolved=None):
+        """Client properties with bootstrap.servers; ``resolved`` comes from an Airflow
+        connection when ``conn_id`` is set."""
+        props = dict(resolved or {})
+        props.update(self.properties)
+        if self.bootstrap_servers:
+            props["bootstrap.servers"] = self.bootstrap_servers
+        return props
+
+    def describe(self):
+        return self.subscriber.describe()
+
+
+def parse_kafka(f, mode, pipeline_name):
+    """``f`` is a Fields over the kafka mapping."""
+    servers = f.parse("bootstrap_servers", check_bootstrap_servers, None)
+    conn_id = f.str("conn_id", None)
+    if not servers and not conn_id:
+        raise f.error("needs bootstrap_servers or conn_id (an Airflow Kafka connection)")
+    props = f.raw("properties", {}) or {}
+    if not isinstance(props, dict):
+        raise f.error("must map client property names to values", "properties")
+    props = {str(k): str(v) for k, v in props.items()}
+    if "bootstrap.servers" in props:
+        props["bootstrap.servers"] = f.parse("properties", lambda p: check_bootstrap_servers(
+            p["bootstrap.servers"]))
+
+    given = [k for k in ("topics", "topic_pattern", "partitions") if f.has(k)]
+    if len(given) != 1:
+        raise f.error("give exactly one of topics, topic_pattern or partitions"
+                      + (f" (got {', '.join(given)})" if given else ""))
+    if given[0] == "topics":
+        topics = f.list("topics")
+        for t in topics:
+            if not isinstance(t, str) or not t.strip():
+                raise f.error(f"{t!r} is not a topic name", "topics")
+        subscriber = TopicList(tuple(topics))
+    elif given[0] == "topic_pattern":
+        import re
+        pattern = f.str("topic_pattern")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise f.error(f"{pattern!r} is not a valid regex: {exc}", "topic_pattern") from None
+        subscriber = TopicPattern(pattern)
+    else:
+        subscriber = PartitionSet(tuple(f.parse(
+            "partitions", lambda items: [parse_partition(i) for i in _as_list(items)])))
+
+    if mode == "interval":
+        for key in ("start", "stop"):
+            if f.has(key):
+                raise f.error("is set by the run's data interval in mode interval; remove it "
+                              "(use mode incremental for offset-driven reads)", key)
+        start, stop = Timestamp("data_interval_start"), Timestamp("data_interval_end")
+    else:
+        start = f.parse("start", parse_position, Committed())
+        if not isinstance(start, Committed):
+            start = Committed(start)  # the checkpoint wins; start applies to new partitions
+        stop = f.parse("stop", lambda v: parse_position(v, stop=True), Latest())
+        if isinstance(stop, Timestamp) and isinstance(stop.at, str):
+            raise f.error(f"{stop.at} needs mode interval", "stop")
+        if isinstance(start.fallback, Timestamp) and isinstance(start.fallback.at, str):
+            raise f.error(f"{start.fallback.at} needs mode interval", "start")
+
+    source = KafkaSource(
+        subscriber=subscriber, start=start, stop=stop,
+        bootstrap_servers=servers, conn_id=conn_id, properties=props,
+        client=f.str("client", "confluent-kafka", choices=CLIENTS),
+        on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")),
+        max_records_per_split=f.int("max_records_per_split", 1_000_000, minimum=1),
+        commit_group=_commit_group(f, pipeline_name),
+    )
+    f.done()
+    return source
+
+
+def _commit_group(f, pipeline_name):
+    value = f.raw("commit_offsets_to_group", True)
+    if value is False:
+        return None
+    if value is True:
+        return f"streamslice-{pipeline_name}"
+    if isinstance(value, str) and value.strip():
+        return value
+    raise f.error("must be true, false or a consumer group name", "commit_offsets_to_group")
+
+
+def _as_list(items):
+    if not isinstance(items, list) or not items:
+        raise ValueError("must be a non-empty list of topic:partition")
+    return items

@@ -1,0 +1,130 @@
+"""Start and stop positions, one small class each (cf. Flink's OffsetsInitializer).
+
+Each ``resolve(tps, ctx)`` returns ``{tp: offset}``; ``ctx`` is a ``PlanContext`` holding the
+admin client, the offsets fetched once per plan, the run's interval and the checkpoint.
+"""
+from dataclasses import dataclass, field
+
+from ..errors import PlanError
+from ..timeutil import INTERVAL_END, INTERVAL_START, SYMBOLS, iso, parse_timestamp_ms
+
+
+@dataclass
+class PlanContext:
+    admin: object
+    log_start: dict  # tp → log-start offset
+    end: dict  # tp → high watermark
+    interval: object = None  # plan.Interval
+    checkpoint: dict = None  # "topic:partition" → next offset
+    now_ms: int = 0
+
+    def time(self, at):
+        """A timestamp spec (epoch ms or a data-interval symbol) as epoch ms."""
+        if at in SYMBOLS:
+            if self.interval is None:
+                raise PlanError(f"{at} needs a data interval (a scheduled DAG run, or --at)")
+            return self.interval.start if at == INTERVAL_START else self.interval.end
+        return at
+
+
+@dataclass(frozen=True)
+class Earliest:
+    def resolve(self, tps, ctx):
+        return {tp: ctx.log_start[tp] for tp in tps}
+
+    def describe(self):
+        return "earliest"
+
+
+@dataclass(frozen=True)
+class Latest:
+    def resolve(self, tps, ctx):
+        return {tp: ctx.end[tp] for tp in tps}
+
+    def describe(self):
+        return "latest"
+
+
+@dataclass(frozen=True)
+class Timestamp:
+    at: object  # epoch ms, or "data_interval_start" / "data_interval_end"
+
+    def resolve(self, tps, ctx):
+        ms = ctx.time(self.at)
+        return ctx.admin.offsets_for_times({tp: ms for tp in tps}, ends=ctx.end)
+
+    def describe(self):
+        return f"timestamp {self.at if self.at in SYMBOLS else iso(self.at)}"
+
+
+@dataclass(frozen=True)
+class Specified:
+    offsets: dict  # "topic:partition" → offset
+    default: object = field(default_factory=Earliest)  # for partitions not listed
+
+    def resolve(self, tps, ctx):
+        listed = {tp: self.offsets[tp.key] for tp in tps if tp.key in self.offsets}
+        rest = [tp for tp in tps if tp not in listed]
+        return {**self.default.resolve(rest, ctx), **listed}
+
+    def describe(self):
+        return "offsets " + ", ".join(f"{k}@{v}" for k, v in sorted(self.offsets.items()))
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The pipeline's own checkpoint; partitions without one start from ``fallback``."""
+
+    fallback: object = field(default_factory=Earliest)
+
+    def resolve(self, tps, ctx):
+        saved = ctx.checkpoint or {}
+        known = {tp: saved[tp.key] for tp in tps if tp.key in saved}
+        rest = [tp for tp in tps if tp not in known]
+        return {**self.fallback.resolve(rest, ctx), **known}
+
+    def describe(self):
+        return f"committed (else {self.fallback.describe()})"
+
+
+def parse_position(value, *, stop=False):
+    """A start/stop spec as written in YAML → an initializer (ValueError with the reason)."""
+    allowed = "latest, offsets, timestamp, data_interval_end" if stop else \
+        "earliest, latest, committed, offsets, timestamp, data_interval_start"
+    if isinstance(value, str):
+        word = value.strip()
+        if word == "earliest" and not stop:
+            return Earliest()
+        if word == "latest":
+            return Latest()
+        if word == "committed" and not stop:
+            return Committed()
+        if word in SYMBOLS:
+            return Timestamp(word)
+        raise ValueError(f"{value!r} is not one of: {allowed}")
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, arg), = value.items()
+        if kind == "timestamp":
+            return Timestamp(arg if arg in SYMBOLS else parse_timestamp_ms(arg))
+        if kind == "offsets":
+            return Specified(_parse_offsets(arg))
+        if kind == "committed" and not stop:
+            fallback = parse_position(arg or "earliest")
+            if isinstance(fallback, Committed):
+                raise ValueError("the fallback of committed cannot be committed")
+            return Committed(fallback)
+    raise ValueError(f"{value!r} is not a position; use one of: {allowed} "
+                     "(offsets and timestamp as {offsets: {topic:0: 42}} / {timestamp: ...})")
+
+
+def _parse_offsets(arg):
+    from .admin import TopicPartition
+    if not isinstance(arg, dict) or not arg:
+        raise ValueError("offsets must map topic:partition to an offset, e.g. {orders:0: 42}")
+    out = {}
+    for key, offset in arg.items():
+        tp = TopicPartition.parse(key)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset for {tp.key} must be a whole number >= 0, got {offset!r}")
+        out[tp.key] = offset
+    return out

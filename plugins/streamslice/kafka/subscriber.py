@@ -1,0 +1,59 @@
+"""Which partitions a pipeline reads: a topic list, a topic pattern, or explicit partitions."""
+import re
+from dataclasses import dataclass
+
+from ..errors import SourceError
+from .admin import TopicPartition
+
+
+@dataclass(frozen=True)
+class TopicList:
+    topics: tuple
+
+    def partitions(self, admin):
+        return [tp for topic in self.topics for tp in admin.partitions(topic)]
+
+    def describe(self):
+        return ", ".join(self.topics)
+
+
+@dataclass(frozen=True)
+class TopicPattern:
+    pattern: str
+
+    def partitions(self, admin):
+        regex = re.compile(self.pattern)
+        topics = [t for t in admin.topics() if regex.fullmatch(t)]
+        if not topics:
+            raise SourceError(f"no topic on {admin.servers} matches pattern {self.pattern!r}")
+        return [tp for topic in topics for tp in admin.partitions(topic)]
+
+    def describe(self):
+        return f"topics matching /{self.pattern}/"
+
+
+@dataclass(frozen=True)
+class PartitionSet:
+    assigned: tuple  # of TopicPartition
+
+    def partitions(self, admin):
+        known = {}
+        for tp in self.assigned:
+            if tp.topic not in known:
+                known[tp.topic] = set(admin.partitions(tp.topic))
+            if tp not in known[tp.topic]:
+                raise SourceError(f"partition {tp.key} does not exist on {admin.servers} "
+                                  f"(topic {tp.topic!r} has {len(known[tp.topic])} partitions)")
+        return list(self.assigned)
+
+    def describe(self):
+        return ", ".join(tp.key for tp in self.assigned)
+
+
+def parse_partition(item):
+    """``"orders:0"`` or ``{topic: orders, partition: 0}`` → TopicPartition."""
+    if isinstance(item, dict):
+        if set(item) != {"topic", "partition"} or not isinstance(item["partition"], int):
+            raise ValueError(f"{item!r} must be {{topic: NAME, partition: N}}")
+        return TopicPartition(item["topic"], item["partition"])
+    return TopicPartition.parse(item)

@@ -1,0 +1,46 @@
+"""The read job: plan → Spark data source → staged dataset. Used in-process (``local``) and by
+``jobs/bounded_read.py`` under spark-submit."""
+import re
+
+from ..errors import StreamsliceError
+from ..staging import Staging
+
+FORMATS = {"kafka": "streamslice-kafka", "kinesis": "streamslice-kinesis"}
+
+
+def run_read(spark, plan, staging_uri, *, properties=None, client=None, output_format="parquet",
+             compression="snappy"):
+    """Read every split of ``plan`` and write the records under ``<staging_uri>/data``."""
+    reader = (spark.read.format(FORMATS[plan.source]).option("plan", plan.to_json())
+              .option("staging", staging_uri))
+    if client:
+        reader = reader.option("client", client)
+    prefix = "kafka." if plan.source == "kafka" else "aws."
+    for key, value in (properties or {}).items():
+        reader = reader.option(prefix + key, str(value))
+    try:
+        df = reader.load()
+        (df.write.mode("overwrite").format(output_format).option("compression", compression)
+         .save(Staging(staging_uri).data_uri))
+    except Exception as exc:  # Spark wraps executor errors; surface ours with their message
+        raise unwrap(exc) from None
+    return Staging(staging_uri).data_uri
+
+
+_OURS = re.compile(r"streamslice\.errors\.(\w+): (.+?)(?:\n|$)")
+
+
+def unwrap(exc):
+    """The streamslice error inside a Spark/Py4J exception, or a short StreamsliceError."""
+    from .. import errors
+    text = str(exc)
+    found = _OURS.findall(text)
+    if found:
+        name, message = found[-1]
+        cls = getattr(errors, name, StreamsliceError)
+        try:
+            return cls(message.strip())
+        except TypeError:
+            return StreamsliceError(message.strip())
+    first = next((ln for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    return StreamsliceError(f"Spark job failed: {first[:500]}")

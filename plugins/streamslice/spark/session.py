@@ -1,0 +1,35 @@
+"""One SparkSession per process, set up so Python workers import this package."""
+import json
+import os
+import sys
+
+import streamslice
+
+PLUGINS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(streamslice.__file__)))
+
+
+def spark_session(master="local[*]", conf=None, app_name="streamslice"):
+    """Get or create the session. Extra Spark properties may also come from the environment
+    as JSON in ``STREAMSLICE_SPARK_CONF`` (tests use it for quick JVM start-up flags)."""
+    from pyspark.sql import SparkSession
+
+    from .datasource import register
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if PLUGINS_DIR not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([PLUGINS_DIR, *paths])
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+               .config("spark.sql.maxConcurrentOutputFileWriters", "4"))
+    settings = dict(json.loads(os.environ.get("STREAMSLICE_SPARK_CONF") or "{}"))
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("STREAMSLICE_SPARK_LOG_LEVEL", "ERROR"))
+    register(spark)
+    return spark

@@ -1,0 +1,55 @@
+"""What a reader saw on one split: the summary the commit step verifies and the manifest shows."""
+import pyarrow.compute as pc
+
+
+class SplitStats:
+    def __init__(self, split):
+        self.split = split
+        self.d = {"split": split.id, "key": split.key, "start": _pos(split, "start"),
+                  "stop": _pos(split, "stop"), "scanned": 0, "records": 0, "late": 0,
+                  "outside_interval": 0, "dead_letters": 0, "bytes": 0,
+                  "first": None, "last": None, "min_timestamp": None, "max_timestamp": None,
+                  "reached_stop": False}
+
+    def scanned(self, positions):
+        if not positions:
+            return
+        self.d["scanned"] += len(positions)
+        if self.d["first"] is None:
+            self.d["first"] = positions[0]
+        self.d["last"] = positions[-1]
+
+    def outside(self, n):
+        self.d["outside_interval"] += n
+
+    def dead_letters(self, n):
+        self.d["dead_letters"] += n
+
+    def kept(self, positions, timestamps_ms, late_mask, nbytes):
+        n = len(positions)
+        if not n:
+            return
+        self.d["records"] += n
+        self.d["bytes"] += nbytes
+        if late_mask is not None:
+            self.d["late"] += pc.sum(late_mask).as_py() or 0
+        lo, hi = pc.min_max(timestamps_ms).values()
+        lo, hi = lo.as_py(), hi.as_py()
+        if self.d["min_timestamp"] is None or lo < self.d["min_timestamp"]:
+            self.d["min_timestamp"] = lo
+        if self.d["max_timestamp"] is None or hi > self.d["max_timestamp"]:
+            self.d["max_timestamp"] = hi
+
+    def note(self, **extra):
+        self.d.update(extra)
+
+    def reached_stop(self):
+        self.d["reached_stop"] = True
+
+    def to_dict(self):
+        return dict(self.d)
+
+
+def _pos(split, name):
+    value = getattr(split, name, None)
+    return value if not hasattr(value, "to_dict") else value.to_dict()

@@ -1,0 +1,81 @@
+"""The staging area of one run attempt, and what readers leave there besides records.
+
+``<dataset>/_staging/<partition>/<attempt>/``
+  ``data/``                      records, written by Spark's own committer
+  ``_dead_letter/split-N.parquet``  records that failed to decode, written by the reader
+  ``_summary/split-N.json``        what the reader saw for split N, written when it finishes
+
+Reader files are named by split, so a retried Spark task overwrites its own files: a split has
+one summary and one dead-letter file whatever the number of attempts. Directories starting with
+``_`` are ignored by Spark and Hive readers of the dataset.
+"""
+import json
+import uuid
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+DATA, DEAD_LETTER, SUMMARY = "data", "_dead_letter", "_summary"
+
+
+def split_file(split_id, ext):
+    return f"split-{split_id:05d}.{ext}"
+
+
+class Staging:
+    def __init__(self, uri):
+        self.uri = uri.rstrip("/")
+        self.fs, self.root = pafs.FileSystem.from_uri(self.uri)
+
+    @property
+    def data_uri(self):
+        return f"{self.uri}/{DATA}"
+
+    def _path(self, *parts):
+        return "/".join([self.root, *parts])
+
+    def _write_atomic(self, path, write):
+        self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        write(tmp)
+        self.fs.move(tmp, path)
+
+    def write_summary(self, split_id, summary):
+        body = json.dumps(summary, sort_keys=True).encode()
+
+        def write(tmp):
+            with self.fs.open_output_stream(tmp) as out:
+                out.write(body)
+        self._write_atomic(self._path(SUMMARY, split_file(split_id, "json")), write)
+
+    def write_dead_letters(self, split_id, table):
+        path = self._path(DEAD_LETTER, split_file(split_id, "parquet"))
+        if table is None or table.num_rows == 0:
+            if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
+                self.fs.delete_file(path)
+            return
+        self._write_atomic(path, lambda tmp: pq.write_table(table, tmp, filesystem=self.fs))
+
+    def summaries(self):
+        out = {}
+        for info in self._list(SUMMARY):
+            if info.base_name.endswith(".json"):
+                with self.fs.open_input_stream(info.path) as f:
+                    summary = json.loads(f.read())
+                out[summary["split"]] = summary
+        return out
+
+    def dead_letter_rows(self):
+        files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(".parquet")]
+        return sum(pq.read_metadata(p, filesystem=self.fs).num_rows for p in files)
+
+    def read_dead_letters(self):
+        files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(".parquet")]
+        if not files:
+            return None
+        return pa.concat_tables([pq.read_table(p, filesystem=self.fs) for p in sorted(files)])
+
+    def _list(self, sub):
+        sel = pafs.FileSelector(self._path(sub), allow_not_found=True)
+        return self.fs.get_file_info(sel)

@@ -1,0 +1,19 @@
+"""Range splitting, as a pure function (cf. Spark's KafkaOffsetRangeCalculator)."""
+
+
+def subsplit(start, stop, max_records):
+    """Cut ``[start, stop)`` into the fewest near-equal ranges of at most ``max_records``.
+
+    Empty ranges stay one (empty) range so every partition still has a split in the plan.
+    """
+    size = stop - start
+    if size <= 0 or not max_records or size <= max_records:
+        return [(start, stop)]
+    parts = -(-size // max_records)
+    base, extra = divmod(size, parts)
+    ranges, lo = [], start
+    for i in range(parts):
+        hi = lo + base + (1 if i < extra else 0)
+        ranges.append((lo, hi))
+        lo = hi
+    return ranges

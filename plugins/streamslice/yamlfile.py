@@ -1,0 +1,53 @@
+"""Load YAML keeping the line of every key, so config errors can say ``file:line``."""
+import yaml
+
+
+class LineDict(dict):
+    """A mapping that remembers the 1-based line of each key (``key_lines``) and of itself."""
+
+    line = None
+    key_lines = None
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader, node):
+    loader.flatten_mapping(node)
+    out = LineDict()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in out:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _keep_text(loader, node):
+    # Keep timestamps as written; the config model parses them with its own rules.
+    return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _keep_text)
+
+
+def load(text):
+    """Parse YAML text; raises yaml.YAMLError (with a mark) on bad syntax or duplicate keys."""
+    return yaml.load(text, Loader=_Loader)
+
+
+def line_of(mapping, key=None):
+    """The line of ``key`` in ``mapping`` (or of the mapping itself), if known."""
+    if not isinstance(mapping, LineDict):
+        return None
+    if key is not None and mapping.key_lines and key in mapping.key_lines:
+        return mapping.key_lines[key]
+    return mapping.line

@@ -4,6 +4,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..decode import TS, Decoder
+from .. import faults
 from ..errors import DecodeError
 from ..interval import classify
 from ..splitstats import SplitStats
@@ -45,6 +46,7 @@ class KafkaSplitReader:
             batch = self._to_arrow(raw)
             if batch is not None and batch.num_rows:
                 yield batch
+            faults.check("read", self.split.id, self.stats.d["scanned"])
         self.stats.reached_stop()
         self._finish()
 

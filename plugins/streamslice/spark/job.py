@@ -44,3 +44,11 @@ def unwrap(exc):
             return StreamsliceError(message.strip())
     first = next((ln for ln in text.splitlines() if ln.strip()), type(exc).__name__)
     return StreamsliceError(f"Spark job failed: {first[:500]}")
+
+
+def run_spark_job_inprocess(cfg, plan, staging_uri, properties):
+    from .session import spark_session
+    spark = spark_session(master=cfg.spark.master, conf=cfg.spark.conf)
+    return run_read(spark, plan, staging_uri, properties=properties,
+                    client=getattr(cfg.source, "client", None),
+                    output_format=cfg.output.format, compression=cfg.output.compression)

@@ -1,0 +1,1 @@
+"""Development and test tooling: local services, data generators. Not shipped with the product."""

@@ -1,0 +1,38 @@
+"""DAG docs rendered from the pipeline file, shown in the Airflow UI."""
+from pathlib import Path
+
+from ..timeutil import iso
+
+
+def dag_doc(cfg):
+    src = cfg.source
+    if src.kind == "kafka":
+        bounds = ("`data_interval_start` → `data_interval_end` by record timestamp"
+                  if cfg.mode == "interval" else
+                  f"{src.start.describe()} → {src.stop.describe()}")
+        where = f"Kafka `{src.bootstrap_servers or 'connection ' + str(src.conn_id)}`"
+    else:
+        bounds = src.describe_bounds(cfg.mode)
+        where = f"Kinesis `{src.region or 'default region'}`"
+    rows = [("Source", f"{where}: {src.describe()}"), ("Mode", cfg.mode),
+            ("Bounds", bounds), ("Schedule", cfg.schedule or "manual"),
+            ("Start date", iso(cfg.start_date) if cfg.start_date is not None else "-"),
+            ("Allowed lateness", f"{cfg.allowed_lateness // 1000}s"),
+            ("Value format", cfg.decode.value), ("Output",
+                                                 f"`{cfg.output.dataset(cfg.name)}` "
+                                                 f"({cfg.output.format})"),
+            ("Pipeline file", f"`{cfg.file}`")]
+    table = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    try:
+        text = Path(cfg.file).read_text()
+    except OSError:
+        text = ""
+    return (f"# {cfg.name}\n\n{cfg.description}\n\n| | |\n|---|---|\n{table}\n\n"
+            "Each run: **plan** (splits and lag, saved for retries) → **read** (Spark) → "
+            "**commit** (verify, publish with `_manifest.json`, then advance the checkpoint "
+            "kept in the output asset's state).\n\n"
+            f"```yaml\n{text}\n```\n")
+
+
+def error_doc(err):
+    return f"# Invalid pipeline file\n\n```\n{err}\n```\n\nFix the file; run `streamslice validate`."

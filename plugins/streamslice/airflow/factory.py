@@ -1,0 +1,75 @@
+"""One DAG per pipeline file: ``[efo_register] → plan → read → commit [→ efo_deregister]``."""
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+from ..config import PRESETS, load_pipelines
+from ..timeutil import from_ms
+from .docs import dag_doc, error_doc
+from .store import output_asset
+from .tasks import commit_task, plan_task, read_task
+
+log = logging.getLogger("streamslice")
+
+
+def build_dags(folder):
+    """``{dag_id: DAG}`` for every pipeline file in ``folder``. A file that does not validate
+    becomes a DAG whose only task fails with the error, so the UI shows it where it belongs."""
+    configs, errors = load_pipelines(folder)
+    dags = {cfg.name: build_dag(cfg) for cfg in configs}
+    for err in errors:
+        log.error("streamslice: %s", err)
+        stem = Path(err.file).stem if err.file else "unknown"
+        dags.setdefault(stem, _error_dag(stem, err))
+    return dags
+
+
+def _timetable(cfg):
+    from airflow.sdk import CronDataIntervalTimetable, CronTriggerTimetable
+    if not cfg.schedule:
+        return None
+    cron = PRESETS.get(cfg.schedule, cfg.schedule)
+    if cfg.mode == "interval":  # real [start, end) intervals, not zero-width ones
+        return CronDataIntervalTimetable(cron, timezone="UTC")
+    return CronTriggerTimetable(cron, timezone="UTC")
+
+
+def build_dag(cfg):
+    from airflow.providers.standard.operators.python import PythonOperator
+    from airflow.sdk import DAG
+    asset = output_asset(cfg)
+    args = {"owner": "streamslice", "retries": cfg.retries,
+            "retry_delay": timedelta(milliseconds=cfg.retry_delay)}
+    tags = ["streamslice", cfg.source.kind, cfg.mode, *cfg.tags]
+    with DAG(dag_id=cfg.name, schedule=_timetable(cfg), default_args=args,
+             start_date=from_ms(cfg.start_date) if cfg.start_date is not None else None,
+             end_date=from_ms(cfg.end_date) if cfg.end_date is not None else None,
+             catchup=cfg.catchup, max_active_runs=cfg.max_active_runs, tags=tags,
+             description=cfg.description or f"{cfg.source.kind} → {asset.uri}",
+             doc_md=dag_doc(cfg)) as dag:
+        kwargs = {"pipeline_file": cfg.file}
+        plan = PythonOperator(task_id="plan", python_callable=plan_task, op_kwargs=kwargs,
+                              inlets=[asset], doc_md="Resolve start/stop into splits; the "
+                              "plan is saved so a retry reads the same ranges.")
+        read = PythonOperator(task_id="read", python_callable=read_task, op_kwargs=kwargs,
+                              doc_md="Spark reads every split into a staging location.")
+        commit = PythonOperator(task_id="commit", python_callable=commit_task,
+                                op_kwargs=kwargs, inlets=[asset], outlets=[asset],
+                                doc_md="Verify, publish atomically, then advance the "
+                                "checkpoint.")
+        plan >> read >> commit
+    return dag
+
+
+def _error_dag(dag_id, err):
+    from airflow.providers.standard.operators.python import PythonOperator
+    from airflow.sdk import DAG
+    with DAG(dag_id=dag_id, schedule=None, tags=["streamslice", "config-error"],
+             description=f"invalid pipeline file: {err}", doc_md=error_doc(err)) as dag:
+        PythonOperator(task_id="invalid_config", python_callable=_fail, op_args=[str(err)])
+    return dag
+
+
+def _fail(message):
+    from airflow.sdk.exceptions import AirflowFailException
+    raise AirflowFailException(message)

@@ -1,0 +1,60 @@
+"""The checkpoint on Airflow asset state: one key, ``checkpoint``, on the pipeline's output
+asset, written as a whole in one upsert. Inside tasks through ``context["asset_state_store"]``;
+outside (CLI) through Airflow's state backend."""
+import json
+
+from ..checkpoint import Checkpoint
+
+KEY = "checkpoint"
+
+
+def output_asset(cfg):
+    from airflow.sdk import Asset
+    uri = cfg.output.dataset(cfg.name)
+    if "://" not in uri:
+        uri = "file://" + uri
+    return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice")
+
+
+class TaskCheckpointStore:
+    """From a running task whose inlets or outlets hold the pipeline's asset."""
+
+    def __init__(self, context, asset):
+        self.state = context["asset_state_store"][asset]
+
+    def get(self):
+        return Checkpoint.from_dict(self.state.get(KEY))
+
+    def put(self, checkpoint):
+        self.state.set(KEY, checkpoint.to_dict())
+
+
+class OfflineCheckpointStore:
+    """For the CLI and tests: direct metadata-database access through the state backend."""
+
+    def __init__(self, asset_name):
+        self.asset_name = asset_name
+
+    def _scope(self, session):
+        from airflow.models.asset import AssetModel
+        from airflow.state import AssetScope
+        from sqlalchemy import select
+        asset_id = session.scalar(select(AssetModel.id).where(AssetModel.name == self.asset_name))
+        if asset_id is None:
+            raise LookupError(f"asset {self.asset_name!r} is not known to Airflow yet "
+                              "(has the DAG been parsed?)")
+        return AssetScope(asset_id=asset_id)
+
+    def get(self):
+        from airflow.state import get_state_backend
+        from airflow.utils.session import create_session
+        with create_session() as session:
+            raw = get_state_backend().get(self._scope(session), KEY, session=session)
+        return Checkpoint.from_dict(json.loads(raw)) if raw else None
+
+    def put(self, checkpoint):
+        from airflow.state import get_state_backend
+        from airflow.utils.session import create_session
+        with create_session() as session:
+            get_state_backend().set(self._scope(session), KEY, json.dumps(checkpoint.to_dict()),
+                                    session=session)

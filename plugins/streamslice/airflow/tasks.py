@@ -1,0 +1,138 @@
+"""The task callables of a pipeline DAG: plan → read → commit. Thin: the work is in the core."""
+import logging
+import re
+import time
+from contextlib import contextmanager
+
+from .. import faults
+from ..checkpoint import advance
+from ..commit import build_manifest, plan_id, publish, read_manifest, staging_for, verify
+from ..config import load_pipeline
+from ..errors import SourceError, StreamsliceError
+from ..plan import Interval, ReadPlan
+from ..planning import plan_run
+from ..staging import Staging
+from ..timeutil import from_ms, iso, to_ms
+from .hooks import source_properties
+from .store import TaskCheckpointStore, output_asset
+
+log = logging.getLogger("streamslice")
+
+
+@contextmanager
+def operator_errors():
+    """Our errors become one clear line in the task log. Transient source errors are retried;
+    the rest (bad config, data loss, failed verification) fail at once."""
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+    try:
+        yield
+    except SourceError as exc:
+        log.error("%s", exc)
+        raise AirflowException(str(exc)) from None
+    except StreamsliceError as exc:
+        log.error("%s", exc)
+        raise AirflowFailException(f"{type(exc).__name__}: {exc}") from None
+
+
+def plan_task(pipeline_file, **context):
+    with operator_errors():
+        cfg = load_pipeline(pipeline_file)
+        saved = context["task_state_store"].get("plan")
+        if saved:
+            log.info("Reusing the plan saved by an earlier try of this run (%d splits).",
+                     len(saved["splits"]))
+            return saved
+        interval = None
+        if cfg.mode == "interval":
+            interval = Interval(to_ms(context["data_interval_start"]),
+                                to_ms(context["data_interval_end"]), cfg.allowed_lateness)
+            _wait_until_closed(interval)
+        checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
+        plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
+                        interval=interval, checkpoint=checkpoint, run_id=context["run_id"],
+                        properties=source_properties(cfg.source))
+        log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
+                 plan.total_records_hint, plan.partition,
+                 {s.key: s.lag for s in plan.splits})
+        for gap in plan.gaps:
+            log.warning("Data loss skipped (on_data_loss: skip): %s", gap)
+        data = plan.to_dict()
+        context["task_state_store"].set("plan", data)
+        return data
+
+
+def _wait_until_closed(interval):
+    """An interval is read once it is over and its lateness has passed; until then the task
+    is rescheduled rather than reading a range that can still grow."""
+    from airflow.sdk.exceptions import AirflowRescheduleException
+    ready_at = interval.end + interval.allowed_lateness
+    now = int(time.time() * 1000)
+    if now < ready_at:
+        log.info("Interval closes (with lateness) at %s; rescheduling.", iso(ready_at))
+        raise AirflowRescheduleException(from_ms(ready_at))
+
+
+def read_task(pipeline_file, **context):
+    with operator_errors():
+        cfg = load_pipeline(pipeline_file)
+        plan = ReadPlan.from_dict(context["ti"].xcom_pull(task_ids="plan"))
+        attempt = f"{_safe(context['run_id'])}-try{context['ti'].try_number}"
+        staging = staging_for(cfg.output.dataset(cfg.name), plan, attempt)
+        from .runners import run_spark_read
+        started = time.time()
+        run_spark_read(cfg, plan, staging.uri, source_properties(cfg.source))
+        log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri,
+                 time.time() - started)
+        return staging.uri
+
+
+def commit_task(pipeline_file, **context):
+    with operator_errors():
+        cfg = load_pipeline(pipeline_file)
+        plan = ReadPlan.from_dict(context["ti"].xcom_pull(task_ids="plan"))
+        staging = Staging(context["ti"].xcom_pull(task_ids="read"))
+        asset = output_asset(cfg)
+        dataset = cfg.output.dataset(cfg.name)
+        now = int(time.time() * 1000)
+        manifest = _publish_once(cfg, plan, staging, dataset, context["run_id"], now)
+        faults.check("after_publish")
+        store = TaskCheckpointStore(context, asset)
+        store.put(advance(store.get(), plan, now_ms=now, run_id=context["run_id"]))
+        extra = {k: manifest[k] for k in ("partition", "records", "dead_letters",
+                                            "late_records", "min_timestamp", "max_timestamp",
+                                            "batch", "plan_id")}
+        context["outlet_events"][asset].extra = extra
+        log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
+                 manifest["partition"], manifest["records"], manifest["dead_letters"])
+        return extra
+
+
+def _publish_once(cfg, plan, staging, dataset, run_id, now):
+    """Publish the staged output, or recognise that an earlier try already did."""
+    if staging.fs.get_file_info(staging.root).type.name != "NotFound":
+        figures = verify(plan, staging, cfg.output.format)
+        manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now)
+        faults.check("before_publish")
+        publish(plan, staging, dataset, manifest)
+        _clean_attempts(dataset, plan)
+        return manifest
+    published = read_manifest(dataset, plan.partition)
+    if published and published.get("plan_id") == plan_id(plan):
+        log.info("%s was already published by an earlier try of this run.", plan.partition)
+        return published
+    from ..errors import CommitError
+    raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "
+                      "published from this plan; clear the read task to read it again")
+
+
+def _clean_attempts(dataset, plan):
+    """Staging left by failed tries of the same partition."""
+    import pyarrow.fs as pafs
+    fs, root = pafs.FileSystem.from_uri(dataset)
+    path = f"{root}/_staging/{plan.partition}"
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        fs.delete_dir(path)
+
+
+def _safe(text):
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)

@@ -11,16 +11,21 @@ class InjectedFault(RuntimeError):
     pass
 
 
-def _spec():
-    raw = os.environ.get("STREAMSLICE_INJECT_FAULT")
+def current():
+    """The fault spec of this process (the driver forwards it to Spark readers)."""
+    return os.environ.get("STREAMSLICE_INJECT_FAULT")
+
+
+def _spec(raw=None):
+    raw = raw or current()
     if not raw:
         return None
     point, *opts = raw.split(":")
     return point, dict(o.split("=", 1) for o in opts)
 
 
-def check(point, split=None, records=0):
-    spec = _spec()
+def check(point, split=None, records=0, spec=None):
+    spec = _spec(spec)
     if not spec or spec[0] != point:
         return
     opts = spec[1]

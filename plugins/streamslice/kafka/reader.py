@@ -30,11 +30,13 @@ DEAD_LETTER_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), *_
 
 class KafkaSplitReader:
     def __init__(self, split, *, properties, client="confluent-kafka", decoder=None,
-                 interval=None, staging=None, batch_size=10_000, idle_timeout_s=60.0):
+                 interval=None, staging=None, batch_size=10_000, idle_timeout_s=60.0,
+                 fault=None):
         self.split, self.properties, self.client = split, properties, client
         self.decoder = decoder or Decoder()
         self.interval, self.staging = interval, staging
         self.batch_size, self.idle_timeout_s = batch_size, idle_timeout_s
+        self.fault = fault
         self.schema = record_schema(self.decoder, interval is not None)
         self.stats = SplitStats(split)
         self._dead = []
@@ -46,7 +48,7 @@ class KafkaSplitReader:
             batch = self._to_arrow(raw)
             if batch is not None and batch.num_rows:
                 yield batch
-            faults.check("read", self.split.id, self.stats.d["scanned"])
+            faults.check("read", self.split.id, self.stats.d["scanned"], self.fault)
         self.stats.reached_stop()
         self._finish()
 

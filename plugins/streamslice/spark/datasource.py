@@ -38,12 +38,14 @@ class KafkaDataSource(DataSource):
 class KafkaReader(DataSourceReader):
     def __init__(self, plan, options):
         from streamslice.spark.options import client_properties
+        options = {k.lower(): v for k, v in options.items()}
         self.plan_json = plan.to_json()
         self.splits = [s.__dict__ for s in plan.splits]
         self.properties = client_properties(options, "kafka.")
         self.client = options.get("client") or plan.source_info.get("client") \
             or "confluent-kafka"
         self.staging = options.get("staging")
+        self.fault = options.get("injectfault")
 
     def partitions(self):
         return [SplitPartition(s) for s in self.splits] or [SplitPartition(None)]
@@ -59,7 +61,7 @@ class KafkaReader(DataSourceReader):
         reader = KafkaSplitReader(
             KafkaSplit(**partition.value), properties=self.properties, client=self.client,
             decoder=Decoder.from_dict(plan.decode), interval=plan.interval,
-            staging=Staging(self.staging) if self.staging else None)
+            staging=Staging(self.staging) if self.staging else None, fault=self.fault)
         return reader.batches()
 
 

@@ -2,6 +2,7 @@
 ``jobs/bounded_read.py`` under spark-submit."""
 import re
 
+from .. import faults
 from ..errors import StreamsliceError
 from ..staging import Staging
 
@@ -15,6 +16,8 @@ def run_read(spark, plan, staging_uri, *, properties=None, client=None, output_f
               .option("staging", staging_uri))
     if client:
         reader = reader.option("client", client)
+    if faults.current():
+        reader = reader.option("injectFault", faults.current())
     prefix = "kafka." if plan.source == "kafka" else "aws."
     for key, value in (properties or {}).items():
         reader = reader.option(prefix + key, str(value))
@@ -28,6 +31,7 @@ def run_read(spark, plan, staging_uri, *, properties=None, client=None, output_f
 
 
 _OURS = re.compile(r"streamslice\.errors\.(\w+): (.+?)(?:\n|$)")
+_PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Fault)): (.+)$", re.M)
 
 
 def unwrap(exc):
@@ -42,6 +46,11 @@ def unwrap(exc):
             return cls(message.strip())
         except TypeError:
             return StreamsliceError(message.strip())
+    python = [m for m in _PYTHON_ERROR.findall(text)
+              if not m[0].startswith(("org.", "java.", "py4j.", "scala."))]
+    if python:
+        name, message = python[0]
+        return StreamsliceError(f"Spark job failed: {name.rsplit('.', 1)[-1]}: {message[:500]}")
     first = next((ln for ln in text.splitlines() if ln.strip()), type(exc).__name__)
     return StreamsliceError(f"Spark job failed: {first[:500]}")
 

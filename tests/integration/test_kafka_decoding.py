@@ -1,0 +1,58 @@
+"""Records that fail to decode land in the dead-letter output with their offset and reason,
+counted in the manifest, never dropped. Both readers."""
+import json
+import os
+
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import Producer
+
+from devtools.services import create_topic
+from tests.support.pipelines import run_dag, unique, write_pipeline
+
+pytestmark = pytest.mark.integration
+
+BAD = {3: (b"k3", b"{not json"), 7: (b"k7", b'{"id": "seven", "fare": 1.0}'),
+       11: (b"k11", b"[1, 2]"), 12: (b"\xff\xfe", b'{"id": 12, "fare": 2.5}')}
+
+
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
+def test_malformed_records_go_to_dead_letters(broker, spark, airflow_db, client):
+    topic = unique("decode")
+    create_topic(broker.bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        key, value = BAD.get(i, (f"k{i}".encode(), json.dumps({"id": i, "fare": i / 2}).encode()))
+        p.produce(topic, key=key, value=value, partition=0, timestamp=1_714_521_600_000 + i,
+                  headers=[("source", b"test")])
+    p.flush(30)
+    cfg = write_pipeline(unique("decode"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+  client: {client}
+format:
+  value: json
+  key: string
+  schema: {{id: long, fare: double}}
+output:
+  path: {os.environ["AIRFLOW_HOME"]}/../lake
+""")
+    run_dag(cfg)
+    part = f"{cfg.output.dataset(cfg.name)}/batch=00000001"
+    good = ds.dataset(part, format="parquet").to_table()
+    assert sorted(good.column("offset").to_pylist()) == [i for i in range(20) if i not in BAD]
+    assert good.column("headers").to_pylist()[0] == [{"key": "source", "value": b"test"}]
+    dead = pq.read_table(f"{part}/_dead_letter").to_pylist()
+    reasons = {r["offset"]: r["error"] for r in dead}
+    assert sorted(reasons) == sorted(BAD)
+    assert reasons[3].startswith("invalid JSON")
+    assert reasons[7] == "field 'id': expected long, got \"seven\""
+    assert reasons[11] == "expected a JSON object, got list"
+    assert reasons[12] == "key is not valid UTF-8 at byte 0"
+    assert {r["offset"]: r["value"] for r in dead}[3] == b"{not json"
+    manifest = json.load(open(f"{part}/_manifest.json"))
+    assert manifest["dead_letters"] == 4 and manifest["records"] == 16

@@ -1,0 +1,99 @@
+"""Verification catches what a broken read would leave: missing, duplicated or foreign records,
+unfinished splits; the checkpoint refuses to advance over another writer."""
+import json
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from streamslice.checkpoint import Checkpoint, advance
+from streamslice.commit import build_manifest, publish, read_manifest, verify
+from streamslice.errors import CommitError
+from streamslice.plan import KafkaSplit, ReadPlan
+from streamslice.staging import Staging
+
+
+def make_plan(batch=1, base=None):
+    splits = [KafkaSplit(0, "t", 0, 0, 3), KafkaSplit(1, "t", 0, 3, 5),
+              KafkaSplit(2, "t", 1, 10, 12)]
+    return ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
+                    splits=splits, partition=f"batch={batch:08d}", batch=batch,
+                    base_checkpoint=base, next_positions={"t:0": 5, "t:1": 12})
+
+
+def stage(tmp_path, rows, summaries):
+    st = Staging(str(tmp_path / "staging"))
+    (tmp_path / "staging" / "data").mkdir(parents=True)
+    table = pa.table({"topic": ["t"] * len(rows), "partition": [p for p, _ in rows],
+                      "offset": [o for _, o in rows]},
+                     schema=pa.schema([("topic", pa.string()), ("partition", pa.int32()),
+                                       ("offset", pa.int64())]))
+    pq.write_table(table, tmp_path / "staging" / "data" / "part-0.parquet")
+    for s in summaries:
+        st.write_summary(s["split"], s)
+    return st
+
+
+def summary(split, records, reached=True):
+    return {"split": split.id, "start": split.start, "stop": split.stop, "records": records,
+            "dead_letters": 0, "reached_stop": reached}
+
+
+GOOD_ROWS = [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (1, 10), (1, 11)]
+
+
+def good_summaries(plan):
+    return [summary(s, s.stop - s.start) for s in plan.splits]
+
+
+def test_good_staging_verifies_and_publishes(tmp_path):
+    plan = make_plan()
+    st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
+    figures = verify(plan, st)
+    assert figures["records"] == 7
+    assert figures["per_key"]["t:0"] == {"records": 5, "min": 0, "max": 4}
+    publish(plan, st, str(tmp_path / "ds"), build_manifest(plan, figures))
+    assert read_manifest(str(tmp_path / "ds"), "batch=00000001")["records"] == 7
+    assert not (tmp_path / "staging").exists()
+
+
+@pytest.mark.parametrize("rows, summaries_change, message", [
+    (GOOD_ROWS[:-1], None, "t:1: 1 records staged, readers kept 2"),
+    (GOOD_ROWS + [(1, 11)], None, "t:1: 3 records staged, readers kept 2"),
+    (GOOD_ROWS[:-1] + [(1, 13)], None, "t:1: staged offsets 10..13 fall outside the plan"),
+    (GOOD_ROWS, ("drop", 1), "split 1 (t:0) left no summary"),
+    (GOOD_ROWS, ("unfinished", 2), "split 2 (t:1) did not reach its stop"),
+])
+def test_verification_failures(tmp_path, rows, summaries_change, message):
+    plan = make_plan()
+    sums = good_summaries(plan)
+    if summaries_change:
+        what, idx = summaries_change
+        if what == "drop":
+            sums.pop(idx)
+        else:
+            sums[idx]["reached_stop"] = False
+    st = stage(tmp_path, rows, sums)
+    with pytest.raises(CommitError, match=re.escape(message)):
+        verify(plan, st)
+
+
+def test_republish_replaces_the_partition(tmp_path):
+    for rows in (GOOD_ROWS, GOOD_ROWS):
+        plan = make_plan()
+        st = stage(tmp_path, rows, good_summaries(plan))
+        publish(plan, st, str(tmp_path / "ds"), build_manifest(plan, verify(plan, st)))
+    files = sorted(p.name for p in (tmp_path / "ds" / "batch=00000001").iterdir())
+    assert files == ["_manifest.json", "part-0.parquet"]
+    assert not any(p.name == "_trash" and any(p.iterdir()) for p in (tmp_path / "ds").iterdir())
+
+
+def test_checkpoint_advances_only_from_the_planned_base():
+    first = advance(None, make_plan(1), now_ms=1, run_id="r1")
+    assert first.positions == {"t:0": 5, "t:1": 12} and first.batch == 1
+    second = advance(first, make_plan(2, base=first.to_dict()), now_ms=2, run_id="r2")
+    assert second.batch == 2
+    with pytest.raises(CommitError, match="checkpoint moved since this run was planned"):
+        advance(second, make_plan(2, base=first.to_dict()), now_ms=3)
+    assert Checkpoint.from_dict(json.loads(json.dumps(second.to_dict()))) == second

@@ -1,0 +1,149 @@
+"""Pipeline file validation: each invalid field gets its own precise message with file:line."""
+import pytest
+
+from streamslice.config import load_pipelines, parse_pipeline
+from streamslice.errors import ConfigError
+from streamslice.kafka.initializers import Committed, Earliest, Latest, Specified, Timestamp
+
+GOOD = """\
+mode: incremental
+kafka:
+  bootstrap_servers: 127.0.0.1:9092
+  topics: [orders]
+output:
+  path: /lake
+"""
+
+
+def parse(text):
+    return parse_pipeline(text, file="p.yaml", default_name="p")
+
+
+def error(text):
+    with pytest.raises(ConfigError) as info:
+        parse(text)
+    return str(info.value)
+
+
+def test_good_file_defaults():
+    cfg = parse(GOOD)
+    assert cfg.name == "p" and cfg.mode == "incremental" and cfg.max_active_runs == 1
+    assert cfg.source.start == Committed(Earliest()) and cfg.source.stop == Latest()
+    assert cfg.source.client == "confluent-kafka" and cfg.source.on_data_loss == "fail"
+    assert cfg.output.dataset("p") == "/lake/pipeline=p"
+
+
+@pytest.mark.parametrize("change, message", [
+    (("topics: [orders]", "topics: [orders]\n  colour: blue"),
+     "p.yaml:5: kafka.colour: unknown key 'colour'"),
+    (("mode: incremental", "mode: streaming"),
+     "p.yaml:1: mode: 'streaming' is not one of: interval, incremental"),
+    (("127.0.0.1:9092", "localhost"),
+     "p.yaml:3: kafka.bootstrap_servers: 'localhost' is not host:port"),
+    (("127.0.0.1:9092", "a:1,b:99999"),
+     "p.yaml:3: kafka.bootstrap_servers: 'b:99999' is not host:port"),
+    (("  topics: [orders]\n", ""),
+     "kafka: give exactly one of topics, topic_pattern or partitions"),
+    (("topics: [orders]", "topics: [orders]\n  topic_pattern: 'o.*'"),
+     "give exactly one of topics, topic_pattern or partitions (got topics, topic_pattern)"),
+    (("topics: [orders]", "topic_pattern: '(unclosed'"),
+     "p.yaml:4: kafka.topic_pattern: '(unclosed' is not a valid regex"),
+    (("topics: [orders]", "topics: [orders]\n  start: earleist"),
+     "p.yaml:5: kafka.start: 'earleist' is not one of: earliest, latest, committed"),
+    (("topics: [orders]", "topics: [orders]\n  start: {timestamp: '2024-13-01'}"),
+     "p.yaml:5: kafka.start: '2024-13-01' is not an ISO-8601 timestamp"),
+    (("topics: [orders]", "topics: [orders]\n  start: {offsets: {orders: 3}}"),
+     "p.yaml:5: kafka.start: 'orders' is not topic:partition"),
+    (("topics: [orders]", "topics: [orders]\n  stop: data_interval_end"),
+     "kafka.stop: data_interval_end needs mode interval"),
+    (("topics: [orders]", "topics: [orders]\n  max_records_per_split: 0"),
+     "p.yaml:5: kafka.max_records_per_split: must be at least 1, got 0"),
+    (("topics: [orders]", "topics: [orders]\n  client: librdkafka"),
+     "kafka.client: 'librdkafka' is not one of: confluent-kafka, kafka-python"),
+    (("  bootstrap_servers: 127.0.0.1:9092\n", ""),
+     "kafka: needs bootstrap_servers or conn_id"),
+    (("output:\n  path: /lake\n", "output:\n  path: /lake\n  format: csv\n"),
+     "p.yaml:7: output.format: 'csv' is not one of: parquet, json, orc"),
+    (("mode: incremental", "mode: incremental\nmax_active_runs: 3"),
+     "max_active_runs: must be 1 in mode incremental"),
+    (("mode: incremental", "mode: incremental\nallowed_lateness: 5m"),
+     "allowed_lateness: only applies to mode interval"),
+    (("mode: incremental", "mode: incremental\nformat:\n  value: json"),
+     "format.schema: is required with value: json"),
+    (("mode: incremental", "mode: incremental\nformat:\n  value: json\n  schema: {a: int64}"),
+     "format.schema: field 'a': type 'int64' is not one of"),
+    (("mode: incremental", "mode: incremental\nretry_delay: soon"),
+     "retry_delay: 'soon' is not a duration"),
+    (("mode: incremental", "mode: incremental\nmode: interval"),
+     "p.yaml:2: invalid YAML: duplicate key 'mode'"),
+    (("topics: [orders]", "topics: [orders"), "invalid YAML"),
+])
+def test_each_bad_field_has_its_message(change, message):
+    old, new = change
+    assert old in GOOD
+    assert message in error(GOOD.replace(old, new, 1))
+
+
+INTERVAL = """\
+mode: interval
+schedule: "@hourly"
+start_date: 2024-05-01T00:00:00Z
+allowed_lateness: 10m
+kafka:
+  bootstrap_servers: 127.0.0.1:9092
+  topics: [orders]
+output:
+  path: /lake
+"""
+
+
+def test_interval_mode_reads_its_data_interval():
+    cfg = parse(INTERVAL)
+    assert cfg.source.start == Timestamp("data_interval_start")
+    assert cfg.source.stop == Timestamp("data_interval_end")
+    assert cfg.allowed_lateness == 600_000 and cfg.start_date == 1_714_521_600_000
+
+
+@pytest.mark.parametrize("change, message", [
+    (("  topics: [orders]", "  topics: [orders]\n  start: earliest"),
+     "kafka.start: is set by the run's data interval in mode interval"),
+    (("allowed_lateness: 10m", "allowed_lateness: 2h"),
+     "allowed_lateness: 7200s is longer than one interval (3600s)"),
+    (('schedule: "@hourly"\n', ""), "schedule: is required in mode interval"),
+    (('"@hourly"', '"@fortnightly"'), "schedule: '@fortnightly' is not one of the presets"),
+    (('"@hourly"', '"61 * * * *"'), "schedule: '61 * * * *' is not a valid cron expression"),
+    (("start_date: 2024-05-01T00:00:00Z", "start_date: yesterday"),
+     "p.yaml:3: start_date: 'yesterday' is not an ISO-8601 timestamp"),
+])
+def test_interval_mode_errors(change, message):
+    old, new = change
+    assert message in error(INTERVAL.replace(old, new, 1))
+
+
+def test_start_forms():
+    def start(spec):
+        return parse(GOOD.replace("topics: [orders]", f"topics: [orders]\n  start: {spec}")) \
+            .source.start
+    assert start("latest") == Committed(Latest())
+    assert start("{committed: latest}") == Committed(Latest())
+    assert start("{offsets: {'orders:0': 42}}") == Committed(Specified({"orders:0": 42}))
+    assert start("{timestamp: 1714521600000}") == Committed(Timestamp(1714521600000))
+    assert start("{timestamp: '2024-05-01T00:00:00Z'}") == Committed(Timestamp(1714521600000))
+
+
+def test_environment_interpolation(monkeypatch):
+    monkeypatch.setenv("BROKER", "10.0.0.1:9093")
+    cfg = parse(GOOD.replace("127.0.0.1:9092", "${BROKER}"))
+    assert cfg.source.bootstrap_servers == "10.0.0.1:9093"
+    cfg = parse(GOOD.replace("127.0.0.1:9092", "${NOPE_UNSET:-127.0.0.1:1234}"))
+    assert cfg.source.bootstrap_servers == "127.0.0.1:1234"
+    assert "environment variable NOPE_UNSET is not set" in error(
+        GOOD.replace("127.0.0.1:9092", "${NOPE_UNSET}"))
+
+
+def test_folder_reports_each_bad_file_and_keeps_good_ones(tmp_path):
+    (tmp_path / "good.yaml").write_text(GOOD)
+    (tmp_path / "bad.yaml").write_text(GOOD.replace("incremental", "sometimes"))
+    configs, errors = load_pipelines(tmp_path)
+    assert [c.name for c in configs] == ["good"]
+    assert len(errors) == 1 and str(errors[0]).startswith(f"{tmp_path / 'bad.yaml'}:1: mode:")

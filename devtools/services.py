@@ -79,3 +79,78 @@ def create_topic(bootstrap, topic, partitions, config=None):
             return
         time.sleep(0.1)
     raise RuntimeError(f"topic {topic} did not appear")
+
+
+TOOLS = Path(__file__).resolve().parents[1] / ".tools" / "node"
+
+
+def install_node_tools():
+    """Install the pinned Node packages (devtools/node) into .tools/node, once."""
+    target = TOOLS / "node_modules" / "kinesis-local" / "main.js"
+    if target.exists():
+        return target.parent
+    TOOLS.mkdir(parents=True, exist_ok=True)
+    src = Path(__file__).resolve().parent / "node"
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(src / name, TOOLS / name)
+    subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TOOLS,
+                   check=True)
+    return target.parent
+
+
+class KinesisLocal:
+    """kinesis-local (a build of kinesis-mock) behind the SubscribeToShard proxy.
+
+    The server binds its ports on all interfaces (it cannot be told otherwise); everything
+    here talks to it on 127.0.0.1 only, through the proxy's port."""
+
+    def __init__(self, port=None, proxy_port=None, log_file=None):
+        self.port, self.tls_port = port or free_port(), free_port()
+        self.proxy_port = proxy_port or free_port()
+        self.log_file = log_file
+        self._server = self._proxy = None
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.proxy_port}"
+
+    def start(self):
+        pkg = install_node_tools()
+        env = dict(os.environ, KINESIS_MOCK_PLAIN_PORT=str(self.port),
+                   KINESIS_MOCK_TLS_PORT=str(self.tls_port),
+                   KINESIS_MOCK_CERT_PATH=str(pkg / "server.json"), LOG_LEVEL="WARN",
+                   SHARD_LIMIT="1000", CREATE_STREAM_DURATION="200ms",
+                   DELETE_STREAM_DURATION="200ms", REGISTER_STREAM_CONSUMER_DURATION="300ms",
+                   START_STREAM_ENCRYPTION_DURATION="300ms",  # the deregister delay (its bug)
+                   MERGE_SHARDS_DURATION="300ms", SPLIT_SHARD_DURATION="300ms",
+                   UPDATE_SHARD_COUNT_DURATION="300ms")
+        out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL
+        self._server = subprocess.Popen(["node", str(pkg / "main.js")], env=env, stdout=out,
+                                        stderr=subprocess.STDOUT, cwd=str(pkg))
+        wait_for_port(self.port, what="kinesis-local", timeout=60)
+        self._proxy = subprocess.Popen(
+            [sys.executable, "-m", "devtools.kinesis_proxy", "--listen-port",
+             str(self.proxy_port), "--upstream-port", str(self.port)],
+            cwd=str(Path(__file__).resolve().parents[1]), stdout=out, stderr=subprocess.STDOUT)
+        wait_for_port(self.proxy_port, what="Kinesis proxy")
+        return self
+
+    def stop(self):
+        for proc in (self._proxy, self._server):
+            if proc and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+    def client(self):
+        import boto3
+        return boto3.client("kinesis", endpoint_url=self.endpoint, region_name="us-east-1",
+                            aws_access_key_id="test", aws_secret_access_key="test")
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

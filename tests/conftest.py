@@ -61,6 +61,15 @@ def broker():
 
 
 @pytest.fixture(scope="session")
+def kinesis():
+    """A real Kinesis-compatible HTTP server (kinesis-local) behind the SubscribeToShard proxy."""
+    from devtools.services import KinesisLocal
+    k = KinesisLocal(log_file=SESSION_DIR / "kinesis.log").start()
+    yield k
+    k.stop()
+
+
+@pytest.fixture(scope="session")
 def spark():
     from streamslice.spark.session import spark_session
     s = spark_session()

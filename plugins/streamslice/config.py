@@ -200,12 +200,23 @@ PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * 
            "@annually": "0 0 1 1 *"}
 
 
+def schedule_delta_ms(schedule):
+    """A schedule given as a duration ("15m", "10s") → milliseconds, else None (cron)."""
+    try:
+        return parse_duration_ms(schedule) or None
+    except ValueError:
+        return None
+
+
 def _schedule(f, mode):
     value = f.raw("schedule", None)
     if value is None:
         return None
     if not isinstance(value, str):
-        raise f.error("must be a cron expression or preset such as '@hourly'", "schedule")
+        raise f.error("must be a cron expression, a preset such as '@hourly', or a duration "
+                      "such as '15m'", "schedule")
+    if schedule_delta_ms(value):
+        return value.strip()
     cron = PRESETS.get(value.strip(), value.strip())
     if cron.startswith("@"):
         raise f.error(f"{value!r} is not one of the presets {', '.join(PRESETS)} "
@@ -221,6 +232,9 @@ def interval_width_ms(schedule, at_ms):
     from datetime import datetime, timezone
 
     from croniter import croniter
+    delta = schedule_delta_ms(schedule)
+    if delta:
+        return delta
     cron = PRESETS.get(schedule, schedule)
     it = croniter(cron, datetime.fromtimestamp(at_ms / 1000 - 1, tz=timezone.utc))
     first = it.get_next(datetime)

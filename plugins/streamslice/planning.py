@@ -32,9 +32,10 @@ def plan_run(source, *, pipeline, mode, decode=None, interval=None, checkpoint=N
                 or source.bootstrap_servers, "client": source.client}
     else:
         from .kinesis.planner import plan_kinesis
+        initial = (checkpoint.source_state or {}).get("initial_position") if checkpoint else None
         splits, gaps, nxt, info = plan_kinesis(source, mode=mode, interval=interval,
                                                checkpoint=positions, now_ms=now_ms,
-                                               properties=properties)
+                                               properties=properties, initial=initial)
     batch = (checkpoint.batch if checkpoint else 0) + 1 if mode == "incremental" else None
     return ReadPlan(
         pipeline=pipeline, source=source.kind, mode=mode, planned_at=now_ms, splits=splits,

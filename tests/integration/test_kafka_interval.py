@@ -58,3 +58,40 @@ output:
 
     checkpoint = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
     assert checkpoint.interval_end == base_ms + 3 * HOUR
+
+
+def test_records_beyond_lateness_are_kept_flagged_and_counted(broker, spark, airflow_db,
+                                                               tmp_path):
+    topic = unique("late")
+    create_topic(broker.bootstrap, topic, 1)
+    base_ms = int(BASE.timestamp() * 1000)
+    from devtools.taxi import Trip
+    # Event times in produce order; the 00:10 trip arrives at 01:30, long after 01:00 + 5m.
+    times = [base_ms + m * 60_000 for m in (5, 20, 50, 70, 90)] + [base_ms + 10 * 60_000] + \
+        [base_ms + m * 60_000 for m in (100, 130, 150)]
+    sent = produce(broker.bootstrap, topic, [Trip(b"k", b"{}", t) for t in times])
+    cfg = write_pipeline(unique("late"), f"""
+mode: interval
+schedule: "@hourly"
+start_date: "2024-05-01T00:00:00Z"
+allowed_lateness: 5m
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+output:
+  path: {tmp_path}
+""")
+    for hour in range(3):
+        run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
+    import json
+    rows = {}
+    for hour in range(3):
+        part = f"{cfg.output.dataset(cfg.name)}/interval=20240501T{hour:02d}0000Z"
+        t = ds.dataset(part, format="parquet").to_table()
+        rows[hour] = sorted(zip(t.column("offset").to_pylist(), t.column("is_late").to_pylist()))
+        assert json.load(open(f"{part}/_manifest.json"))["late_records"] == \
+            sum(late for _, late in rows[hour])
+    assert rows == {0: [(0, False), (1, False), (2, False)],
+                    1: [(3, False), (4, False), (5, True), (6, False)],
+                    2: [(7, False), (8, False)]}
+    assert len(sent) == 9

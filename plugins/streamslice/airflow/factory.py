@@ -3,7 +3,7 @@ import logging
 from datetime import timedelta
 from pathlib import Path
 
-from ..config import PRESETS, load_pipelines
+from ..config import PRESETS, load_pipelines, schedule_delta_ms
 from ..timeutil import from_ms
 from .docs import dag_doc, error_doc
 from .store import output_asset
@@ -25,9 +25,15 @@ def build_dags(folder):
 
 
 def _timetable(cfg):
-    from airflow.sdk import CronDataIntervalTimetable, CronTriggerTimetable
+    from airflow.sdk import (CronDataIntervalTimetable, CronTriggerTimetable,
+                             DeltaDataIntervalTimetable, DeltaTriggerTimetable)
     if not cfg.schedule:
         return None
+    delta = schedule_delta_ms(cfg.schedule)
+    if delta:
+        every = timedelta(milliseconds=delta)
+        return DeltaDataIntervalTimetable(every) if cfg.mode == "interval" \
+            else DeltaTriggerTimetable(every)
     cron = PRESETS.get(cfg.schedule, cfg.schedule)
     if cfg.mode == "interval":  # real [start, end) intervals, not zero-width ones
         return CronDataIntervalTimetable(cron, timezone="UTC")
@@ -58,7 +64,34 @@ def build_dag(cfg):
                                 doc_md="Verify, publish atomically, then advance the "
                                 "checkpoint.")
         plan >> read >> commit
+        _efo_tasks(cfg, plan, read, kwargs)
     return dag
+
+
+def _efo_tasks(cfg, plan, read, kwargs):
+    """Kinesis Enhanced Fan-Out: consumers registered and deregistered as Airflow tasks."""
+    from airflow.providers.standard.operators.python import PythonOperator
+
+    from .kinesis import efo_deregister_task, efo_register_task, efo_sweep_task
+    src = cfg.source
+    if src.kind != "kinesis" or src.reader != "efo" or src.efo_registration == "none":
+        return
+    register = PythonOperator(task_id="efo_register", python_callable=efo_register_task,
+                              op_kwargs=kwargs, doc_md="Register (or reuse) the EFO consumer "
+                              "and wait until it is ACTIVE.")
+    register >> plan
+    if src.efo_registration == "per_run":
+        sweep = PythonOperator(task_id="efo_sweep", python_callable=efo_sweep_task,
+                               op_kwargs=kwargs, doc_md="Deregister consumers left over by "
+                               "crashed runs.")
+        deregister = PythonOperator(task_id="efo_deregister",
+                                    python_callable=efo_deregister_task, op_kwargs=kwargs,
+                                    doc_md="Deregister this run's consumer, also after a "
+                                    "failed read.")
+        sweep >> register
+        read >> deregister
+        register.as_setup()
+        deregister.as_teardown(setups=register)
 
 
 def _error_dag(dag_id, err):

@@ -78,9 +78,11 @@ def read_task(pipeline_file, **context):
         plan = ReadPlan.from_dict(context["ti"].xcom_pull(task_ids="plan"))
         attempt = f"{_safe(context['run_id'])}-try{context['ti'].try_number}"
         staging = staging_for(cfg.output.dataset(cfg.name), plan, attempt)
+        from .kinesis import consumer_arns
         from .runners import run_spark_read
         started = time.time()
-        run_spark_read(cfg, plan, staging.uri, source_properties(cfg.source))
+        run_spark_read(cfg, plan, staging.uri, source_properties(cfg.source),
+                       consumer_arns=consumer_arns(cfg, context))
         log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri,
                  time.time() - started)
         return staging.uri
@@ -97,7 +99,9 @@ def commit_task(pipeline_file, **context):
         manifest = _publish_once(cfg, plan, staging, dataset, context["run_id"], now)
         faults.check("after_publish")
         store = TaskCheckpointStore(context, asset)
-        store.put(advance(store.get(), plan, now_ms=now, run_id=context["run_id"]))
+        current = store.get()
+        store.put(advance(current, plan, now_ms=now, run_id=context["run_id"],
+                          positions=_reader_positions(plan, manifest, current)))
         extra = {k: manifest[k] for k in ("partition", "records", "dead_letters",
                                             "late_records", "min_timestamp", "max_timestamp",
                                             "batch", "plan_id")}
@@ -105,6 +109,16 @@ def commit_task(pipeline_file, **context):
         log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
                  manifest["partition"], manifest["records"], manifest["dead_letters"])
         return extra
+
+
+def _reader_positions(plan, manifest, current):
+    """Kinesis checkpoints come from the readers' summaries (last sequence number, SHARD_END)."""
+    if plan.source != "kinesis":
+        return None
+    from ..kinesis.positions import next_positions
+    summaries = {s["split"]: s for s in manifest["splits"]}
+    base = current.positions if current else {}
+    return next_positions(plan, summaries, base)
 
 
 def _publish_once(cfg, plan, staging, dataset, run_id, now):

@@ -66,36 +66,41 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0):
                     raise _stalled(split, position, idle_timeout_s, servers)
                 continue
             idle_since = time.monotonic()
-            offsets, tss, types, keys, values, headers = [], [], [], [], [], []
-            for m in msgs:
-                err = m.error()
-                if err is not None:
-                    if err.code() == eof:
-                        if m.offset() >= stop:
-                            position = stop
-                            break
-                        raise SourceError(
-                            f"{split.key}: the log ends at offset {m.offset()}, before the "
-                            f"split's stop {stop} (truncated since planning?)")
-                    if err.code() in oor:
-                        raise _expired(split, position, err.str())
-                    raise SourceError(f"{split.key}: fetch failed: {err.str()}")
-                off = m.offset()
-                if off >= stop:
-                    position = stop
-                    break
-                position = off + 1
-                offsets.append(off)
-                ttype, ts = m.timestamp()
-                tss.append(ts)
-                types.append(ttype - 1 if ttype > 0 else -1)
-                keys.append(m.key())
-                values.append(m.value())
-                headers.append(m.headers())
-            if offsets:
-                yield RawBatch(offsets, tss, types, keys, values, headers)
+            at_end = False
+            if any(m.error() is not None for m in msgs):
+                msgs, at_end = _strip_errors(split, msgs, position, eof, oor)
+            offsets = [m.offset() for m in msgs]
+            if offsets and offsets[-1] >= stop:  # only the tail of a batch can pass the stop
+                cut = next(i for i, o in enumerate(offsets) if o >= stop)
+                msgs, offsets = msgs[:cut], offsets[:cut]
+                at_end = True
+            position = stop if at_end else (offsets[-1] + 1 if offsets else position)
+            if not offsets:
+                continue
+            stamps = [m.timestamp() for m in msgs]
+            yield RawBatch(offsets, [ts for _, ts in stamps],
+                           [t - 1 if t > 0 else -1 for t, _ in stamps],
+                           [m.key() for m in msgs], [m.value() for m in msgs],
+                           [m.headers() for m in msgs])
     finally:
         consumer.close()
+
+
+def _strip_errors(split, msgs, position, eof, oor):
+    """Messages before the first error, and whether the log ended at or past the stop."""
+    for i, m in enumerate(msgs):
+        err = m.error()
+        if err is None:
+            continue
+        if err.code() == eof:
+            if m.offset() >= split.stop:
+                return msgs[:i], True
+            raise SourceError(f"{split.key}: the log ends at offset {m.offset()}, before the "
+                              f"split's stop {split.stop} (truncated since planning?)")
+        if err.code() in oor:
+            raise _expired(split, position, err.str())
+        raise SourceError(f"{split.key}: fetch failed: {err.str()}")
+    return msgs, False
 
 
 def _raise_fatal(err):

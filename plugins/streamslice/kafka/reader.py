@@ -91,6 +91,7 @@ class KafkaSplitReader:
         arrays = [pa.array(keys, self.schema.field("key").type)]
         for fld, values in zip(self.schema.names[1:1 + len(value_cols)], value_cols):
             arrays.append(pa.array(values, self.schema.field(fld).type))
+        payload = _bytes(arrays[:1 + len(value_cols)])
         count = len(offsets)
         arrays += [pa.array([self.split.topic] * count, pa.string()),
                    pa.array([self.split.partition] * count, pa.int32()),
@@ -98,7 +99,7 @@ class KafkaSplitReader:
                    pa.array(cols["headers"], HEADERS)]
         if late is not None:
             arrays.append(late)
-        self.stats.kept(offsets, ts, late, _bytes(keys) + sum(_bytes(c) for c in value_cols))
+        self.stats.kept(offsets, ts, late, payload)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def _dead_letters(self, cols, offsets, ts, errors):
@@ -134,5 +135,12 @@ def _ts(ms_array):
     return ms_array.cast(pa.timestamp("ms", tz="UTC")).cast(TS)
 
 
-def _bytes(values):
-    return sum(len(v) for v in values if isinstance(v, (bytes, str)))
+def _bytes(arrays):
+    """Payload bytes of binary/string columns (decoded fields count by their Arrow size)."""
+    total = 0
+    for arr in arrays:
+        if pa.types.is_binary(arr.type) or pa.types.is_string(arr.type):
+            total += pc.sum(pc.binary_length(arr)).as_py() or 0
+        else:
+            total += arr.nbytes
+    return total

@@ -1,5 +1,6 @@
 """The read job: plan → Spark data source → staged dataset. Used in-process (``local``) and by
 ``jobs/bounded_read.py`` under spark-submit."""
+import json
 import re
 
 from .. import faults
@@ -10,12 +11,14 @@ FORMATS = {"kafka": "streamslice-kafka", "kinesis": "streamslice-kinesis"}
 
 
 def run_read(spark, plan, staging_uri, *, properties=None, client=None, output_format="parquet",
-             compression="snappy"):
+             compression="snappy", consumer_arns=None):
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data``."""
     reader = (spark.read.format(FORMATS[plan.source]).option("plan", plan.to_json())
               .option("staging", staging_uri))
     if client:
         reader = reader.option("client", client)
+    if consumer_arns:
+        reader = reader.option("consumerArns", json.dumps(consumer_arns))
     if faults.current():
         reader = reader.option("injectFault", faults.current())
     prefix = "kafka." if plan.source == "kafka" else "aws."
@@ -55,9 +58,10 @@ def unwrap(exc):
     return StreamsliceError(f"Spark job failed: {first[:500]}")
 
 
-def run_spark_job_inprocess(cfg, plan, staging_uri, properties):
+def run_spark_job_inprocess(cfg, plan, staging_uri, properties, consumer_arns=None):
     from .session import spark_session
     spark = spark_session(master=cfg.spark.master, conf=cfg.spark.conf)
     return run_read(spark, plan, staging_uri, properties=properties,
                     client=getattr(cfg.source, "client", None),
-                    output_format=cfg.output.format, compression=cfg.output.compression)
+                    output_format=cfg.output.format, compression=cfg.output.compression,
+                    consumer_arns=consumer_arns)

@@ -25,6 +25,10 @@ def spark_session(master="local[*]", conf=None, app_name="streamslice"):
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
                .config("spark.sql.maxConcurrentOutputFileWriters", "4"))
+    if master.startswith("local"):  # a local job needs no address beyond loopback
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1") \
+            .config("spark.driver.host", "127.0.0.1")
     settings = dict(json.loads(os.environ.get("STREAMSLICE_SPARK_CONF") or "{}"))
     settings.update(conf or {})
     for key, value in settings.items():

@@ -1,0 +1,239 @@
+"""A forwarding proxy in front of kinesis-local that makes SubscribeToShard usable from botocore.
+
+kinesis-local answers SubscribeToShard with a chunked ``application/vnd.amazon.eventstream``
+whose first frame is a SubscribeToShardEvent (or an exception frame); botocore insists that the
+first frame be an ``initial-response`` event. This proxy relays everything else verbatim
+(keep-alive aware) and, for a SubscribeToShard event stream:
+
+* if the first frame is an exception (ResourceNotFound, ResourceInUse…), answers a plain
+  ``400`` JSON error, as real Kinesis does, so ``subscribe_to_shard()`` raises;
+* otherwise inserts one chunk holding an ``initial-response`` event, then relays the rest.
+
+Test and demo tooling only; listens on 127.0.0.1.
+    python -m devtools.kinesis_proxy --listen-port 4579 --upstream-port 4568
+"""
+import argparse
+import asyncio
+import json
+import logging
+import struct
+import zlib
+
+log = logging.getLogger("kinesis-proxy")
+MAX_HEAD = 64 * 1024
+
+
+def _header(name, value):
+    n, v = name.encode(), value.encode()
+    return struct.pack("!B", len(n)) + n + b"\x07" + struct.pack("!H", len(v)) + v
+
+
+def frame(headers, payload):
+    """One event-stream message: prelude (lengths + CRC), headers, payload, message CRC."""
+    hb = b"".join(_header(k, v) for k, v in headers)
+    prelude = struct.pack("!II", 12 + len(hb) + len(payload) + 4, len(hb))
+    body = prelude + struct.pack("!I", zlib.crc32(prelude)) + hb + payload
+    return body + struct.pack("!I", zlib.crc32(body))
+
+
+INITIAL_RESPONSE = frame([(":event-type", "initial-response"), (":message-type", "event"),
+                          (":content-type", "application/x-amz-json-1.1")], b"{}")
+
+
+def first_frame(buf):
+    """(headers, payload) of the first complete frame in ``buf``, or None."""
+    if len(buf) < 12:
+        return None
+    total, hlen = struct.unpack_from("!II", buf, 0)
+    if len(buf) < total:
+        return None
+    headers, p, end = {}, 12, 12 + hlen
+    while p < end:
+        nl = buf[p]
+        name = buf[p + 1:p + 1 + nl].decode()
+        p += 1 + nl
+        kind = buf[p]
+        p += 1
+        if kind not in (6, 7):
+            break
+        vl, = struct.unpack_from("!H", buf, p)
+        value = buf[p + 2:p + 2 + vl]
+        p += 2 + vl
+        headers[name] = value.decode() if kind == 7 else value
+    return headers, buf[end:total - 4]
+
+
+def parse_head(raw):
+    lines = raw.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        if line:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+    return lines[0], headers
+
+
+async def read_head(reader):
+    try:
+        return await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial:
+            raise
+        return None  # clean end between messages
+
+
+async def read_chunk(reader):
+    """One chunk: (raw bytes with framing, payload); payload is b'' for the last chunk."""
+    size_line = await reader.readuntil(b"\r\n")
+    size = int(size_line.split(b";")[0].strip(), 16)
+    if size == 0:
+        raw = size_line
+        while True:
+            line = await reader.readuntil(b"\r\n")
+            raw += line
+            if line == b"\r\n":
+                return raw, b""
+    data = await reader.readexactly(size + 2)
+    return size_line + data, data[:-2]
+
+
+async def relay_body(reader, writer, headers, status=None, method="POST"):
+    """Relay one body; False when it was close-delimited (the connection must end)."""
+    if method == "HEAD" or (status is not None and (status < 200 or status in (204, 304))):
+        return True
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        while True:
+            raw, payload = await read_chunk(reader)
+            writer.write(raw)
+            await writer.drain()
+            if not payload:
+                return True
+    if "content-length" in headers:
+        left = int(headers["content-length"])
+        while left:
+            data = await reader.read(min(left, 65536))
+            if not data:
+                raise ConnectionError("upstream ended inside a body")
+            writer.write(data)
+            await writer.drain()
+            left -= len(data)
+        return True
+    if status is None:
+        return True
+    while data := await reader.read(65536):
+        writer.write(data)
+        await writer.drain()
+    return False
+
+
+def as_http_error(headers, payload):
+    kind = headers.get(":exception-type", "InternalFailure")
+    try:
+        message = json.loads(payload).get("message", "")
+    except ValueError:
+        message = payload.decode("utf-8", "replace")
+    body = json.dumps({"__type": kind, "message": message}).encode()
+    status = "500 Internal Server Error" if kind == "InternalFailure" else "400 Bad Request"
+    return (f"HTTP/1.1 {status}\r\nContent-Type: application/x-amz-json-1.1\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n").encode() + body
+
+
+async def watch_client(client_reader, client_writer, upstream_writer):
+    """A subscriber that hangs up must release the server's per-(consumer, shard) lease now."""
+    while not (client_reader.at_eof() or client_writer.transport.is_closing()):
+        await asyncio.sleep(0.05)
+    upstream_writer.transport.abort()
+
+
+async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek):
+    watcher = asyncio.ensure_future(watch_client(cl_r, cl_w, up_w))
+    try:
+        task = asyncio.ensure_future(read_chunk(up_r))  # never cancel a half-read chunk
+        done, _ = await asyncio.wait({task}, timeout=peek)
+        first = task.result() if done else None
+        if first is not None and first[1]:
+            parsed = first_frame(first[1])
+            if parsed and parsed[0].get(":message-type") == "exception":
+                cl_w.write(as_http_error(*parsed))
+                await cl_w.drain()
+                while (await read_chunk(up_r))[1]:
+                    pass
+                return True
+        cl_w.write(head + b"%x\r\n" % len(INITIAL_RESPONSE) + INITIAL_RESPONSE + b"\r\n")
+        await cl_w.drain()
+        chunk = first if first is not None else await task
+        while True:
+            cl_w.write(chunk[0])
+            await cl_w.drain()
+            if not chunk[1]:
+                return True
+            chunk = await read_chunk(up_r)
+    finally:
+        watcher.cancel()
+
+
+async def handle(cl_r, cl_w, upstream, peek):
+    up_r = up_w = None
+    try:
+        while True:
+            request = await read_head(cl_r)
+            if request is None:
+                return
+            line, req_h = parse_head(request)
+            method = line.split(" ", 1)[0]
+            if up_w is None:
+                up_r, up_w = await asyncio.open_connection(*upstream, limit=MAX_HEAD)
+            up_w.write(request)
+            await relay_body(cl_r, up_w, req_h, None, method)
+            while True:  # pass interim 1xx responses through
+                response = await read_head(up_r)
+                if response is None:
+                    raise ConnectionError("upstream closed before answering")
+                status_line, resp_h = parse_head(response)
+                status = int(status_line.split()[1])
+                if status >= 200 or status == 101:
+                    break
+                cl_w.write(response)
+            subscription = (req_h.get("x-amz-target", "").endswith(".SubscribeToShard")
+                            and status == 200
+                            and "eventstream" in resp_h.get("content-type", "")
+                            and "chunked" in resp_h.get("transfer-encoding", "").lower())
+            if subscription:
+                keep = await relay_subscription(up_r, up_w, cl_r, cl_w, response, peek)
+            else:
+                cl_w.write(response)
+                keep = await relay_body(up_r, cl_w, resp_h, status, method)
+            await cl_w.drain()
+            if not keep or "close" in (req_h.get("connection", "") +
+                                       resp_h.get("connection", "")).lower():
+                return
+    except (ConnectionError, asyncio.IncompleteReadError, ValueError) as exc:
+        log.debug("connection ended: %r", exc)
+    finally:
+        for writer in (cl_w, up_w):
+            if writer is not None:
+                writer.close()
+
+
+async def serve(listen_port, upstream_port, peek=0.25):
+    server = await asyncio.start_server(
+        lambda r, w: handle(r, w, ("127.0.0.1", upstream_port), peek), "127.0.0.1", listen_port,
+        limit=MAX_HEAD)
+    async with server:
+        await server.serve_forever()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--listen-port", type=int, required=True)
+    ap.add_argument("--upstream-port", type=int, required=True)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        asyncio.run(serve(args.listen_port, args.upstream_port))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""The Enhanced Fan-Out fetcher: SubscribeToShard, resubscribing from the continuation sequence
+number when a subscription ends (every 5 minutes) or on a recoverable error, until the split's
+bound, the tip, or the shard's end (an event with a null ContinuationSequenceNumber)."""
+import time
+
+from ..errors import SourceError
+from .client import call, error_code
+from .polling import shard_iterator, take_until
+from .split import after
+
+RECOVERABLE = {"ResourceInUseException", "LimitExceededException", "InternalFailure",
+               "InternalFailureException", "ServiceUnavailable", "KMSThrottlingException"}
+
+
+def starting_position(position):
+    out = {"Type": position["type"]}
+    if "seq" in position:
+        out["SequenceNumber"] = position["seq"]
+    if "timestamp" in position:
+        out["Timestamp"] = position["timestamp"] / 1000
+    return out
+
+
+def subscribe(client, split, consumer_arn, settings, state, sleep=time.sleep):
+    """Yield lists of record dicts from SubscribeToShard events; ``state`` is a ShardRead."""
+    backoff = settings.backoff["subscribe_to_shard"]
+    position, failures = split.start, 0
+    while True:
+        try:
+            resp = call(client.subscribe_to_shard, f"SubscribeToShard({split.shard_id})",
+                        backoff, retry_on=RECOVERABLE, sleep=sleep, ConsumerARN=consumer_arn,
+                        ShardId=split.shard_id, StartingPosition=starting_position(position))
+            stream = resp["EventStream"]
+            try:
+                for event in stream:
+                    ev = event.get("SubscribeToShardEvent")
+                    if ev is None:
+                        continue
+                    outcome = yield from _event(ev, split, state)
+                    if outcome == "done":
+                        return
+                    if outcome == "caught_up":
+                        if not split.closed or _confirm_end(client, split, settings, state):
+                            return
+                    cont = ev.get("ContinuationSequenceNumber")
+                    position = after(cont) if cont else position
+            finally:
+                stream.close()
+            failures = 0
+        except SourceError:
+            raise
+        except Exception as exc:  # the event stream broke: resubscribe where we were
+            code = error_code(exc)
+            failures += 1
+            if failures > backoff.max_retries or (code not in RECOVERABLE and not _network(exc)):
+                raise SourceError(f"{split.key}: SubscribeToShard stream failed: {code}: "
+                                  f"{exc}") from None
+            sleep(backoff.delay_s(failures))
+        state.resubscriptions += 1
+
+
+def _event(ev, split, state):
+    records = ev.get("Records", [])
+    state.behind(ev.get("MillisBehindLatest"))
+    kept, bound_reached = take_until(records, split.stop_before)
+    if kept:
+        state.last_seq = kept[-1]["SequenceNumber"]
+        yield kept
+    if bound_reached:
+        return "done"
+    if ev.get("ContinuationSequenceNumber") is None:  # the shard ended (ChildShards follow)
+        state.finished = True
+        return "done"
+    if not records and ev.get("MillisBehindLatest") == 0:
+        return "caught_up"
+    return None
+
+
+def _confirm_end(client, split, settings, state):
+    """A closed shard that looks caught up over EFO: one GetRecords says whether it ended."""
+    position = after(state.last_seq) if state.last_seq else split.start
+    resp = call(client.get_records, f"GetRecords({split.shard_id})",
+                settings.backoff["get_records"],
+                ShardIterator=shard_iterator(client, split, position, settings), Limit=1)
+    if resp.get("NextShardIterator") is None and not resp.get("Records"):
+        state.finished = True
+        return True
+    return False
+
+
+def _network(exc):
+    from botocore.exceptions import BotoCoreError
+    return isinstance(exc, (BotoCoreError, ConnectionError, OSError))

@@ -1,0 +1,117 @@
+"""Flink Kinesis consumer properties (ConsumerConfigConstants) → the native ``kinesis:`` keys.
+
+What we support maps one to one; anything else is rejected with its key named, so a user
+porting a Flink job learns exactly what does not carry over."""
+
+_INITPOS = {"TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"}
+_REGISTRATION = {"LAZY": "per_run", "EAGER": "keep", "NONE": "none"}
+_PUBLISHER = {"POLLING": "polling", "EFO": "efo"}
+_RETRY_APIS = {"flink.shard.getrecords": "get_records",
+               "flink.shard.getiterator": "get_shard_iterator",
+               "flink.shard.subscribetoshard": "subscribe_to_shard",
+               "flink.stream.registerstreamconsumer": "register_stream_consumer",
+               "flink.stream.deregisterstreamconsumer": "deregister_stream_consumer",
+               "flink.stream.describestreamconsumer": "describe_stream_consumer",
+               "flink.list.shards": "list_shards"}
+_RETRY_FIELDS = {"maxretries": "max_retries", "retries": "max_retries",
+                 "backoff.base": "backoff_base", "backoff.max": "backoff_max",
+                 "backoff.expconst": "backoff_exponent"}
+_NOT_FOR_BOUNDED = {
+    "flink.shard.discovery.intervalmillis": "shards are listed once per plan",
+    "flink.shard.adaptivereads": "a bounded read takes max_records per call",
+    "flink.shard.idle.interval": "bounded reads end at the tip; there are no idle shards",
+    "flink.watermark.sync.interval": "runs are bounded; watermarks are not used",
+    "flink.watermark.lookahead.millis": "runs are bounded; watermarks are not used",
+}
+
+
+def flink_to_native(props):
+    if not isinstance(props, dict):
+        raise ValueError("must map Flink consumer property names to values")
+    out, efo, polling, retries = {}, {}, {}, {}
+    initpos = timestamp = provider = None
+    for key, value in props.items():
+        value_s = str(value).strip()
+        if key == "aws.region":
+            out["region"] = value_s
+        elif key == "aws.endpoint":
+            out["endpoint_url"] = value_s
+        elif key == "aws.credentials.provider":
+            provider = value_s.upper()
+            if provider not in ("AUTO", "BASIC"):
+                raise ValueError(f"{key}: {value_s!r} is not supported (AUTO or BASIC); use an "
+                                 "Airflow AWS connection (conn_id) for other providers")
+        elif key == "aws.credentials.provider.basic.accesskeyid":
+            out.setdefault("credentials", {})["access_key_id"] = value_s
+        elif key == "aws.credentials.provider.basic.secretkey":
+            out.setdefault("credentials", {})["secret_access_key"] = value_s
+        elif key == "flink.stream.initpos":
+            initpos = value_s.upper()
+            if initpos not in _INITPOS:
+                raise ValueError(f"{key}: {value_s!r} is not one of {', '.join(sorted(_INITPOS))}")
+        elif key == "flink.stream.initpos.timestamp":
+            timestamp = value_s
+        elif key == "flink.stream.timestamp.date.format":
+            out["timestamp_format"] = value_s
+        elif key == "flink.stream.recordpublisher":
+            if value_s.upper() not in _PUBLISHER:
+                raise ValueError(f"{key}: {value_s!r} is not POLLING or EFO")
+            out["reader"] = _PUBLISHER[value_s.upper()]
+        elif key == "flink.stream.efo.consumername":
+            efo["consumer_name"] = value_s
+        elif key == "flink.stream.efo.registration":
+            if value_s.upper() not in _REGISTRATION:
+                raise ValueError(f"{key}: {value_s!r} is not LAZY, EAGER or NONE")
+            efo["registration"] = _REGISTRATION[value_s.upper()]
+        elif key.startswith("flink.stream.efo.consumerarn."):
+            efo.setdefault("consumer_arn", {})[key[len("flink.stream.efo.consumerarn."):]] = \
+                value_s
+        elif key == "flink.shard.getrecords.maxrecordcount":
+            polling["max_records"] = _int(key, value_s)
+        elif key == "flink.shard.getrecords.intervalmillis":
+            polling["interval"] = f"{_int(key, value_s)}ms"
+        elif _retry(key, value_s, retries):
+            pass
+        elif key in _NOT_FOR_BOUNDED:
+            raise ValueError(f"{key} is not supported: {_NOT_FOR_BOUNDED[key]}")
+        else:
+            raise ValueError(f"{key} is not a supported Flink Kinesis consumer property")
+    if provider == "BASIC" and len(out.get("credentials", {})) != 2:
+        raise ValueError("aws.credentials.provider BASIC needs "
+                         "aws.credentials.provider.basic.accesskeyid and .secretkey")
+    if initpos == "AT_TIMESTAMP":
+        if timestamp is None:
+            raise ValueError("flink.stream.initpos AT_TIMESTAMP needs "
+                             "flink.stream.initpos.timestamp")
+        out["start"] = {"AT_TIMESTAMP": timestamp}
+    elif initpos:
+        out["start"] = initpos
+    elif timestamp is not None:
+        raise ValueError("flink.stream.initpos.timestamp is only used with initpos AT_TIMESTAMP")
+    for name, section in (("efo", efo), ("polling", polling), ("retries", retries)):
+        if section:
+            out[name] = section
+    return out
+
+
+def _retry(key, value, retries):
+    for prefix, api in _RETRY_APIS.items():
+        if key.startswith(prefix + "."):
+            field = _RETRY_FIELDS.get(key[len(prefix) + 1:])
+            if field is None:
+                return False
+            if field == "max_retries":
+                retries.setdefault(api, {})[field] = _int(key, value)
+            elif field == "backoff_exponent":
+                retries.setdefault(api, {})[field] = float(value)
+            else:
+                retries.setdefault(api, {})[field] = f"{_int(key, value)}ms"
+            return True
+    return False
+
+
+def _int(key, value):
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{key}: {value!r} is not a whole number") from None

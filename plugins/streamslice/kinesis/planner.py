@@ -1,0 +1,192 @@
+"""The Kinesis planner (FLIP-27's enumerator): shards → splits for one run.
+
+Interval mode: every shard open during the interval, AT_TIMESTAMP(start) until the first record
+that arrived at or after the end. Incremental mode: each shard continues from its checkpoint;
+a shard without one starts at the initial position, except that a child shard waits until all
+its parents are finished (read to SHARD_END), so records of a key are read in order.
+"""
+from ..errors import DataLossError, SourceError
+from ..timeutil import INTERVAL_END, INTERVAL_START
+from .client import DEFAULT_BACKOFF, call, error_code, make_client
+from .polling import iterator_args
+from .split import TRIM_HORIZON, KinesisSplit, at_timestamp, from_checkpoint
+
+NO_BOUND = 2 ** 62  # "read until caught up", for stop: shard_end
+
+
+def stream_names(client, ref):
+    """A stream name or ARN → (name, ARN), checking the stream exists."""
+    name = ref.rsplit("/", 1)[-1] if ref.startswith("arn:") else ref
+    try:
+        desc = call(client.describe_stream_summary, f"DescribeStreamSummary({name})",
+                    DEFAULT_BACKOFF["list_shards"], passthrough=("ResourceNotFoundException",),
+                    StreamName=name)["StreamDescriptionSummary"]
+    except Exception as exc:
+        if error_code(exc) == "ResourceNotFoundException":
+            raise SourceError(f"Kinesis stream {name!r} does not exist") from None
+        raise
+    return name, desc["StreamARN"]
+
+
+def list_shards(client, stream, shard_filter=None):
+    """All shards of a stream (open and closed ones still within retention), following
+    NextToken pages."""
+    shards, token = [], None
+    while True:
+        args = {"NextToken": token} if token else {"StreamName": stream}
+        if shard_filter and not token:
+            args["ShardFilter"] = shard_filter
+        resp = call(client.list_shards, f"ListShards({stream})", DEFAULT_BACKOFF["list_shards"],
+                    **args)
+        shards += resp.get("Shards", [])
+        token = resp.get("NextToken")
+        if not token:
+            return shards
+
+
+def parents_of(shard):
+    return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId")) if p]
+
+
+def plan_kinesis(source, *, mode, interval=None, checkpoint=None, now_ms=0, properties=None,
+                 client=None, initial=None):
+    """→ (splits, gaps, next_positions, info). Next positions come from what the readers saw
+    (see ``positions.next_positions``), so they are filled in at commit."""
+    client = client or make_client(source.client_properties(properties))
+    checkpoint = checkpoint or {}
+    splits, gaps, pending, expired = [], [], [], []
+    info = {"reader": source.reader, "streams": {}, "region": source.region,
+            "polling": settings_to_dict(source.polling)}
+    if mode == "interval":
+        start, stop_before = at_timestamp(interval.start), interval.end
+    else:
+        start = initial or resolve_initial(source.start, now_ms)
+        stop_before = _stop(source.stop, now_ms)
+        info["initial_position"] = start
+    for ref in source.streams:
+        name, arn = stream_names(client, ref)
+        info["streams"][name] = arn
+        shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (interval.start - 1000) / 1000}
+                        if mode == "interval" else None)
+        shards = list_shards(client, name, shard_filter)
+        listed = {s["ShardId"] for s in shards}
+        for shard in shards:
+            sid = shard["ShardId"]
+            key = f"{name}:{sid}"
+            closed = "EndingSequenceNumber" in shard.get("SequenceNumberRange", {})
+            parents = parents_of(shard)
+            if mode == "interval":
+                begin = start
+            elif key in checkpoint:
+                begin = from_checkpoint(checkpoint[key])
+                if begin is None:
+                    continue  # finished
+                if begin["type"] == "AFTER_SEQUENCE_NUMBER":
+                    begin = _check_trimmed(client, name, sid, begin, source.on_data_loss, gaps)
+            else:
+                waiting = [p for p in parents if p in listed and
+                           not checkpoint.get(f"{name}:{p}", {}).get("finished")]
+                if waiting and mode == "incremental":
+                    pending.append({"key": key, "waiting_for": waiting})
+                    continue
+                begin = _for_shard(start, sid)
+            splits.append(KinesisSplit(id=len(splits), stream=name, shard_id=sid, start=begin,
+                                       stop_before=stop_before, closed=closed, parents=parents,
+                                       stream_arn=arn))
+        for key, value in checkpoint.items():
+            stream, _, sid = key.partition(":")
+            if stream == name and sid not in listed and not value.get("finished"):
+                expired.append(key)
+    if expired:
+        gap = [{"key": k, "from": checkpoint[k], "to": None,
+                "reason": "shard expired before it was read to its end"} for k in expired]
+        if source.on_data_loss != "skip":
+            raise DataLossError(f"data loss: shards {', '.join(expired)} expired before they "
+                                "were read to their end. Set on_data_loss: skip to continue.",
+                                gap)
+        gaps += gap
+    info.update(pending_children=pending, expired_keys=expired)
+    return splits, gaps, {}, info
+
+
+def settings_to_dict(settings):
+    return {"max_records": settings.max_records, "interval_ms": settings.interval_ms,
+            "backoff": {k: [b.max_retries, b.base_ms, b.max_ms, b.exponent]
+                        for k, b in settings.backoff.items()}}
+
+
+def settings_from_dict(data):
+    from .client import Backoff
+    from .polling import PollingSettings
+    if not data:
+        return PollingSettings()
+    backoff = dict(DEFAULT_BACKOFF)
+    backoff.update({k: Backoff(*v) for k, v in data.get("backoff", {}).items()})
+    return PollingSettings(max_records=data["max_records"], interval_ms=data["interval_ms"],
+                           backoff=backoff)
+
+
+def resolve_initial(spec, now_ms):
+    """The initial position with LATEST made concrete (AT_TIMESTAMP of this plan), so the
+    checkpoint can carry it to shards that appear later."""
+    kind = spec["type"]
+    if kind == "LATEST":
+        return at_timestamp(now_ms)
+    if kind == "AT_TIMESTAMP":
+        if spec["timestamp"] in (INTERVAL_START, INTERVAL_END):
+            raise SourceError("AT_TIMESTAMP data_interval_* needs mode interval")
+        return at_timestamp(spec["timestamp"])
+    return dict(spec)
+
+
+def _for_shard(start, shard_id):
+    if start["type"] in ("AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER"):
+        seq = start["seq"].get(shard_id)
+        return {"type": start["type"], "seq": seq} if seq else dict(TRIM_HORIZON)
+    return dict(start)
+
+
+def _stop(spec, now_ms):
+    if spec["type"] == "latest":
+        return now_ms
+    if spec["type"] == "shard_end":
+        return NO_BOUND
+    if spec["timestamp"] in (INTERVAL_START, INTERVAL_END):
+        raise SourceError("stop timestamp data_interval_* needs mode interval")
+    return spec["timestamp"]
+
+
+def _check_trimmed(client, stream, shard_id, position, policy, gaps):
+    """The record a checkpoint stopped at must still be there; if the trim horizon has passed
+    it, records after it may have expired unread."""
+    seq = position["seq"]
+    probe = {"type": "AT_SEQUENCE_NUMBER", "seq": seq}
+    first = None
+    try:
+        it = call(client.get_shard_iterator, f"GetShardIterator({shard_id})",
+                  DEFAULT_BACKOFF["get_shard_iterator"],
+                  passthrough=("ResourceNotFoundException", "InvalidArgumentException"),
+                  **iterator_args(stream, shard_id, probe))["ShardIterator"]
+        for _ in range(5):
+            resp = call(client.get_records, f"GetRecords({shard_id})",
+                        DEFAULT_BACKOFF["get_records"], ShardIterator=it, Limit=1)
+            if resp.get("Records"):
+                first = resp["Records"][0]["SequenceNumber"]
+                break
+            it = resp.get("NextShardIterator")
+            if it is None or resp.get("MillisBehindLatest") == 0:
+                break
+    except Exception as exc:
+        if error_code(exc) not in ("ResourceNotFoundException", "InvalidArgumentException"):
+            raise
+    if first == seq:
+        return position
+    gap = {"key": f"{stream}:{shard_id}", "from": seq, "to": first,
+           "reason": "checkpoint older than the trim horizon"}
+    if policy != "skip":
+        raise DataLossError(
+            f"data loss: {stream}:{shard_id}: the checkpointed sequence number {seq} is older "
+            f"than the trim horizon; records after it may have expired unread. Set "
+            "on_data_loss: skip to continue from the trim horizon and record the gap.", [gap])
+    gaps.append(gap)
+    return dict(TRIM_HORIZON)

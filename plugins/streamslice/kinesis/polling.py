@@ -1,0 +1,108 @@
+"""The polling fetcher: GetShardIterator + GetRecords over one shard until the split's bound.
+
+Retries throttling (ProvisionedThroughputExceeded, LimitExceeded) with full-jitter backoff and
+re-acquires an expired iterator from the last sequence number read. A shard ends when
+``NextShardIterator`` is null (never trust ``EndingSequenceNumber``); an open shard's read ends
+when it is caught up (no records, MillisBehindLatest 0) or at the first record that arrived at
+or after the bound."""
+import time
+from dataclasses import dataclass, field
+
+from ..errors import SourceError
+from .client import DEFAULT_BACKOFF, call, error_code
+from .split import after
+
+
+@dataclass
+class PollingSettings:
+    max_records: int = 10_000
+    interval_ms: int = 200
+    backoff: dict = field(default_factory=lambda: dict(DEFAULT_BACKOFF))
+
+
+class ShardRead:
+    """What a fetcher learnt about the shard, filled in as it reads."""
+
+    def __init__(self):
+        self.finished = False  # reached SHARD_END
+        self.millis_behind_first = None
+        self.millis_behind_last = None
+        self.last_seq = None
+        self.calls = 0
+        self.expired_iterators = 0
+        self.resubscriptions = 0
+
+    def behind(self, millis):
+        if millis is None:
+            return
+        if self.millis_behind_first is None:
+            self.millis_behind_first = millis
+        self.millis_behind_last = millis
+
+
+def iterator_args(stream, shard_id, position):
+    args = {"StreamName": stream, "ShardId": shard_id, "ShardIteratorType": position["type"]}
+    if "seq" in position:
+        args["StartingSequenceNumber"] = position["seq"]
+    if "timestamp" in position:
+        args["Timestamp"] = position["timestamp"] / 1000
+    return args
+
+
+def shard_iterator(client, split, position, settings):
+    resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
+                settings.backoff["get_shard_iterator"],
+                **iterator_args(split.stream, split.shard_id, position))
+    return resp["ShardIterator"]
+
+
+def arrival_ms(record):
+    return int(round(record["ApproximateArrivalTimestamp"].timestamp() * 1000))
+
+
+def take_until(records, stop_before):
+    """Records before the first one that arrived at or after the bound, and whether it came."""
+    for i, r in enumerate(records):
+        if arrival_ms(r) >= stop_before:
+            return records[:i], True
+    return records, False
+
+
+def poll(client, split, settings, state, sleep=time.sleep, clock=time.monotonic):
+    """Yield lists of boto3 record dicts; ``state`` (a ShardRead) says how the read ended."""
+    iterator = shard_iterator(client, split, split.start, settings)
+    last_call = None
+    while True:
+        if last_call is not None:
+            wait = settings.interval_ms / 1000 - (clock() - last_call)
+            if wait > 0:
+                sleep(wait)
+        last_call = clock()
+        try:
+            resp = call(client.get_records, f"GetRecords({split.shard_id})",
+                        settings.backoff["get_records"], passthrough=("ExpiredIteratorException",),
+                        sleep=sleep, ShardIterator=iterator, Limit=settings.max_records)
+        except Exception as exc:
+            if error_code(exc) != "ExpiredIteratorException":
+                raise
+            state.expired_iterators += 1
+            if state.expired_iterators > settings.backoff["get_shard_iterator"].max_retries + 10:
+                raise SourceError(f"{split.key}: shard iterator keeps expiring") from None
+            position = after(state.last_seq) if state.last_seq else split.start
+            iterator = shard_iterator(client, split, position, settings)
+            continue
+        state.calls += 1
+        records = resp.get("Records", [])
+        state.behind(resp.get("MillisBehindLatest"))
+        kept, bound_reached = take_until(records, split.stop_before)
+        if kept:
+            state.last_seq = kept[-1]["SequenceNumber"]
+            yield kept
+        if bound_reached:
+            return
+        iterator = resp.get("NextShardIterator")
+        if iterator is None:
+            state.finished = True
+            return
+        if not records and resp.get("MillisBehindLatest") == 0:
+            return  # caught up with the tip: everything before the bound has been read

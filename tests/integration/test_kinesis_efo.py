@@ -1,0 +1,136 @@
+"""Enhanced Fan-Out consumers registered and deregistered as Airflow tasks; reads through
+SubscribeToShard. Real Kinesis-compatible server, real Spark, real Airflow (dag.test)."""
+import json
+import time
+
+import pyarrow.dataset as ds
+import pytest
+
+from tests.support.kinesis import create_stream, put
+from tests.support.pipelines import run_dag, unique, write_pipeline
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def efo_stream(kinesis, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_TEST_AWS", json.dumps({
+        "conn_type": "aws", "login": "test", "password": "test",
+        "extra": {"region_name": "us-east-1", "endpoint_url": kinesis.endpoint}}))
+    client = kinesis.client()
+    stream = unique("efo")
+    arn = create_stream(client, stream, 2)
+    sent = put(client, stream, [b'{"n": %d}' % i for i in range(300)])
+    return client, stream, arn, sent
+
+
+def pipeline(stream, tmp_path, registration="per_run", extra=""):
+    return write_pipeline(unique("kin_efo"), f"""
+mode: incremental
+retries: 0
+kinesis:
+  stream: {stream}
+  conn_id: test_aws
+  reader: efo
+  efo:
+    consumer_name: ss-test
+    registration: {registration}
+{extra}output:
+  path: {tmp_path}
+""")
+
+
+def consumers(client, arn):
+    return {c["ConsumerName"]: c for c in
+            client.list_stream_consumers(StreamARN=arn, MaxResults=100)["Consumers"]}
+
+
+def states(run):
+    return {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+
+
+def test_per_run_registers_reads_over_efo_and_deregisters(efo_stream, spark, airflow_db,
+                                                         tmp_path):
+    client, stream, arn, sent = efo_stream
+    cfg = pipeline(stream, tmp_path)
+    run = run_dag(cfg)
+    assert set(states(run)) == {"efo_sweep", "efo_register", "plan", "read", "commit",
+                                "efo_deregister"}
+    arns = run.get_task_instance("efo_register").xcom_pull(task_ids="efo_register")
+    assert list(arns) == [stream] and "ss-test-" in arns[stream]
+    part = f"{cfg.output.dataset(cfg.name)}/batch=00000001"
+    t = ds.dataset(part, format="parquet").to_table(columns=["shardId", "sequenceNumber"])
+    assert sorted(zip(t.column("shardId").to_pylist(),
+                      t.column("sequenceNumber").to_pylist())) == sorted(sent)
+    manifest = json.load(open(f"{part}/_manifest.json"))
+    assert {s["reader"] for s in manifest["splits"]} == {"efo"}
+    assert consumers(client, arn) == {}, "the run's consumer was not deregistered"
+
+
+def test_per_run_teardown_deregisters_when_the_read_fails(efo_stream, spark, airflow_db,
+                                                          tmp_path, monkeypatch):
+    client, stream, arn, _ = efo_stream
+    cfg = pipeline(stream, tmp_path)
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "read")
+    run = run_dag(cfg, expect="failed")
+    s = states(run)
+    assert s["read"] == "failed" and s["efo_deregister"] == "success"
+    assert consumers(client, arn) == {}
+
+
+def test_keep_leaves_the_consumer_and_reuses_it(efo_stream, spark, airflow_db, tmp_path):
+    client, stream, arn, sent = efo_stream
+    cfg = pipeline(stream, tmp_path, registration="keep")
+    run = run_dag(cfg)
+    assert "efo_deregister" not in states(run) and "efo_sweep" not in states(run)
+    assert list(consumers(client, arn)) == ["ss-test"]
+    put(client, stream, [b'{"n": 1}'] * 5)
+    run_dag(cfg)  # reuses the ACTIVE consumer
+    assert list(consumers(client, arn)) == ["ss-test"]
+    client.deregister_stream_consumer(ConsumerARN=consumers(client, arn)["ss-test"]["ConsumerARN"])
+
+
+def test_none_uses_the_given_arn_and_makes_no_registration_calls(efo_stream, spark, airflow_db,
+                                                                 tmp_path):
+    client, stream, arn, sent = efo_stream
+    given = client.register_stream_consumer(StreamARN=arn, ConsumerName="external")
+    consumer_arn = given["Consumer"]["ConsumerARN"]
+    while client.describe_stream_consumer(ConsumerARN=consumer_arn)[
+            "ConsumerDescription"]["ConsumerStatus"] != "ACTIVE":
+        time.sleep(0.1)
+    cfg = pipeline(stream, tmp_path, registration=f"none\n    consumer_arn: {consumer_arn}")
+    run = run_dag(cfg)
+    assert set(states(run)) == {"plan", "read", "commit"}
+    assert list(consumers(client, arn)) == ["external"]
+    manifest = json.load(open(f"{cfg.output.dataset(cfg.name)}/batch=00000001/_manifest.json"))
+    assert manifest["records"] == len(sent)
+
+
+def test_the_21st_consumer_is_refused_clearly(efo_stream, spark, airflow_db, tmp_path):
+    client, stream, arn, _ = efo_stream
+    for i in range(20):
+        while True:
+            try:
+                client.register_stream_consumer(StreamARN=arn, ConsumerName=f"other-{i}")
+                break
+            except client.exceptions.LimitExceededException:  # 5 CREATING at once
+                time.sleep(0.3)
+    run = run_dag(pipeline(stream, tmp_path), expect="failed")
+    assert states(run)["efo_register"] == "failed"
+    from streamslice.errors import SourceError
+    from streamslice.kinesis.client import make_client
+    from streamslice.kinesis.consumers import register
+    props = {"region": "us-east-1", "endpoint_url": client.meta.endpoint_url,
+             "access_key_id": "test", "secret_access_key": "test"}
+    with pytest.raises(SourceError, match="already has 20 consumers, the Kinesis limit of 20"):
+        register(make_client(props), arn, "ss-test-x")
+
+
+def test_sweeper_removes_a_leaked_consumer(efo_stream, spark, airflow_db, tmp_path):
+    client, stream, arn, _ = efo_stream
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test-crashedrun")
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="someone-else")
+    time.sleep(2.5)
+    cfg = pipeline(stream, tmp_path, extra="    sweep_older_than: 2s\n")
+    run_dag(cfg)
+    assert list(consumers(client, arn)) == ["someone-else"]

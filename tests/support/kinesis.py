@@ -1,0 +1,48 @@
+"""Kinesis test helpers: streams, producing with PutRecords, and reading back the truth."""
+import time
+
+
+def create_stream(client, name, shards):
+    client.create_stream(StreamName=name, ShardCount=shards)
+    wait_active(client, name)
+    return client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamARN"]
+
+
+def wait_active(client, name, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = client.describe_stream_summary(
+            StreamName=name)["StreamDescriptionSummary"]["StreamStatus"]
+        if status == "ACTIVE":
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"stream {name} not ACTIVE")
+
+
+def put(client, stream, payloads, key=lambda i: f"key-{i}"):
+    """PutRecords in batches of 500; returns [(shard id, sequence number)] in order."""
+    out = []
+    for lo in range(0, len(payloads), 500):
+        chunk = payloads[lo:lo + 500]
+        resp = client.put_records(StreamName=stream, Records=[
+            {"Data": data, "PartitionKey": key(lo + i)} for i, data in enumerate(chunk)])
+        assert resp["FailedRecordCount"] == 0, resp
+        out += [(r["ShardId"], r["SequenceNumber"]) for r in resp["Records"]]
+    return out
+
+
+def all_records(client, stream):
+    """Every record of every shard with its arrival time (ms): the ground truth."""
+    out = {}
+    for shard in client.list_shards(StreamName=stream)["Shards"]:
+        it = client.get_shard_iterator(StreamName=stream, ShardId=shard["ShardId"],
+                                       ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        while it:
+            resp = client.get_records(ShardIterator=it, Limit=10000)
+            for r in resp["Records"]:
+                out[(shard["ShardId"], r["SequenceNumber"])] = \
+                    int(round(r["ApproximateArrivalTimestamp"].timestamp() * 1000))
+            it = resp.get("NextShardIterator")
+            if not resp["Records"] and resp.get("MillisBehindLatest") == 0:
+                break
+    return out

@@ -18,8 +18,11 @@ HOURS, PER_HOUR, PARTITIONS = 3, 2000, 6
 TOPIC = "taxi-trips"
 
 
-def _env(kafka):
+def _env(kafka, kinesis):
     os.environ.update({
+        "AIRFLOW_CONN_STREAMSLICE_AWS": json.dumps({
+            "conn_type": "aws", "login": "demo", "password": "demo",
+            "extra": {"region_name": "us-east-1", "endpoint_url": kinesis}}),
         "AIRFLOW_HOME": str(DEMO / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
@@ -44,14 +47,16 @@ def step(text):
 
 
 def main():
-    from devtools.services import KafkaBroker, create_topic
+    from devtools.services import KafkaBroker, KinesisLocal, create_topic
     from devtools.taxi import produce, trips
     DEMO.mkdir(exist_ok=True)
     port = int(os.environ.get("DEMO_KAFKA_PORT", "19092"))
     step(f"Kafka-protocol broker on 127.0.0.1:{port} (noida-db, data in .demo/kafka)")
     broker = KafkaBroker(DEMO / "kafka", port=port).start()
+    step("Kinesis-compatible server (kinesis-local, in memory) behind the EFO proxy")
+    kinesis = KinesisLocal(log_file=DEMO / "kinesis.log").start()
     try:
-        _env(broker.bootstrap)
+        _env(broker.bootstrap, kinesis.endpoint)
         data = trips(START_MS, hours=HOURS, per_hour=PER_HOUR, seed=42)
         expected = Counter((t.timestamp - START_MS) // 3_600_000 for t in data)
         if not _topic_has(broker.bootstrap, len(data)):
@@ -65,8 +70,10 @@ def main():
         subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
                        check=True, capture_output=True)
         run_intervals()
-        show(expected)
+        kinesis_counts = run_kinesis(kinesis)
+        show(expected, kinesis_counts)
     finally:
+        kinesis.stop()
         broker.stop()
 
 
@@ -103,7 +110,56 @@ def run_intervals():
             sys.exit(f"demo run failed: {states}")
 
 
-def show(expected):
+KINESIS_WAVES, KINESIS_WAVE, KINESIS_WIDTH = 3, 1200, 10
+
+
+def run_kinesis(kinesis):
+    """Kinesis intervals are by arrival time: produce one wave of trips early in each of three
+    10-second intervals, then run the EFO pipeline for each interval through Airflow."""
+    import shutil
+    from datetime import datetime, timedelta, timezone
+
+    from devtools.taxi import trips
+    from streamslice.airflow.factory import build_dag
+    from streamslice.commit import read_manifest
+    from streamslice.config import load_pipeline
+    cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_kinesis.yaml")
+    shutil.rmtree(cfg.output.dataset(cfg.name), ignore_errors=True)  # a fresh stream each time
+    client = kinesis.client()
+    client.create_stream(StreamName="taxi-trips", ShardCount=4)
+    client.get_waiter("stream_exists").wait(StreamName="taxi-trips",
+                                            WaiterConfig={"Delay": 0.2})
+    step(f"Producing {KINESIS_WAVES} waves of {KINESIS_WAVE} taxi trips into Kinesis stream "
+         f"'taxi-trips' (4 shards), one per {KINESIS_WIDTH}-second interval")
+    w = KINESIS_WIDTH
+    first = (int(time.time()) // w + 1) * w
+    for k in range(KINESIS_WAVES):
+        time.sleep(max(0.0, first + k * w + 0.5 - time.time()))
+        wave = trips(START_MS, 1, KINESIS_WAVE, seed=100 + k)
+        for lo in range(0, len(wave), 500):
+            client.put_records(StreamName="taxi-trips", Records=[
+                {"Data": t.value, "PartitionKey": t.key.decode()} for t in wave[lo:lo + 500]])
+    time.sleep(max(0.0, first + KINESIS_WAVES * w + 0.2 - time.time()))
+    dag = build_dag(cfg)
+    counts = []
+    for k in range(KINESIS_WAVES):
+        end = datetime.fromtimestamp(first + (k + 1) * w, tz=timezone.utc)
+        step(f"Airflow run of '{cfg.name}' for [{end - timedelta(seconds=w):%H:%M:%S}, "
+             f"{end:%H:%M:%S}) — efo_register → plan → read (EFO) → commit → efo_deregister")
+        started = time.time()
+        run = dag.test(logical_date=end)
+        states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+        print(f"   {run.state}  ({time.time() - started:.1f}s)")
+        if str(run.state) != "success":
+            sys.exit(f"demo run failed: {states}")
+        begin = (end - timedelta(seconds=w)).strftime("%Y%m%dT%H%M%SZ")
+        m = read_manifest(cfg.output.dataset(cfg.name), f"interval={begin}")
+        counts.append((end - timedelta(seconds=w), m["records"], m["dead_letters"],
+                       {s["reader"] for s in m["splits"]}))
+    return counts
+
+
+def show(expected, kinesis_counts):
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
@@ -129,6 +185,12 @@ def show(expected):
     cp = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
     print(f"   total {total} records, each exactly once; checkpoint (asset state): "
           f"interval_end={cp.interval_end}, {len(cp.positions)} partitions")
+    step("Kinesis result (by arrival time, read over Enhanced Fan-Out)")
+    print(f"   {'interval (UTC)':<22}{'records':>9}{'expected':>10}{'dlq':>5}  reader")
+    for begin, records, dead, readers in kinesis_counts:
+        ok = "ok" if records == KINESIS_WAVE else "MISMATCH"
+        print(f"   {begin:%H:%M:%S}+{KINESIS_WIDTH}s{'':<10}{records:>9}{KINESIS_WAVE:>10}"
+              f"{dead:>5}  {','.join(sorted(readers))}  {ok}")
     print("\n   Explore: .venv/bin/streamslice --help · AIRFLOW_HOME=.demo/airflow "
           ".venv/bin/airflow standalone")
 

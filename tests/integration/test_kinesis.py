@@ -142,3 +142,46 @@ output:
     cp = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
     closed = [s for s, d in shards.items() if "EndingSequenceNumber" in d["SequenceNumberRange"]]
     assert all(cp.positions[f"{stream}:{s}"] == {"finished": True} for s in closed)
+
+
+def test_flink_keys_plan_the_same_as_native_keys(kinesis):
+    from streamslice.config import parse_pipeline
+    from streamslice.planning import plan_run
+    client = kinesis.client()
+    stream = unique("flinkmap")
+    create_stream(client, stream, 3)
+    put(client, stream, [b"x"] * 30)
+    native = parse_pipeline(f"""
+mode: incremental
+kinesis:
+  stream: {stream}
+  region: us-east-1
+  endpoint_url: {kinesis.endpoint}
+  credentials: {{access_key_id: test, secret_access_key: test}}
+  start: {{AT_TIMESTAMP: 1459799926.480}}
+  polling: {{max_records: 250}}
+output: {{path: /tmp/unused}}
+""")
+    flink = parse_pipeline(f"""
+mode: incremental
+kinesis:
+  stream: {stream}
+  flink_properties:
+    aws.region: us-east-1
+    aws.endpoint: {kinesis.endpoint}
+    aws.credentials.provider: BASIC
+    aws.credentials.provider.basic.accesskeyid: test
+    aws.credentials.provider.basic.secretkey: test
+    flink.stream.initpos: AT_TIMESTAMP
+    flink.stream.initpos.timestamp: "1459799926.480"
+    flink.shard.getrecords.maxrecordcount: 250
+output: {{path: /tmp/unused}}
+""")
+    plans = [plan_run(cfg.source, pipeline="p", mode="incremental", now_ms=1_800_000_000_000,
+                      properties=cfg.source.client_properties()).to_dict()
+             for cfg in (native, flink)]
+    assert plans[0] == plans[1]
+    assert len(plans[0]["splits"]) == 3
+    assert plans[0]["splits"][0]["start"] == {"type": "AT_TIMESTAMP",
+                                              "timestamp": 1459799926480}
+    assert plans[0]["source_info"]["polling"]["max_records"] == 250

@@ -1,0 +1,115 @@
+"""The kinesis block: native keys, Flink consumer properties mapped onto them, clear errors."""
+import pytest
+
+from streamslice.config import parse_pipeline
+from streamslice.errors import ConfigError
+
+NATIVE = """\
+mode: incremental
+kinesis:
+  stream: taxi
+  region: eu-west-1
+  endpoint_url: http://127.0.0.1:4567
+  start: {AT_TIMESTAMP: "2016-04-04T19:58:46.480-00:00"}
+  reader: efo
+  efo:
+    consumer_name: my-efo
+    registration: keep
+  polling:
+    max_records: 500
+    interval: 100ms
+  retries:
+    get_records: {max_retries: 5, backoff_base: 50ms}
+output:
+  path: /lake
+"""
+
+FLINK = """\
+mode: incremental
+kinesis:
+  stream: taxi
+  flink_properties:
+    aws.region: eu-west-1
+    aws.endpoint: http://127.0.0.1:4567
+    flink.stream.initpos: AT_TIMESTAMP
+    flink.stream.initpos.timestamp: "2016-04-04T19:58:46.480-00:00"
+    flink.stream.recordpublisher: EFO
+    flink.stream.efo.consumername: my-efo
+    flink.stream.efo.registration: EAGER
+    flink.shard.getrecords.maxrecordcount: 500
+    flink.shard.getrecords.intervalmillis: 100
+    flink.shard.getrecords.maxretries: 5
+    flink.shard.getrecords.backoff.base: 50
+output:
+  path: /lake
+"""
+
+
+def parse(text):
+    return parse_pipeline(text, file="k.yaml", default_name="k")
+
+
+def test_flink_properties_map_to_the_native_config():
+    native, flink = parse(NATIVE).source, parse(FLINK).source
+    assert flink == native
+    assert native.start == {"type": "AT_TIMESTAMP", "timestamp": 1459799926480}
+    assert native.polling.backoff["get_records"].max_retries == 5
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("flink.shard.discovery.intervalmillis", "10000",
+     "flink.shard.discovery.intervalmillis is not supported: shards are listed once per plan"),
+    ("flink.stream.initpos", "EARLIEST", "flink.stream.initpos: 'EARLIEST' is not one of"),
+    ("flink.stream.efo.registration", "SOMETIMES", "is not LAZY, EAGER or NONE"),
+    ("flink.partition.discovery", "x", "flink.partition.discovery is not a supported Flink"),
+    ("aws.credentials.provider", "PROFILE", "aws.credentials.provider: 'PROFILE' is not "
+                                            "supported"),
+])
+def test_unsupported_flink_keys_are_named(key, value, message):
+    lines = [ln for ln in FLINK.splitlines() if not ln.startswith(f"    {key}:")]
+    at = lines.index("    aws.region: eu-west-1") + 1
+    text = "\n".join(lines[:at] + [f"    {key}: {value}"] + lines[at:]) + "\n"
+    with pytest.raises(ConfigError, match=message) as info:
+        parse(text)
+    assert str(info.value).startswith("k.yaml:4: kinesis.flink_properties:")
+
+
+def test_lazy_is_per_run_and_none_needs_an_arn():
+    text = FLINK.replace("EAGER", "LAZY")
+    assert parse(text).source.efo_registration == "per_run"
+    with pytest.raises(ConfigError, match="registration none needs a consumer ARN for stream "
+                                          "'taxi'"):
+        parse(FLINK.replace("EAGER", "NONE"))
+    arn = "arn:aws:kinesis:eu-west-1:1:stream/taxi/consumer/c:1"
+    text = FLINK.replace("EAGER", "NONE") + ""
+    text = text.replace("    flink.stream.efo.registration: NONE\n",
+                        f"    flink.stream.efo.registration: NONE\n"
+                        f"    flink.stream.efo.consumerarn.taxi: {arn}\n")
+    assert parse(text).source.efo_consumer_arns == {"taxi": arn}
+
+
+@pytest.mark.parametrize("change, message", [
+    (("start: {AT_TIMESTAMP", "start: {AT_TIMES"), "kinesis.start: {'AT_TIMES"),
+    (("reader: efo", "reader: fanout"), "kinesis.reader: 'fanout' is not one of: polling, efo"),
+    (("max_records: 500", "max_records: 20000"), "kinesis.polling.max_records: must be at most"),
+    (("get_records:", "getrecords:"), "kinesis.retries.getrecords: unknown API 'getrecords'"),
+    (("  stream: taxi\n", "  streams: []\n"), "kinesis.streams: must be a non-empty list"),
+])
+def test_native_errors(change, message):
+    old, new = change
+    with pytest.raises(ConfigError, match=message.replace("{", r"\{").replace("[", r"\[")):
+        parse(NATIVE.replace(old, new, 1))
+
+
+def test_interval_mode_reads_by_arrival_time():
+    src = parse("""\
+mode: interval
+schedule: 10m
+start_date: 2024-05-01T00:00:00Z
+kinesis:
+  stream: taxi
+output:
+  path: /lake
+""").source
+    assert src.start == {"type": "AT_TIMESTAMP", "timestamp": "data_interval_start"}
+    assert src.stop == {"type": "timestamp", "timestamp": "data_interval_end"}

@@ -1,0 +1,179 @@
+"""Kinesis reading logic against a scripted fake client (our own retry, iterator, event and
+bound handling only; the real server is covered by tests/integration/test_kinesis*.py)."""
+from datetime import datetime, timezone
+
+import pytest
+from botocore.exceptions import ClientError
+
+from streamslice.errors import DataLossError, SourceError
+from streamslice.kinesis.client import Backoff
+from streamslice.kinesis.deaggregate import deaggregate
+from streamslice.kinesis.efo import subscribe
+from streamslice.kinesis.planner import _check_trimmed
+from streamslice.kinesis.polling import PollingSettings, ShardRead, poll
+from streamslice.kinesis.split import KinesisSplit
+
+T0 = 1_714_521_600_000
+
+
+def rec(seq, ms, data=b"x"):
+    return {"SequenceNumber": str(seq), "Data": data, "PartitionKey": "k",
+            "ApproximateArrivalTimestamp": datetime.fromtimestamp(ms / 1000, tz=timezone.utc)}
+
+
+def error(code):
+    return ClientError({"Error": {"Code": code, "Message": code}}, "Op")
+
+
+class FakeClient:
+    """Answers from a script: each entry is a response dict or an exception to raise."""
+
+    def __init__(self, get_records=(), subscribe=()):
+        self.script = {"get_records": list(get_records), "subscribe_to_shard": list(subscribe)}
+        self.iterators = []
+
+    def get_shard_iterator(self, **kw):
+        self.iterators.append(kw)
+        return {"ShardIterator": f"it-{len(self.iterators)}"}
+
+    def _next(self, name):
+        item = self.script[name].pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def get_records(self, **kw):
+        return self._next("get_records")
+
+    def subscribe_to_shard(self, **kw):
+        self.iterators.append(kw)
+        return self._next("subscribe_to_shard")
+
+
+def split(stop_before=T0 + 10_000, closed=False):
+    return KinesisSplit(id=0, stream="s", shard_id="shardId-0", start={"type": "TRIM_HORIZON"},
+                        stop_before=stop_before, closed=closed)
+
+
+FAST = PollingSettings(interval_ms=0, backoff={k: Backoff(3, 1, 2, 1.5) for k in (
+    "get_records", "get_shard_iterator", "subscribe_to_shard")})
+
+
+def run_poll(client, sp):
+    state, sleeps = ShardRead(), []
+    records = [r for batch in poll(client, sp, FAST, state, sleep=sleeps.append) for r in batch]
+    return [r["SequenceNumber"] for r in records], state, sleeps
+
+
+def test_expired_iterator_is_reacquired_after_the_last_sequence_number():
+    client = FakeClient([
+        {"Records": [rec(1, T0), rec(2, T0 + 1)], "NextShardIterator": "a",
+         "MillisBehindLatest": 500},
+        error("ExpiredIteratorException"),
+        {"Records": [rec(3, T0 + 2)], "NextShardIterator": "b", "MillisBehindLatest": 0},
+        {"Records": [], "NextShardIterator": "c", "MillisBehindLatest": 0}])
+    seqs, state, _ = run_poll(client, split())
+    assert seqs == ["1", "2", "3"] and state.expired_iterators == 1
+    assert client.iterators[-1]["ShardIteratorType"] == "AFTER_SEQUENCE_NUMBER"
+    assert client.iterators[-1]["StartingSequenceNumber"] == "2"
+    assert (state.millis_behind_first, state.millis_behind_last) == (500, 0)
+    assert not state.finished
+
+
+def test_throttling_is_retried_with_backoff_then_fails_clearly():
+    client = FakeClient([error("ProvisionedThroughputExceededException"),
+                         error("LimitExceededException"),
+                         {"Records": [rec(1, T0)], "NextShardIterator": None}])
+    seqs, state, sleeps = run_poll(client, split())
+    assert seqs == ["1"] and state.finished and len(sleeps) == 2
+    assert all(0 <= s <= 0.002 for s in sleeps)
+    client = FakeClient([error("ProvisionedThroughputExceededException")] * 4)
+    with pytest.raises(SourceError, match="GetRecords.*ProvisionedThroughputExceeded"):
+        run_poll(client, split())
+
+
+def test_stops_exactly_at_the_bound_and_at_shard_end():
+    client = FakeClient([{"Records": [rec(1, T0), rec(2, T0 + 9_999), rec(3, T0 + 10_000)],
+                          "NextShardIterator": "a", "MillisBehindLatest": 0}])
+    assert run_poll(client, split())[0] == ["1", "2"]
+    client = FakeClient([{"Records": [rec(1, T0)], "NextShardIterator": None,
+                          "ChildShards": [{"ShardId": "shardId-1"}]}])
+    seqs, state, _ = run_poll(client, split())
+    assert seqs == ["1"] and state.finished
+
+
+class Stream(list):
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def event(records, cont, behind=100, children=None):
+    ev = {"Records": records, "ContinuationSequenceNumber": cont, "MillisBehindLatest": behind}
+    if children:
+        ev["ChildShards"] = children
+    return {"SubscribeToShardEvent": ev}
+
+
+def run_efo(client, sp):
+    state, sleeps = ShardRead(), []
+    out = [r["SequenceNumber"] for b in subscribe(client, sp, "arn:consumer", FAST, state,
+                                                  sleep=sleeps.append) for r in b]
+    return out, state
+
+
+def test_efo_resubscribes_from_the_continuation_and_ends_with_the_shard():
+    first = Stream([event([rec(1, T0), rec(2, T0 + 1)], "2")])  # subscription ends (5 min)
+    final = Stream([event([rec(3, T0 + 2)], "3"),
+                    event([], None, 0, children=[{"ShardId": "shardId-1",
+                                                  "ParentShards": ["shardId-0"]}])])
+    client = FakeClient(subscribe=[{"EventStream": first}, error("ResourceInUseException"),
+                                   {"EventStream": final}])
+    seqs, state = run_efo(client, split(closed=True))
+    assert seqs == ["1", "2", "3"] and state.finished and state.resubscriptions == 1
+    assert client.iterators[1]["StartingPosition"] == {"Type": "AFTER_SEQUENCE_NUMBER",
+                                                       "SequenceNumber": "2"}
+    assert first.closed and final.closed
+
+
+def test_efo_stops_at_the_bound_mid_event_and_closes_the_subscription():
+    stream = Stream([event([rec(1, T0), rec(2, T0 + 10_000)], "2")])
+    seqs, state = run_efo(FakeClient(subscribe=[{"EventStream": stream}]), split())
+    assert seqs == ["1"] and stream.closed and not state.finished
+
+
+def test_efo_caught_up_on_an_open_shard_ends_the_read():
+    stream = Stream([event([rec(1, T0)], "1", 0), event([], "1", 0)])
+    seqs, state = run_efo(FakeClient(subscribe=[{"EventStream": stream}]), split())
+    assert seqs == ["1"] and not state.finished
+
+
+def test_deaggregation_of_kpl_records():
+    from aws_kinesis_agg.aggregator import RecordAggregator
+    agg = RecordAggregator()
+    for i in range(3):
+        agg.add_user_record(f"pk{i}", f"payload-{i}".encode())
+    pk, ehk, data = agg.clear_and_get().get_contents()
+    assert deaggregate(data, pk) == [(0, "pk0", b"payload-0"), (1, "pk1", b"payload-1"),
+                                     (2, "pk2", b"payload-2")]
+    assert deaggregate(b"plain", "k") == [(None, "k", b"plain")]
+    assert deaggregate(data[:-1] + b"\x00", pk) == [(None, pk, data[:-1] + b"\x00")]
+
+
+def test_checkpoint_older_than_the_trim_horizon():
+    def client():
+        return FakeClient([{"Records": [rec(900, T0)], "NextShardIterator": "x"}])
+    gaps = []
+    with pytest.raises(DataLossError, match="checkpointed sequence number 500 is older than the"
+                                            " trim horizon"):
+        _check_trimmed(client(), "s", "shardId-0", {"type": "AFTER_SEQUENCE_NUMBER",
+                                                    "seq": "500"}, "fail", gaps)
+    pos = _check_trimmed(client(), "s", "shardId-0", {"type": "AFTER_SEQUENCE_NUMBER",
+                                                      "seq": "500"}, "skip", gaps)
+    assert pos == {"type": "TRIM_HORIZON"}
+    assert gaps == [{"key": "s:shardId-0", "from": "500", "to": "900",
+                     "reason": "checkpoint older than the trim horizon"}]
+    kept = FakeClient([{"Records": [rec(500, T0)], "NextShardIterator": "x"}])
+    assert _check_trimmed(kept, "s", "shardId-0", {"type": "AFTER_SEQUENCE_NUMBER",
+                                                   "seq": "500"}, "fail", [])["seq"] == "500"

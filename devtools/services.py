@@ -154,3 +154,57 @@ class KinesisLocal:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class SparkStandalone:
+    """A Spark standalone master and one worker from the pyspark install, on loopback."""
+
+    def __init__(self, work_dir, cores=2, memory="2g"):
+        self.work_dir = Path(work_dir)
+        self.port, self.ui_port, self.worker_ui = free_port(), free_port(), free_port()
+        self.cores, self.memory = cores, memory
+        self._procs = []
+
+    @property
+    def master(self):
+        return f"spark://127.0.0.1:{self.port}"
+
+    def start(self):
+        import json
+        import urllib.request
+
+        import pyspark
+        spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+                   SPARK_WORKER_DIR=str(self.work_dir))
+        log = open(self.work_dir / "standalone.log", "ab")
+        self._procs.append(subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", str(self.port), "--webui-port", str(self.ui_port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT))
+        wait_for_port(self.port, what="Spark master", timeout=60)
+        self._procs.append(subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.worker.Worker", self.master,
+             "--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
+             "--webui-port", str(self.worker_ui), "--work-dir", str(self.work_dir)],
+            env=env, stdout=log, stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/",
+                                            timeout=2) as r:
+                    if json.load(r).get("aliveworkers", 0) >= 1:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError("the Spark worker did not register with the master")
+
+    def stop(self):
+        for proc in reversed(self._procs):
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -39,13 +39,17 @@ def _stalled(split, position, idle_s, servers):
                        f"{position}, before the split's stop {split.stop}")
 
 
-def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0):
+def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
+                    unreachable_s=10.0):
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    down = []  # librdkafka retries by itself; we only need to know when nothing answers
     conf = {"group.id": "streamslice-reader", "enable.auto.commit": False,
             "enable.auto.offset.store": False, "enable.partition.eof": True,
             "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
             "queued.min.messages": 200_000, "fetch.max.bytes": 64 * 1024 * 1024,
-            "socket.connection.setup.timeout.ms": 10_000, "error_cb": _raise_fatal}
+            "socket.connection.setup.timeout.ms": 10_000,
+            "error_cb": lambda err: down.append(err) if err.code() in (
+                KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT) else None}
     conf.update(properties)
     servers = conf.get("bootstrap.servers")
     if split.start >= split.stop:
@@ -62,9 +66,14 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0):
         while position < stop:
             msgs = consumer.consume(num_messages=batch_size, timeout=0.5)
             if not msgs:
-                if time.monotonic() - idle_since > idle_timeout_s:
+                idle = time.monotonic() - idle_since
+                if down and idle > unreachable_s:
+                    raise SourceError(f"{split.key}: cannot reach Kafka at {servers}: "
+                                      f"{down[-1].str()}")
+                if idle > idle_timeout_s:
                     raise _stalled(split, position, idle_timeout_s, servers)
                 continue
+            down.clear()
             idle_since = time.monotonic()
             at_end = False
             if any(m.error() is not None for m in msgs):
@@ -101,12 +110,6 @@ def _strip_errors(split, msgs, position, eof, oor):
             raise _expired(split, position, err.str())
         raise SourceError(f"{split.key}: fetch failed: {err.str()}")
     return msgs, False
-
-
-def _raise_fatal(err):
-    # librdkafka reports transient broker errors here and retries by itself; fetch errors that
-    # matter reach us on the messages. Nothing to do.
-    return None
 
 
 def fetch_kafka_python(split, properties, batch_size=10_000, idle_timeout_s=60.0):

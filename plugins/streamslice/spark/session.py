@@ -8,9 +8,14 @@ import streamslice
 PLUGINS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(streamslice.__file__)))
 
 
+def launched_by_spark_submit():
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def spark_session(master="local[*]", conf=None, app_name="streamslice"):
     """Get or create the session. Extra Spark properties may also come from the environment
-    as JSON in ``STREAMSLICE_SPARK_CONF`` (tests use it for quick JVM start-up flags)."""
+    as JSON in ``STREAMSLICE_SPARK_CONF`` (tests use it for quick JVM start-up flags). Under
+    spark-submit the master and settings given to spark-submit win."""
     from pyspark.sql import SparkSession
 
     from .datasource import register
@@ -20,12 +25,17 @@ def spark_session(master="local[*]", conf=None, app_name="streamslice"):
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if PLUGINS_DIR not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([PLUGINS_DIR, *paths])
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.sql.session.timeZone", "UTC")
+    if launched_by_spark_submit():
+        master = None
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    builder = (builder.config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
                .config("spark.sql.maxConcurrentOutputFileWriters", "4"))
-    if master.startswith("local"):  # a local job needs no address beyond loopback
+    if master:  # under spark-submit, --py-files ships the package to the executors
+        builder = builder.config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+    if master and master.startswith("local"):  # a local job needs no address beyond loopback
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1") \
             .config("spark.driver.host", "127.0.0.1")

@@ -1,0 +1,84 @@
+"""Run the read job with spark-submit (standalone, YARN, Kubernetes): the package travels as a
+zip in ``--py-files``, the plan and the client properties as files (never on the command line).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from .. import errors
+from .session import PLUGINS_DIR
+
+JOB = Path(PLUGINS_DIR).parent / "jobs" / "bounded_read.py"
+
+
+def spark_submit_binary():
+    found = shutil.which("spark-submit")
+    if found:
+        return found
+    import importlib.util
+    spec = importlib.util.find_spec("pyspark")
+    if spec and spec.origin:
+        candidate = Path(spec.origin).parent / "bin" / "spark-submit"
+        if candidate.exists():
+            return str(candidate)
+    raise errors.ConfigError("spark-submit not found (install Spark or pyspark)")
+
+
+def package_zip(directory):
+    """``streamslice`` as a zip for --py-files."""
+    target = Path(directory) / "streamslice.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(Path(PLUGINS_DIR, "streamslice").rglob("*.py")):
+            z.write(path, path.relative_to(PLUGINS_DIR))
+    return target
+
+
+def submit(plan, staging_uri, *, master, properties=None, conf=None, client=None,
+           output_format="parquet", compression="snappy", consumer_arns=None, log=print):
+    """Run jobs/bounded_read.py through spark-submit; raise the job's own error on failure."""
+    with tempfile.TemporaryDirectory(prefix="streamslice-submit-") as work:
+        plan_file = Path(work) / "plan.json"
+        plan_file.write_text(plan.to_json())
+        props_file = Path(work) / "properties.json"
+        props_file.touch(mode=0o600)
+        props_file.write_text(json.dumps(properties or {}))
+        cmd = [spark_submit_binary(), "--master", master, "--py-files",
+               str(package_zip(work)), "--conf", f"spark.pyspark.python={sys.executable}",
+               "--conf", "spark.sql.session.timeZone=UTC"]
+        for key, value in (conf or {}).items():
+            cmd += ["--conf", f"{key}={value}"]
+        cmd += [str(JOB), "--plan", str(plan_file), "--staging", staging_uri, "--properties",
+                str(props_file), "--format", output_format, "--compression", compression]
+        if client:
+            cmd += ["--client", client]
+        if consumer_arns:
+            cmd += ["--consumer-arns", json.dumps(consumer_arns)]
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+        env.pop("PYSPARK_GATEWAY_PORT", None)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        for line in proc.stdout.splitlines():
+            log(line)
+        if proc.returncode != 0:
+            raise _job_error(proc.stderr, proc.returncode)
+
+
+_ERROR = re.compile(r"^streamslice: (\w+): (.*)$", re.M)
+
+
+def _job_error(stderr, code):
+    found = _ERROR.findall(stderr)
+    if found:
+        name, message = found[-1]
+        cls = getattr(errors, name, errors.StreamsliceError)
+        try:
+            return cls(message)
+        except TypeError:
+            return errors.StreamsliceError(message)
+    tail = " | ".join(ln for ln in stderr.strip().splitlines()[-5:])
+    return errors.SourceError(f"spark-submit exited with {code}: {tail[-800:]}")

@@ -208,3 +208,32 @@ class SparkStandalone:
                 proc.wait(15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+class MotoServer:
+    """moto's AWS server (SNS, SQS…) on loopback, for notifier tests."""
+
+    def __init__(self, port=None):
+        self.port = port or free_port()
+        self._proc = None
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        self._proc = subprocess.Popen([_venv_bin("moto_server"), "-H", "127.0.0.1", "-p",
+                                       str(self.port)], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, what="moto_server")
+        return self
+
+    def stop(self):
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+            self._proc.wait(10)
+
+    def client(self, service):
+        import boto3
+        return boto3.client(service, endpoint_url=self.endpoint, region_name="us-east-1",
+                            aws_access_key_id="test", aws_secret_access_key="test")

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from . import yamlfile
+from .alerts import parse_alerts
 from .errors import ConfigError
 from .fields import Fields
 from .timeutil import parse_duration_ms, parse_timestamp_ms
@@ -72,7 +73,7 @@ class PipelineConfig:
     retries: int = 2
     retry_delay: int = 30_000  # ms
     tags: tuple = ()
-    alerts: dict = field(default_factory=dict)
+    alerts: object = None  # alerts.AlertRules
 
 
 def load_pipeline(path):
@@ -146,7 +147,7 @@ def parse_pipeline(text, file="<string>", default_name="pipeline", project_root=
         decode=_decoding(f.child("format")),
         output=_output(f.child("output"), root),
         spark=_spark(f.child("spark")),
-        alerts=f.raw("alerts", {}) or {},
+        alerts=parse_alerts(f.child("alerts")),
     )
     if mode == "incremental" and cfg.max_active_runs != 1:
         raise f.error("must be 1 in mode incremental: runs continue from each other's "

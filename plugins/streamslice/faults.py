@@ -33,4 +33,5 @@ def check(point, split=None, records=0, spec=None):
         return
     if records < int(opts.get("after", 0)):
         return
-    raise InjectedFault(f"injected fault at {point} (STREAMSLICE_INJECT_FAULT)")
+    where = f"split {split}: " if split is not None else ""
+    raise InjectedFault(f"{where}injected fault at {point} (STREAMSLICE_INJECT_FAULT)")

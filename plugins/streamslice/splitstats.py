@@ -9,7 +9,7 @@ class SplitStats:
                   "stop": _pos(split, "stop"), "scanned": 0, "records": 0, "late": 0,
                   "outside_interval": 0, "dead_letters": 0, "bytes": 0,
                   "first": None, "last": None, "min_timestamp": None, "max_timestamp": None,
-                  "reached_stop": False}
+                  "reached_stop": False, "lag": getattr(split, "lag", None)}
 
     def scanned(self, positions):
         if not positions:

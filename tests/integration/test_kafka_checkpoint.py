@@ -53,3 +53,39 @@ output:
     assert batch(3) == [(0, o) for o in range(45, 50)] + [(1, 48), (1, 49)]
 
     assert reset_checkpoint(cfg, "latest").positions == {f"{topic}:0": 50, f"{topic}:1": 50}
+
+
+def test_progress_is_mirrored_to_a_consumer_group_and_metrics_reach_the_asset_event(
+        broker, spark, airflow_db, tmp_path):
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    topic = unique("group")
+    create_topic(broker.bootstrap, topic, 2)
+    cfg = write_pipeline(unique("group"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+output:
+  path: {tmp_path}
+""")
+    produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=4), partitions=2)
+    run = run_dag(cfg)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    request = [ConsumerGroupTopicPartitions(f"streamslice-{cfg.name}",
+                                            [TopicPartition(topic, 0), TopicPartition(topic, 1)])]
+    got = list(admin.list_consumer_group_offsets(request).values())[0].result()
+    assert sorted((tp.partition, tp.offset) for tp in got.topic_partitions) == [(0, 30), (1, 30)]
+
+    metrics = run.get_task_instance("commit").xcom_pull(task_ids="commit")
+    assert metrics["records"] == 60 and metrics["lag_records"] == 60 and metrics["splits"] == 2
+    assert metrics["checkpoint"]["positions"] == {f"{topic}:0": 30, f"{topic}:1": 30}
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+    with create_session() as session:
+        asset_id = session.scalar(select(AssetModel.id).where(
+            AssetModel.name == f"streamslice/{cfg.name}"))
+        event = session.scalars(select(AssetEvent).where(AssetEvent.asset_id == asset_id)).one()
+        assert event.extra["records"] == 60 and event.extra["bytes"] > 0

@@ -44,8 +44,10 @@ def build_dag(cfg):
     from airflow.providers.standard.operators.python import PythonOperator
     from airflow.sdk import DAG
     asset = output_asset(cfg)
+    from .alerting import FailureAlert
     args = {"owner": "streamslice", "retries": cfg.retries,
-            "retry_delay": timedelta(milliseconds=cfg.retry_delay)}
+            "retry_delay": timedelta(milliseconds=cfg.retry_delay),
+            "on_failure_callback": [FailureAlert(cfg.file)]}
     tags = ["streamslice", cfg.source.kind, cfg.mode, *cfg.tags]
     with DAG(dag_id=cfg.name, schedule=_timetable(cfg), default_args=args,
              start_date=from_ms(cfg.start_date) if cfg.start_date is not None else None,

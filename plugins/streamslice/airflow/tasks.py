@@ -100,15 +100,42 @@ def commit_task(pipeline_file, **context):
         faults.check("after_publish")
         store = TaskCheckpointStore(context, asset)
         current = store.get()
-        store.put(advance(current, plan, now_ms=now, run_id=context["run_id"],
-                          positions=_reader_positions(plan, manifest, current)))
-        extra = {k: manifest[k] for k in ("partition", "records", "dead_letters",
-                                            "late_records", "min_timestamp", "max_timestamp",
-                                            "batch", "plan_id")}
+        checkpoint = advance(current, plan, now_ms=now, run_id=context["run_id"],
+                             positions=_reader_positions(plan, manifest, current))
+        store.put(checkpoint)
+        _mirror_to_group(cfg, checkpoint)
+        from .alerting import after_commit
+        after_commit(cfg, manifest, context, context["asset_state_store"][asset])
+        extra = run_metrics(manifest)
         context["outlet_events"][asset].extra = extra
         log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
                  manifest["partition"], manifest["records"], manifest["dead_letters"])
-        return extra
+        return {**extra, "checkpoint": checkpoint.to_dict()}
+
+
+def run_metrics(manifest):
+    """What downstream DAGs and the UI see as the asset event's extra."""
+    splits = manifest["splits"]
+    lag = [s.get("lag") for s in splits if s.get("lag") is not None]
+    behind = [s.get("millis_behind_latest") for s in splits
+              if s.get("millis_behind_latest") is not None]
+    out = {k: manifest[k] for k in ("partition", "records", "dead_letters", "late_records",
+                                    "min_timestamp", "max_timestamp", "batch", "plan_id")}
+    out.update(splits=len(splits), bytes=sum(s.get("bytes", 0) for s in splits),
+               lag_records=sum(lag) if lag else None,
+               millis_behind_latest=max(behind) if behind else None, gaps=len(manifest["gaps"]))
+    return out
+
+
+def _mirror_to_group(cfg, checkpoint):
+    src = cfg.source
+    if src.kind != "kafka" or not src.commit_group or not checkpoint:
+        return
+    from ..kafka.groups import commit_to_group
+    try:
+        commit_to_group(source_properties(src), src.commit_group, checkpoint.positions)
+    except StreamsliceError as exc:  # reporting only: never fails the run
+        log.warning("%s (the checkpoint in Airflow is unaffected)", exc)
 
 
 def _reader_positions(plan, manifest, current):

@@ -1,0 +1,112 @@
+"""Operator alerts: what is worth waking someone for, decided by pure rules over a run's
+manifest and the pipeline's recent history. Delivery (SNS, log, any Airflow notifier) is the
+Airflow glue's business."""
+import json
+from dataclasses import asdict, dataclass, field
+
+from .timeutil import iso, parse_duration_ms
+
+KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline")
+
+
+@dataclass
+class Alert:
+    kind: str
+    pipeline: str
+    message: str
+    run_id: str = None
+    interval: dict = None  # {"start": ISO, "end": ISO}
+    link: str = None
+    details: dict = field(default_factory=dict)
+
+    @property
+    def subject(self):
+        return f"[streamslice] {self.pipeline}: {self.kind.replace('_', ' ')}"[:100]
+
+    def to_json(self):
+        return json.dumps(asdict(self), sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class AlertRules:
+    notifiers: tuple = ()  # ({"type": "sns", …}, {"class": "pkg.mod.Notifier", "args": {…}})
+    lag_records: int = None  # Kafka: records behind the high watermark at plan time
+    lag_millis: int = None  # Kinesis: MillisBehindLatest
+    dead_letters: int = None  # a run with at least this many dead letters
+    empty_intervals: int = None  # this many consecutive empty runs
+    deadline: int = None  # ms a run may take
+
+
+def parse_alerts(f):
+    """The ``alerts:`` block (``f`` is a Fields)."""
+    notifiers = []
+    for i, item in enumerate(f.raw("notifiers", []) or []):
+        if not isinstance(item, dict) or len(item) != 1:
+            raise f.error(f"entry {i + 1} must be one of {{sns: …}}, {{log: {{}}}} or "
+                          "{class: pkg.Notifier, args: …}", "notifiers")
+        (kind, spec), = item.items()
+        spec = spec or {}
+        if kind == "sns":
+            if not isinstance(spec, dict) or not spec.get("topic_arn"):
+                raise f.error(f"entry {i + 1}: sns needs topic_arn", "notifiers")
+            unknown = set(spec) - {"topic_arn", "aws_conn_id", "region"}
+            if unknown:
+                raise f.error(f"entry {i + 1}: sns does not take {sorted(unknown)[0]!r}",
+                              "notifiers")
+            notifiers.append({"type": "sns", **spec})
+        elif kind == "log":
+            notifiers.append({"type": "log"})
+        elif kind == "class":
+            if not isinstance(spec, str) or "." not in spec:
+                raise f.error(f"entry {i + 1}: class must be a dotted path to an Airflow "
+                              "notifier", "notifiers")
+            notifiers.append({"type": "class", "class": spec,
+                              "args": item.get("args", {})})
+        else:
+            raise f.error(f"entry {i + 1}: {kind!r} is not sns, log or class", "notifiers")
+    rules = AlertRules(
+        notifiers=tuple(notifiers),
+        lag_records=f.int("lag_records", None, minimum=0),
+        lag_millis=f.parse("lag_millis", parse_duration_ms, None),
+        dead_letters=f.int("dead_letters", None, minimum=1),
+        empty_intervals=f.int("empty_intervals", None, minimum=1),
+        deadline=f.parse("deadline", parse_duration_ms, None))
+    f.done()
+    return rules
+
+
+def evaluate(rules, manifest, empty_streak=0):
+    """``[(kind, message, details)]`` for one committed run."""
+    out = []
+    lag = [s["lag"] for s in manifest["splits"] if s.get("lag") is not None]
+    if rules.lag_records is not None and lag and sum(lag) > rules.lag_records:
+        worst = max(manifest["splits"], key=lambda s: s.get("lag") or 0)
+        out.append(("lag", f"{sum(lag)} records behind the high watermark at plan time "
+                    f"(threshold {rules.lag_records}); most on {worst['key']} ({worst['lag']})",
+                    {"lag_records": sum(lag), "worst_split": worst["key"]}))
+    behind = [s["millis_behind_latest"] for s in manifest["splits"]
+              if s.get("millis_behind_latest") is not None]
+    if rules.lag_millis is not None and behind and max(behind) > rules.lag_millis:
+        out.append(("lag", f"MillisBehindLatest {max(behind)} ms (threshold "
+                    f"{rules.lag_millis} ms)", {"millis_behind_latest": max(behind)}))
+    if rules.dead_letters is not None and manifest["dead_letters"] >= rules.dead_letters:
+        out.append(("dead_letters", f"{manifest['dead_letters']} records failed to decode and "
+                    f"went to {manifest['partition']}/_dead_letter (threshold "
+                    f"{rules.dead_letters})", {"dead_letters": manifest["dead_letters"]}))
+    if rules.empty_intervals is not None and empty_streak >= rules.empty_intervals:
+        out.append(("empty_intervals", f"{empty_streak} consecutive runs read no records",
+                    {"empty_runs": empty_streak}))
+    if manifest.get("gaps"):
+        out.append(("data_loss", "records were lost and skipped (on_data_loss: skip): " +
+                    "; ".join(_gap(g) for g in manifest["gaps"]), {"gaps": manifest["gaps"]}))
+    return out
+
+
+def _gap(gap):
+    return f"{gap['key']} from {gap['from']} to {gap['to']} ({gap['reason']})"
+
+
+def interval_of(plan_or_manifest):
+    iv = plan_or_manifest.get("interval") if isinstance(plan_or_manifest, dict) else None
+    return {"start": iso(iv["start"]), "end": iso(iv["end"])} if iv else None
+

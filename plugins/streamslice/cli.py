@@ -1,0 +1,307 @@
+"""``streamslice``: validate, plan, offsets, efo, backfill, demo.
+
+The core commands (validate, plan) load only the core package; commands that touch Airflow's
+metadata database (offsets, backfill) import Airflow when they run. Tables for people,
+``--json`` for scripts, one clear line (exit 1) for errors."""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .errors import ConfigError, StreamsliceError
+from .timeutil import iso, parse_flexible_ms
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args) or 0
+    except (StreamsliceError, LookupError) as exc:
+        print(f"streamslice: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="streamslice", description="Bounded, exactly-once "
+                                "Kafka/Kinesis slices: validate, plan, offsets, efo, backfill.")
+    p.add_argument("--dir", default=None, help="pipeline files folder (default: "
+                   "$STREAMSLICE_PIPELINES, ./dags/pipelines, or $AIRFLOW_HOME/dags/pipelines)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    v = sub.add_parser("validate", help="check every pipeline file")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(run=cmd_validate)
+
+    pl = sub.add_parser("plan", help="print a run's splits and lag without reading")
+    pl.add_argument("pipeline")
+    pl.add_argument("--at", help="interval pipelines: a time inside the interval to plan "
+                    "(ISO-8601, epoch s or ms; default: the last complete interval)")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(run=cmd_plan)
+
+    o = sub.add_parser("offsets", help="show or reset a pipeline's checkpoint")
+    osub = o.add_subparsers(dest="action", required=True)
+    show = osub.add_parser("show")
+    show.add_argument("pipeline")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(run=cmd_offsets_show)
+    reset = osub.add_parser("reset")
+    reset.add_argument("pipeline")
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to", help="earliest | latest | a timestamp (ISO-8601, epoch s/ms)")
+    target.add_argument("--offsets", help='JSON {"topic:partition": offset}')
+    reset.add_argument("--json", action="store_true")
+    reset.set_defaults(run=cmd_offsets_reset)
+
+    e = sub.add_parser("efo", help="Kinesis Enhanced Fan-Out consumers")
+    esub = e.add_subparsers(dest="action", required=True)
+    for name, fn in (("list", cmd_efo_list), ("sweep", cmd_efo_sweep)):
+        c = esub.add_parser(name)
+        c.add_argument("stream", help="stream name or ARN")
+        c.add_argument("--region")
+        c.add_argument("--endpoint-url")
+        c.add_argument("--json", action="store_true")
+        if name == "sweep":
+            c.add_argument("--prefix", required=True, help="consumer name prefix (a pipeline's "
+                           "efo.consumer_name)")
+            c.add_argument("--older-than", default="1h")
+        c.set_defaults(run=fn)
+
+    b = sub.add_parser("backfill", help="run an interval pipeline over a time range")
+    b.add_argument("pipeline")
+    b.add_argument("--from", dest="start", required=True, help="ISO-8601 or epoch s/ms")
+    b.add_argument("--to", dest="end", required=True, help="ISO-8601 or epoch s/ms (exclusive)")
+    b.add_argument("--no-wait", action="store_true", help="create the backfill and return")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(run=cmd_backfill)
+
+    d = sub.add_parser("demo", help="run the demo (in a repository checkout)")
+    d.set_defaults(run=cmd_demo)
+    return p
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def pipelines_dir(args):
+    for candidate in (args.dir, os.environ.get("STREAMSLICE_PIPELINES"), "dags/pipelines",
+                      os.path.join(os.environ.get("AIRFLOW_HOME", ""), "dags", "pipelines")):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    raise ConfigError("no pipelines folder found; pass --dir")
+
+
+def find_pipeline(args):
+    from .config import load_pipeline, load_pipelines
+    if args.pipeline.endswith((".yaml", ".yml")) and Path(args.pipeline).exists():
+        return load_pipeline(args.pipeline)
+    configs, errors = load_pipelines(pipelines_dir(args))
+    for cfg in configs:
+        if cfg.name == args.pipeline:
+            return cfg
+    for err in errors:
+        if err.file and Path(err.file).stem == args.pipeline:
+            raise err
+    names = ", ".join(sorted(c.name for c in configs)) or "none"
+    raise ConfigError(f"no pipeline named {args.pipeline!r} (known: {names})")
+
+
+def table(headers, rows):
+    rows = [[("-" if c is None else str(c)) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
+
+
+def emit(args, data, text):
+    print(json.dumps(data, indent=1, sort_keys=True, default=str) if args.json else text)
+
+
+def progress(done, total, label, width=30):
+    filled = int(width * done / total) if total else width
+    end = "\n" if done >= total else ""
+    print(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
+          flush=True, file=sys.stderr)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+def cmd_validate(args):
+    from .config import load_pipelines
+    configs, errors = load_pipelines(pipelines_dir(args))
+    data = {"valid": [c.name for c in configs], "errors": [str(e) for e in errors]}
+    text = "\n".join([f"ok     {c.name}  ({c.file})" for c in configs] +
+                     [f"error  {e}" for e in errors])
+    emit(args, data, text or "no pipeline files")
+    return 1 if errors else 0
+
+
+def _interval_for(cfg, at_ms):
+    from .config import interval_width_ms, schedule_delta_ms
+    from .plan import Interval
+    delta = schedule_delta_ms(cfg.schedule)
+    if delta:
+        base = cfg.start_date or 0
+        start = base + (at_ms - base) // delta * delta
+        return Interval(start, start + delta, cfg.allowed_lateness)
+    from datetime import datetime, timezone
+
+    from croniter import croniter
+
+    from .config import PRESETS
+    it = croniter(PRESETS.get(cfg.schedule, cfg.schedule),
+                  datetime.fromtimestamp(at_ms / 1000 + 0.001, tz=timezone.utc))
+    start = int(it.get_prev(datetime).timestamp() * 1000)
+    return Interval(start, start + interval_width_ms(cfg.schedule, start), cfg.allowed_lateness)
+
+
+def cmd_plan(args):
+    from .planning import plan_run
+    cfg = find_pipeline(args)
+    interval, checkpoint = None, None
+    if cfg.mode == "interval":
+        now = int(time.time() * 1000)
+        at = parse_flexible_ms(args.at) if args.at else now
+        interval = _interval_for(cfg, at)
+        if not args.at:  # the last complete interval
+            interval = _interval_for(cfg, interval.start - 1)
+    elif args.at:
+        raise ConfigError("--at applies to interval pipelines; incremental ones plan from "
+                          "their checkpoint")
+    else:
+        checkpoint = _checkpoint_or_none(cfg)
+    plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
+                    interval=interval, checkpoint=checkpoint, properties=_properties(cfg))
+    rows = [[s.id, s.key, _fmt(s.start), _fmt(getattr(s, "stop", None) or
+                                              getattr(s, "stop_before", None)),
+             getattr(s, "size", None) or None, s.lag] for s in plan.splits]
+    head = f"{cfg.name}: {len(plan.splits)} splits → {plan.partition}"
+    if interval:
+        head += f"  [{iso(interval.start)}, {iso(interval.end)})"
+    text = head + "\n" + table(["split", "key", "start", "stop", "records", "lag"], rows)
+    for gap in plan.gaps:
+        text += f"\ndata loss (skipped): {gap}"
+    emit(args, plan.to_dict(), text)
+
+
+def _fmt(pos):
+    if isinstance(pos, dict):
+        from .kinesis.split import describe
+        return describe(pos)
+    return pos
+
+
+def _properties(cfg):
+    needs_airflow = getattr(cfg.source, "conn_id", None)
+    if not needs_airflow:
+        return cfg.source.client_properties()
+    from .airflow.hooks import source_properties
+    return source_properties(cfg.source)
+
+
+def _checkpoint_or_none(cfg):
+    try:
+        from .airflow.checkpoints import show_checkpoint
+        return show_checkpoint(cfg)
+    except (ImportError, LookupError):
+        return None
+
+
+def cmd_offsets_show(args):
+    from .airflow.checkpoints import show_checkpoint
+    cfg = find_pipeline(args)
+    cp = show_checkpoint(cfg)
+    if cp is None:
+        emit(args, None, f"{cfg.name}: no checkpoint yet (the first run starts from "
+                         f"{_start_of(cfg)})")
+        return
+    rows = [[k, v] for k, v in sorted(cp.positions.items())]
+    text = (f"{cfg.name}: batch {cp.batch}, run {cp.run_id}, committed "
+            f"{iso(cp.committed_at) if cp.committed_at else '-'}\n"
+            + table(["key", "next position"], rows))
+    emit(args, cp.to_dict(), text)
+
+
+def _start_of(cfg):
+    start = cfg.source.start
+    return start.describe() if hasattr(start, "describe") else start.get("type")
+
+
+def cmd_offsets_reset(args):
+    from .airflow.checkpoints import reset_checkpoint
+    cfg = find_pipeline(args)
+    if args.offsets:
+        try:
+            to = {"offsets": json.loads(args.offsets)}
+        except ValueError as exc:
+            raise ConfigError(f"--offsets is not JSON: {exc}") from None
+    elif args.to in ("earliest", "latest"):
+        to = args.to
+    else:
+        try:
+            to = {"timestamp": parse_flexible_ms(args.to)}
+        except ValueError as exc:
+            raise ConfigError(f"--to: {exc}") from None
+    cp = reset_checkpoint(cfg, to)
+    emit(args, cp.to_dict(), f"{cfg.name}: checkpoint reset ({cp.run_id})\n" +
+         table(["key", "next position"], sorted(cp.positions.items())))
+
+
+def _kinesis_client(args):
+    from .kinesis.client import make_client
+    return make_client({"region": args.region or os.environ.get("AWS_DEFAULT_REGION"),
+                        "endpoint_url": args.endpoint_url})
+
+
+def cmd_efo_list(args):
+    from .kinesis.consumers import list_consumers
+    from .kinesis.planner import stream_names
+    client = _kinesis_client(args)
+    name, arn = stream_names(client, args.stream)
+    consumers = list_consumers(client, arn)
+    rows = [[c["ConsumerName"], c["ConsumerStatus"], c["ConsumerCreationTimestamp"],
+             c["ConsumerARN"]] for c in consumers]
+    emit(args, consumers, f"{name}: {len(consumers)} of 20 consumers\n" +
+         table(["name", "status", "created", "arn"], rows))
+
+
+def cmd_efo_sweep(args):
+    from .kinesis.consumers import sweep
+    from .kinesis.planner import stream_names
+    from .timeutil import parse_duration_ms
+    client = _kinesis_client(args)
+    _, arn = stream_names(client, args.stream)
+    gone = sweep(client, arn, args.prefix, parse_duration_ms(args.older_than) / 1000)
+    emit(args, gone, "\n".join(f"deregistered {n}" for n in gone) or "nothing to sweep")
+
+
+def cmd_backfill(args):
+    from .airflow.backfill import backfill
+    cfg = find_pipeline(args)
+    try:
+        start, end = parse_flexible_ms(args.start), parse_flexible_ms(args.end)
+    except ValueError as exc:
+        raise ConfigError(f"backfill range: {exc}") from None
+    result = backfill(cfg, start, end, wait=not args.no_wait,
+                      on_progress=None if args.json else progress)
+    emit(args, result, table(["interval", "state", "records"],
+                             [[r["interval"], r["state"], r.get("records")]
+                              for r in result["runs"]]))
+    return 0 if result["state"] in ("success", "created") else 1
+
+
+def cmd_demo(args):
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "devtools" / "demo.py").exists():
+        raise ConfigError("the demo lives in the streamslice repository: run `make demo` there")
+    import subprocess
+    return subprocess.call([sys.executable, "-m", "devtools.demo"], cwd=root)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Operator alerts delivered through the amazon provider's SnsNotifier to an SNS topic on a
+local moto_server, read back from a subscribed SQS queue. Real Airflow (dag.test), real broker,
+real Spark."""
+import json
+import time
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from devtools.services import MotoServer, create_topic
+from devtools.taxi import produce, trips
+from tests.support.pipelines import run_dag, unique, utc, write_pipeline
+
+pytestmark = pytest.mark.integration
+T0 = 1_714_521_600_000
+
+
+@pytest.fixture(scope="module")
+def sns_queue():
+    moto = MotoServer().start()
+    sns, sqs = moto.client("sns"), moto.client("sqs")
+    topic = sns.create_topic(Name="streamslice-alerts")["TopicArn"]
+    queue = sqs.create_queue(QueueName="alerts")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn,
+                  Attributes={"RawMessageDelivery": "true"})
+
+    def received(wait=5.0):
+        out, deadline = [], time.monotonic() + wait
+        while time.monotonic() < deadline:
+            got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10,
+                                      WaitTimeSeconds=1).get("Messages", [])
+            for m in got:
+                out.append(json.loads(m["Body"]))
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
+            if out and not got:
+                break
+        return out
+
+    yield moto, topic, received
+    moto.stop()
+
+
+@pytest.fixture
+def alerting(sns_queue, monkeypatch):
+    moto, topic, received = sns_queue
+    monkeypatch.setenv("AIRFLOW_CONN_ALERTS_AWS", json.dumps({
+        "conn_type": "aws", "login": "test", "password": "test",
+        "extra": {"region_name": "us-east-1", "endpoint_url": moto.endpoint}}))
+    received(wait=1)  # drain
+    return topic, received
+
+
+def pipeline(broker, topic_name, sns_topic, body, alerts, mode="incremental"):
+    return write_pipeline(unique("alerts"), f"""
+mode: {mode}
+retries: 0
+{body}kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic_name}]
+  on_data_loss: skip
+format:
+  value: json
+  schema: {{n: long}}
+alerts:
+  notifiers:
+    - sns: {{topic_arn: "{sns_topic}", aws_conn_id: alerts_aws}}
+{alerts}output:
+  path: /tmp/streamslice-alert-tests
+""")
+
+
+def one(alerts, kind):
+    found = [a for a in alerts if a["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind} alert, got {alerts}"
+    return found[0]
+
+
+def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerting):
+    sns_topic, received = alerting
+    topic = unique("alerting")
+    create_topic(broker.bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(40):
+        p.produce(topic, value=b"{broken" if i == 7 else b'{"n": %d}' % i, partition=0)
+    p.flush(30)
+    cfg = pipeline(broker, topic, sns_topic, "", "  lag_records: 30\n  dead_letters: 1\n")
+    run = run_dag(cfg)
+    alerts = received()
+    lag, dead = one(alerts, "lag"), one(alerts, "dead_letters")
+    assert lag["details"]["lag_records"] == 40 and "threshold 30" in lag["message"]
+    assert lag["interval"] is None  # incremental runs have no data interval to report
+    assert dead["details"]["dead_letters"] == 1 and "_dead_letter" in dead["message"]
+    for alert in (lag, dead):
+        assert alert["pipeline"] == cfg.name and alert["run_id"] == run.run_id
+        assert alert["link"].endswith(f"/dags/{cfg.name}/runs/" +
+                                      run.run_id.replace(":", "%3A").replace("+", "%2B"))
+
+    for i in range(10):  # then offsets 40..44 expire before the next run reads them
+        p.produce(topic, value=b'{"n": 1}', partition=0)
+    p.flush(30)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # keep it alive for the future
+    for f in admin.delete_records([TopicPartition(topic, 0, 45)]).values():
+        f.result(30)
+    run_dag(cfg)
+    loss = one(received(), "data_loss")
+    assert loss["details"]["gaps"] == [{"key": f"{topic}:0", "from": 40, "to": 45,
+                                        "reason": "expired"}]
+
+
+def test_run_failure_alert_names_the_error_and_split(broker, spark, airflow_db, alerting,
+                                                     monkeypatch):
+    sns_topic, received = alerting
+    topic = unique("failing")
+    create_topic(broker.bootstrap, topic, 2)
+    produce(broker.bootstrap, topic, trips(T0, 1, 40, seed=1), partitions=2)
+    cfg = pipeline(broker, topic, sns_topic, "", "")
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "read:split=1")
+    run = run_dag(cfg, expect="failed")
+    alert = one(received(), "run_failed")
+    assert alert["details"]["task"] == "read" and alert["details"]["failed_split"] == 1
+    assert "injected fault at read" in alert["message"] and alert["run_id"] == run.run_id
+
+
+def test_consecutive_empty_intervals_alert(broker, spark, airflow_db, alerting):
+    sns_topic, received = alerting
+    topic = unique("quiet")
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, trips(T0, 1, 20, seed=2), partitions=1)  # hour 0 only
+    cfg = pipeline(broker, topic, sns_topic,
+                   'schedule: "@hourly"\nstart_date: "2024-05-01T00:00:00Z"\n',
+                   "  empty_intervals: 2\n", mode="interval")
+    for hour in range(3):
+        run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
+        alerts = received(wait=2 if hour < 2 else 5)
+        if hour < 2:
+            assert not [a for a in alerts if a["kind"] == "empty_intervals"]
+    alert = one(alerts, "empty_intervals")
+    assert alert["details"]["empty_runs"] == 2
+    assert alert["interval"] == {"start": "2024-05-01T02:00:00.000Z",
+                                 "end": "2024-05-01T03:00:00.000Z"}

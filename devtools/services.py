@@ -237,3 +237,96 @@ class MotoServer:
         import boto3
         return boto3.client(service, endpoint_url=self.endpoint, region_name="us-east-1",
                             aws_access_key_id="test", aws_secret_access_key="test")
+
+
+class AirflowServices:
+    """Airflow's api-server, scheduler, dag-processor and triggerer on SQLite with the
+    LocalExecutor, for tests that need the real scheduler (backfills, deadlines, the UI).
+    All-admins auth, so scripts and a headless browser need no login."""
+
+    COMPONENTS = (("api-server", "--host", "127.0.0.1", "--port", "{port}"),
+                  ("scheduler", "--skip-serve-logs"), ("dag-processor",),
+                  ("triggerer", "--skip-serve-logs"))
+
+    def __init__(self, home, dags_folder, env=None, port=None):
+        self.home, self.dags_folder = Path(home), Path(dags_folder)
+        self.port = port or free_port()
+        self.env = dict(os.environ)
+        self.env.update({
+            "AIRFLOW_HOME": str(self.home), "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{self.port}",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__CORE__PARALLELISM": "4", "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"})
+        self.env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
+        self.env.update(env or {})
+        self._procs = []
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def airflow(self, *args, check=True):
+        out = subprocess.run([_venv_bin("airflow"), *args], env=self.env, capture_output=True,
+                             text=True, timeout=300)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"airflow {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
+        return out
+
+    def start(self):
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.airflow("db", "migrate")
+        for name, *args in self.COMPONENTS:
+            log = open(self.home / f"{name}.log", "ab")
+            cmd = [_venv_bin("airflow"), name, *(a.format(port=self.port) for a in args)]
+            self._procs.append(subprocess.Popen(cmd, env=self.env, stdout=log,
+                                                stderr=subprocess.STDOUT,
+                                                start_new_session=True))
+        self.wait_healthy()
+        return self
+
+    def api(self, method, path, body=None, timeout=30):
+        import json
+        import urllib.request
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read() or b"null")
+
+    def wait_healthy(self, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                health = self.api("GET", "/api/v2/monitor/health", timeout=5)
+                parts = ("metadatabase", "scheduler", "dag_processor", "triggerer")
+                if all(health.get(p, {}).get("status") == "healthy" for p in parts):
+                    return
+            except OSError:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"Airflow did not become healthy in {timeout}s (logs: {self.home})")
+
+    def wait_for_dag(self, dag_id, timeout=120):
+        import urllib.error
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                return self.api("GET", f"/api/v2/dags/{dag_id}")
+            except urllib.error.HTTPError:
+                time.sleep(1)
+        raise RuntimeError(f"DAG {dag_id} was not parsed within {timeout}s")
+
+    def stop(self):
+        # The main process of each component, never the whole group: the LocalExecutor's
+        # workers must outlive the scheduler's shutdown or it waits for them forever.
+        for proc in reversed(self._procs):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self._procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -32,7 +32,10 @@ PIPELINES_DIR = SESSION_DIR / "dags" / "pipelines"
 
 
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(SESSION_DIR, ignore_errors=True)
+    if os.environ.get("STREAMSLICE_KEEP_TEST_DIR"):
+        print(f"\ntest session files kept in {SESSION_DIR}")
+    else:
+        shutil.rmtree(SESSION_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -67,6 +70,16 @@ def kinesis():
     k = KinesisLocal(log_file=SESSION_DIR / "kinesis.log").start()
     yield k
     k.stop()
+
+
+@pytest.fixture(scope="session")
+def sns_queue():
+    """An SNS topic on a local moto_server with an SQS queue subscribed (raw delivery);
+    yields (moto, topic ARN, received()) where received() drains the queue."""
+    from tests.support.alerts import sns_to_sqs
+    moto, topic, received = sns_to_sqs()
+    yield moto, topic, received
+    moto.stop()
 
 
 @pytest.fixture(scope="session")

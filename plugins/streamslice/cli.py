@@ -141,35 +141,17 @@ def cmd_validate(args):
     return 1 if errors else 0
 
 
-def _interval_for(cfg, at_ms):
-    from .config import interval_width_ms, schedule_delta_ms
-    from .plan import Interval
-    delta = schedule_delta_ms(cfg.schedule)
-    if delta:
-        base = cfg.start_date or 0
-        start = base + (at_ms - base) // delta * delta
-        return Interval(start, start + delta, cfg.allowed_lateness)
-    from datetime import datetime, timezone
-
-    from croniter import croniter
-
-    from .config import PRESETS
-    it = croniter(PRESETS.get(cfg.schedule, cfg.schedule),
-                  datetime.fromtimestamp(at_ms / 1000 + 0.001, tz=timezone.utc))
-    start = int(it.get_prev(datetime).timestamp() * 1000)
-    return Interval(start, start + interval_width_ms(cfg.schedule, start), cfg.allowed_lateness)
-
-
 def cmd_plan(args):
     from .planning import plan_run
+    from .schedule import interval_containing
     cfg = find_pipeline(args)
     interval, checkpoint = None, None
     if cfg.mode == "interval":
         now = int(time.time() * 1000)
         at = parse_flexible_ms(args.at) if args.at else now
-        interval = _interval_for(cfg, at)
+        interval = interval_containing(cfg, at)
         if not args.at:  # the last complete interval
-            interval = _interval_for(cfg, interval.start - 1)
+            interval = interval_containing(cfg, interval.start - 1)
     elif args.at:
         raise ConfigError("--at applies to interval pipelines; incremental ones plan from "
                           "their checkpoint")

@@ -1,54 +1,24 @@
 """Operator alerts delivered through the amazon provider's SnsNotifier to an SNS topic on a
 local moto_server, read back from a subscribed SQS queue. Real Airflow (dag.test), real broker,
 real Spark."""
-import json
-import time
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from devtools.services import MotoServer, create_topic
+from devtools.services import create_topic
 from devtools.taxi import produce, trips
+from tests.support.alerts import aws_conn
 from tests.support.pipelines import run_dag, unique, utc, write_pipeline
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
 
 
-@pytest.fixture(scope="module")
-def sns_queue():
-    moto = MotoServer().start()
-    sns, sqs = moto.client("sns"), moto.client("sqs")
-    topic = sns.create_topic(Name="streamslice-alerts")["TopicArn"]
-    queue = sqs.create_queue(QueueName="alerts")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
-        "Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn,
-                  Attributes={"RawMessageDelivery": "true"})
-
-    def received(wait=5.0):
-        out, deadline = [], time.monotonic() + wait
-        while time.monotonic() < deadline:
-            got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10,
-                                      WaitTimeSeconds=1).get("Messages", [])
-            for m in got:
-                out.append(json.loads(m["Body"]))
-                sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
-            if out and not got:
-                break
-        return out
-
-    yield moto, topic, received
-    moto.stop()
-
-
 @pytest.fixture
 def alerting(sns_queue, monkeypatch):
     moto, topic, received = sns_queue
-    monkeypatch.setenv("AIRFLOW_CONN_ALERTS_AWS", json.dumps({
-        "conn_type": "aws", "login": "test", "password": "test",
-        "extra": {"region_name": "us-east-1", "endpoint_url": moto.endpoint}}))
+    monkeypatch.setenv("AIRFLOW_CONN_ALERTS_AWS", aws_conn(moto))
     received(wait=1)  # drain
     return topic, received
 

@@ -59,6 +59,9 @@ class _LogNotifier(BaseNotifier):
     def notify(self, context):
         log.warning("streamslice alert: %s", context["streamslice_alert"].to_json())
 
+    async def async_notify(self, context):
+        self.notify(context)
+
 
 def after_commit(cfg, manifest, context, state):
     """Threshold alerts for a committed run; ``state`` is the asset state accessor (for the

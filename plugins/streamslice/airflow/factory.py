@@ -5,6 +5,7 @@ from pathlib import Path
 
 from ..config import PRESETS, load_pipelines, schedule_delta_ms
 from ..timeutil import from_ms
+from .deadline import deadline_for
 from .docs import dag_doc, error_doc
 from .store import output_asset
 from .tasks import commit_task, plan_task, read_task
@@ -54,7 +55,7 @@ def build_dag(cfg):
              end_date=from_ms(cfg.end_date) if cfg.end_date is not None else None,
              catchup=cfg.catchup, max_active_runs=cfg.max_active_runs, tags=tags,
              description=cfg.description or f"{cfg.source.kind} → {asset.uri}",
-             doc_md=dag_doc(cfg)) as dag:
+             doc_md=dag_doc(cfg), deadline=deadline_for(cfg)) as dag:
         kwargs = {"pipeline_file": cfg.file}
         plan = PythonOperator(task_id="plan", python_callable=plan_task, op_kwargs=kwargs,
                               inlets=[asset], doc_md="Resolve start/stop into splits; the "

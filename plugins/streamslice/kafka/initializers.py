@@ -6,7 +6,7 @@ admin client, the offsets fetched once per plan, the run's interval and the chec
 from dataclasses import dataclass, field
 
 from ..errors import PlanError
-from ..timeutil import INTERVAL_END, INTERVAL_START, SYMBOLS, iso, parse_timestamp_ms
+from ..timeutil import INTERVAL_START, SYMBOLS, iso, parse_timestamp_ms
 
 
 @dataclass

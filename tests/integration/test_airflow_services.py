@@ -1,0 +1,172 @@
+"""Against the real Airflow components (api-server, scheduler, dag-processor, triggerer;
+SQLite, LocalExecutor): backfill by time range with Airflow's own backfill and with
+`streamslice backfill`, deadline alerts from the triggerer, and the UI in headless Chromium."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import quote
+
+import pyarrow.dataset as ds
+import pytest
+
+from devtools.services import AirflowServices, create_topic, free_port
+from devtools.taxi import produce, trips
+from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
+from tests.support.alerts import aws_conn
+from tests.support.pipelines import unique
+
+pytestmark = pytest.mark.integration
+T0 = 1_714_521_600_000
+HOUR = 3_600_000
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def airflow(sns_queue):
+    moto, topic, _ = sns_queue
+    services = AirflowServices(SESSION_DIR / "airflow-services", PIPELINES_DIR.parent, env={
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW_CONN_ALERTS_AWS": aws_conn(moto), "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT)])}).start()
+    yield services
+    services.stop()
+
+
+def write(name, text):
+    path = PIPELINES_DIR / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def runs(airflow, dag_id, run_type=None):
+    query = f"?run_type={run_type}" if run_type else ""
+    return airflow.api("GET", f"/api/v2/dags/{dag_id}/dagRuns{query}&limit=100"
+                       if query else f"/api/v2/dags/{dag_id}/dagRuns?limit=100")["dag_runs"]
+
+
+def wait_runs(airflow, dag_id, count, run_type="backfill", timeout=300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = runs(airflow, dag_id, run_type)
+        if len(got) >= count and all(r["state"] in ("success", "failed") for r in got):
+            return got
+        time.sleep(2)
+    raise AssertionError(f"{dag_id}: runs did not finish: {runs(airflow, dag_id, run_type)}")
+
+
+def partition_rows(dataset, hour):
+    t = ds.dataset(f"{dataset}/interval=20240501T{hour:02d}0000Z", format="parquet").to_table(
+        columns=["partition", "offset"])
+    return list(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
+
+
+def test_backfill_by_time_range_and_the_ui(broker, airflow, tmp_path):
+    topic, name = unique("backfill"), unique("backfill")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, hours=3, per_hour=150, seed=21))
+    expected = Counter((ts - T0) // HOUR for _, _, ts in sent)
+    write(name, f"""
+mode: interval
+schedule: "@hourly"
+start_date: "2024-05-01T00:00:00Z"
+end_date: "2024-05-01T02:00:00Z"
+max_active_runs: 2
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+output:
+  path: {tmp_path}
+""")
+    airflow.wait_for_dag(name)
+    airflow.airflow("dags", "unpause", name)
+    airflow.airflow("backfill", "create", "--dag-id", name, "--from-date",
+                    "2024-05-01T00:00:00+00:00", "--to-date", "2024-05-01T02:00:00+00:00")
+    done = wait_runs(airflow, name, 3)
+    assert {r["state"] for r in done} == {"success"}, done
+    dataset = f"{tmp_path}/pipeline={name}"
+    first = {}
+    for hour in range(3):
+        rows = partition_rows(dataset, hour)
+        assert len(rows) == expected[hour] == len(set(rows))
+        first[hour] = json.load(open(f"{dataset}/interval=20240501T{hour:02d}0000Z/"
+                                     "_manifest.json"))["committed_at"]
+
+    # The same through `streamslice backfill`, which thinks in timestamps and reprocesses.
+    env = dict(airflow.env, PYTHONPATH=str(ROOT / "plugins"))
+    cli = [str(Path(sys.executable).parent / "streamslice"), "--dir", str(PIPELINES_DIR),
+           "backfill", name]
+    out = subprocess.run(cli + ["--from", "2024-05-01T01:30:00Z", "--to", str(T0 // 1000 + 3 *
+                                                                              3600)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "backfill " + name in out.stderr and "2/2" in out.stderr  # the progress bar
+    assert "2024-05-01T01:00:00.000Z → 2024-05-01T02:00:00.000Z  success" in out.stdout
+    for hour in range(3):
+        manifest = json.load(open(f"{dataset}/interval=20240501T{hour:02d}0000Z/"
+                                  "_manifest.json"))
+        assert manifest["records"] == expected[hour]
+        assert (manifest["committed_at"] == first[hour]) == (hour == 0), "replaced, not added"
+    bad = subprocess.run(cli + ["--from", "2024-05-01T03:00:00Z", "--to", "2024-05-01T01:00Z"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == ("streamslice: the range is empty or reversed: --to must be "
+                                  "after --from")
+
+    # The UI shows the DAG, the run and its tasks (screenshot kept as a test artifact).
+    run_id = sorted(r["dag_run_id"] for r in done)[0]
+    url = f"{airflow.url}/dags/{name}/runs/{quote(run_id, safe='')}"
+    dom = chromium(url, "--dump-dom").stdout
+    for text in (name, run_id, "plan", "read", "commit"):
+        assert text in dom, f"{text!r} not on {url}"
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "airflow-dag-run.png"
+    chromium(url, f"--screenshot={shot}")
+    assert shot.stat().st_size > 10_000
+    docs = chromium(f"{airflow.url}/dags/{name}", "--dump-dom").stdout
+    assert "by record timestamp" in docs or name in docs
+
+
+def chromium(url, *what):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "Chromium is missing: `make test` installs it (apt-get install chromium)"
+    profile = SESSION_DIR / f"chromium-{free_port()}"
+    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--disable-background-networking", "--disable-component-update",
+                           "--disable-sync", "--no-first-run", "--disable-quic",
+                           f"--user-data-dir={profile}", "--window-size=1400,900",
+                           "--virtual-time-budget=20000", *what, url],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_deadline_alert_from_the_triggerer(airflow, sns_queue):
+    _, sns_topic, received = sns_queue
+    name = unique("deadline")
+    write(name, f"""
+mode: incremental
+retries: 1
+retry_delay: 60s
+kafka:
+  bootstrap_servers: 127.0.0.1:{free_port()}
+  topics: [nowhere]
+alerts:
+  deadline: 3s
+  notifiers:
+    - sns: {{topic_arn: "{sns_topic}", aws_conn_id: alerts_aws}}
+output:
+  path: /tmp/streamslice-deadline
+""")
+    received(wait=1)
+    airflow.wait_for_dag(name)
+    airflow.airflow("dags", "unpause", name)
+    run = airflow.api("POST", f"/api/v2/dags/{name}/dagRuns", {"logical_date": None})
+    alerts = received(wait=90, until="deadline")
+    alert = next(a for a in alerts if a["kind"] == "deadline")
+    assert alert["pipeline"] == name and alert["run_id"] == run["dag_run_id"]
+    assert "has not finished 3s after it was queued" in alert["message"]
+    assert alert["link"].startswith(airflow.url)

@@ -1,0 +1,37 @@
+import json
+import time
+
+from devtools.services import MotoServer
+
+
+def sns_to_sqs():
+    moto = MotoServer().start()
+    sns, sqs = moto.client("sns"), moto.client("sqs")
+    topic = sns.create_topic(Name="streamslice-alerts")["TopicArn"]
+    queue = sqs.create_queue(QueueName="alerts")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn,
+                  Attributes={"RawMessageDelivery": "true"})
+
+    def received(wait=5.0, until=None):
+        """Drain the queue; with ``until`` (an alert kind) keep waiting up to ``wait``."""
+        out, deadline = [], time.monotonic() + wait
+        while time.monotonic() < deadline:
+            got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10,
+                                      WaitTimeSeconds=1).get("Messages", [])
+            for m in got:
+                out.append(json.loads(m["Body"]))
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
+            if until is None and out and not got:
+                break
+            if until is not None and any(a["kind"] == until for a in out):
+                break
+        return out
+
+    return moto, topic, received
+
+
+def aws_conn(moto):
+    return json.dumps({"conn_type": "aws", "login": "test", "password": "test",
+                       "extra": {"region_name": "us-east-1", "endpoint_url": moto.endpoint}})

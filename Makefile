@@ -5,13 +5,33 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv lock bench clean
+NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-demo: venv
+.PHONY: demo test venv tools lock bench clean
+
+demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
 
-test: venv
+test: venv tools
 	$(BIN)/python -m pytest
+
+# Debian packages the tests and the benchmark use (a headless browser for the UI test, kcat
+# as a benchmark baseline), and the pinned Node packages (the local Kinesis server).
+tools: $(NODE_TOOLS)
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing"; \
+	  apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; }; \
+	fi
+
+$(NODE_TOOLS): devtools/node/package.json devtools/node/package-lock.json
+	mkdir -p .tools/node
+	cp devtools/node/package.json devtools/node/package-lock.json .tools/node/
+	cd .tools/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 venv: $(STAMP)
 
@@ -26,7 +46,7 @@ lock:
 	$(BIN)/python -m pip install -q -r requirements.txt
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e ' > constraints.txt
 
-bench: venv
+bench: venv tools
 	$(BIN)/python bench/kafka_bounded_read.py
 
 clean:

@@ -9,7 +9,7 @@ first frame be an ``initial-response`` event. This proxy relays everything else 
   ``400`` JSON error, as real Kinesis does, so ``subscribe_to_shard()`` raises;
 * otherwise inserts one chunk holding an ``initial-response`` event, then relays the rest.
 
-Test and demo tooling only; listens on 127.0.0.1.
+Test and demo tooling (and the docker-compose emulator); listens on 127.0.0.1 by default.
     python -m devtools.kinesis_proxy --listen-port 4579 --upstream-port 4568
 """
 import argparse
@@ -215,10 +215,11 @@ async def handle(cl_r, cl_w, upstream, peek):
                 writer.close()
 
 
-async def serve(listen_port, upstream_port, peek=0.25):
+async def serve(listen_port, upstream_port, peek=0.25, listen_host="127.0.0.1",
+                upstream_host="127.0.0.1"):
     server = await asyncio.start_server(
-        lambda r, w: handle(r, w, ("127.0.0.1", upstream_port), peek), "127.0.0.1", listen_port,
-        limit=MAX_HEAD)
+        lambda r, w: handle(r, w, (upstream_host, upstream_port), peek), listen_host,
+        listen_port, limit=MAX_HEAD)
     async with server:
         await server.serve_forever()
 
@@ -227,10 +228,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--listen-port", type=int, required=True)
     ap.add_argument("--upstream-port", type=int, required=True)
+    ap.add_argument("--listen-host", default="127.0.0.1", help="0.0.0.0 inside a container")
+    ap.add_argument("--upstream-host", default="127.0.0.1")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     try:
-        asyncio.run(serve(args.listen_port, args.upstream_port))
+        asyncio.run(serve(args.listen_port, args.upstream_port, listen_host=args.listen_host,
+                          upstream_host=args.upstream_host))
     except KeyboardInterrupt:
         pass
 

@@ -259,6 +259,8 @@ class AirflowServices:
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "AIRFLOW__CORE__PARALLELISM": "4", "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            # SQLite has one writer: wait for the lock rather than fail at once.
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_ENGINE_ARGS": '{"connect_args": {"timeout": 30}}',
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"})
         self.env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
         self.env.update(env or {})
@@ -269,8 +271,12 @@ class AirflowServices:
         return f"http://127.0.0.1:{self.port}"
 
     def airflow(self, *args, check=True):
-        out = subprocess.run([_venv_bin("airflow"), *args], env=self.env, capture_output=True,
-                             text=True, timeout=300)
+        for attempt in range(5):
+            out = subprocess.run([_venv_bin("airflow"), *args], env=self.env,
+                                 capture_output=True, text=True, timeout=300)
+            if out.returncode == 0 or "database is locked" not in out.stderr:
+                break
+            time.sleep(2 + attempt)  # SQLite: the scheduler held the write lock
         if check and out.returncode != 0:
             raise RuntimeError(f"airflow {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
         return out

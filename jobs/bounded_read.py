@@ -38,9 +38,8 @@ def main(argv=None):
     from streamslice.spark.job import run_read
     from streamslice.spark.session import spark_session
     try:
-        text = sys.stdin.read() if args.plan == "-" else open(args.plan).read()
-        plan = ReadPlan.from_json(text)
-        props = json.load(open(args.properties)) if args.properties else {}
+        plan = ReadPlan.from_json(read_text(args.plan))
+        props = json.loads(read_text(args.properties)) if args.properties else {}
         arns = json.loads(args.consumer_arns) if args.consumer_arns else None
         spark = spark_session(master=args.master)
         out = run_read(spark, plan, args.staging, properties=props, client=args.client,
@@ -54,6 +53,19 @@ def main(argv=None):
         return 2
     print(json.dumps({"staged": out, "splits": len(plan.splits)}))
     return 0
+
+
+def read_text(path):
+    """A local file, '-' for stdin, or a URI (s3://…) as EMR Serverless runs pass them."""
+    if path == "-":
+        return sys.stdin.read()
+    if "://" in path:
+        import pyarrow.fs as pafs
+        fs, inner = pafs.FileSystem.from_uri(path)
+        with fs.open_input_stream(inner) as f:
+            return f.read().decode()
+    with open(path) as f:
+        return f.read()
 
 
 if __name__ == "__main__":

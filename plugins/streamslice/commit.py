@@ -115,8 +115,14 @@ def read_manifest(dataset_uri, partition):
 def publish(plan, staging, dataset_uri, manifest):
     """Move the staged partition into place: the old partition (if any) is set aside, the new
     one renamed in, then the old one removed. Readers see the old or the new, never a mix; a
-    crash in between leaves the partition absent until the retry re-publishes it."""
+    crash in between leaves the partition absent until the retry re-publishes it.
+
+    Object stores (S3) cannot rename a directory: there the old partition is removed and the
+    new files copied in with ``_manifest.json`` last, so the manifest marks a complete
+    partition; readers that do not check it can see a partition half copied."""
     fs, root = staging.fs, pafs.FileSystem.from_uri(dataset_uri.rstrip("/"))[1]
+    if fs.type_name != "local":
+        return _publish_by_copy(plan, staging, dataset_uri, manifest)
     data = f"{staging.root}/{DATA}"
     dead = f"{staging.root}/{DEAD_LETTER}"
     if fs.get_file_info(data).type == pafs.FileType.NotFound:
@@ -135,6 +141,23 @@ def publish(plan, staging, dataset_uri, manifest):
     fs.move(data, target)
     if fs.get_file_info(trash).type != pafs.FileType.NotFound:
         fs.delete_dir(trash)
+    fs.delete_dir(staging.root)
+    return f"{dataset_uri.rstrip('/')}/{plan.partition}"
+
+
+def _publish_by_copy(plan, staging, dataset_uri, manifest):
+    fs, root = staging.fs, pafs.FileSystem.from_uri(dataset_uri.rstrip("/"))[1]
+    target = f"{root}/{plan.partition}"
+    if fs.get_file_info(target).type != pafs.FileType.NotFound:
+        fs.delete_dir(target)
+    for sub, dest in ((f"{staging.root}/{DATA}", target),
+                      (f"{staging.root}/{DEAD_LETTER}", f"{target}/{DEAD_LETTER}")):
+        selector = pafs.FileSelector(sub, recursive=True, allow_not_found=True)
+        for info in fs.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                fs.copy_file(info.path, dest + info.path[len(sub):])
+    with fs.open_output_stream(f"{target}/{MANIFEST}") as out:
+        out.write(json.dumps(manifest, indent=1, sort_keys=True).encode())
     fs.delete_dir(staging.root)
     return f"{dataset_uri.rstrip('/')}/{plan.partition}"
 

@@ -52,6 +52,7 @@ class SparkSettings:
     runner: str = "local"
     master: str = "local[*]"
     conf: dict = field(default_factory=dict)
+    emr_serverless: dict = field(default_factory=dict)  # application_id, execution_role_arn…
 
 
 @dataclass(frozen=True)
@@ -279,12 +280,33 @@ def _spark(f):
     conf = f.raw("conf", {}) or {}
     if not isinstance(conf, dict):
         raise f.error("must map Spark properties to values", "conf")
-    runner = f.str("runner", "local", choices=RUNNERS)
+    # A deployment may set the defaults (docker-compose points them at its Spark cluster).
+    runner = f.str("runner", os.environ.get("STREAMSLICE_SPARK_RUNNER", "local"),
+                   choices=RUNNERS)
     s = SparkSettings(runner=runner,
-                      master=f.str("master", "local[*]"),
-                      conf={str(k): str(v) for k, v in conf.items()})
+                      master=f.str("master", os.environ.get("STREAMSLICE_SPARK_MASTER",
+                                                            "local[*]")),
+                      conf={str(k): str(v) for k, v in conf.items()},
+                      emr_serverless=_emr(f.child("emr_serverless"), runner))
     f.done()
     return s
+
+
+def _emr(f, runner):
+    if runner != "emr-serverless":
+        if f.mapping:
+            raise f.error("is only used with runner: emr-serverless")
+        return {}
+    out = {"application_id": f.str("application_id"),
+           "execution_role_arn": f.str("execution_role_arn"),
+           "code_uri": f.str("code_uri"), "aws_conn_id": f.str("aws_conn_id", "aws_default"),
+           "venv_archive": f.str("venv_archive", None),
+           "timeout": f.parse("timeout", parse_duration_ms, 3_600_000)}
+    if not out["code_uri"].startswith("s3://"):
+        raise f.error("must be an s3:// prefix where the job, package and plans are uploaded",
+                      "code_uri")
+    f.done()
+    return out
 
 
 def _project_root(file):

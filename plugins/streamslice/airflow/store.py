@@ -35,21 +35,25 @@ class OfflineCheckpointStore:
     def __init__(self, asset_name):
         self.asset_name = asset_name
 
-    def _scope(self, session):
+    def _scope(self, session, required=True):
         from airflow.models.asset import AssetModel
         from airflow.state import AssetScope
         from sqlalchemy import select
         asset_id = session.scalar(select(AssetModel.id).where(AssetModel.name == self.asset_name))
         if asset_id is None:
+            if not required:
+                return None
             raise LookupError(f"asset {self.asset_name!r} is not known to Airflow yet "
                               "(has the DAG been parsed?)")
         return AssetScope(asset_id=asset_id)
 
     def get(self):
+        """The checkpoint, or None when there is none (also before Airflow knows the DAG)."""
         from airflow.state import get_state_backend
         from airflow.utils.session import create_session
         with create_session() as session:
-            raw = get_state_backend().get(self._scope(session), KEY, session=session)
+            scope = self._scope(session, required=False)
+            raw = get_state_backend().get(scope, KEY, session=session) if scope else None
         return Checkpoint.from_dict(json.loads(raw)) if raw else None
 
     def put(self, checkpoint):

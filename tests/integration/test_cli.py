@@ -1,0 +1,95 @@
+"""The streamslice command as a user runs it: validate, plan, offsets show/reset, efo list/sweep,
+--json for scripts, one clear line and exit 1 for errors."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devtools.services import create_topic
+from devtools.taxi import produce, trips
+from tests.conftest import PIPELINES_DIR, ROOT
+from tests.support.kinesis import create_stream
+from tests.support.pipelines import run_dag, unique, write_pipeline
+
+pytestmark = pytest.mark.integration
+CLI = str(Path(sys.executable).parent / "streamslice")
+
+
+def cli(*args, folder=PIPELINES_DIR):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "plugins"))
+    return subprocess.run([CLI, "--dir", str(folder), *args], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_validate_reports_each_bad_file_with_its_line(tmp_path):
+    (tmp_path / "good.yaml").write_text("mode: incremental\nkafka: {bootstrap_servers: "
+                                        "'a:1', topics: [t]}\noutput: {path: /x}\n")
+    (tmp_path / "bad.yaml").write_text("mode: incremental\nkafka:\n  bootstrap_servers: a:1\n"
+                                       "  topics: [t]\n  strat: earliest\noutput: {path: /x}\n")
+    out = cli("validate", folder=tmp_path)
+    assert out.returncode == 1
+    assert "ok     good" in out.stdout
+    assert f"error  {tmp_path / 'bad.yaml'}:5: kafka.strat: unknown key 'strat'" in out.stdout
+    data = json.loads(cli("validate", "--json", folder=tmp_path).stdout)
+    assert data["valid"] == ["good"] and len(data["errors"]) == 1
+
+
+def test_plan_offsets_show_and_reset(broker, spark, airflow_db):
+    topic = unique("cli")
+    create_topic(broker.bootstrap, topic, 2)
+    produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 40, seed=6), partitions=2)
+    cfg = write_pipeline(unique("cli"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+  max_records_per_split: 15
+output:
+  path: {os.environ["AIRFLOW_HOME"]}/../lake
+""")
+    plan = cli("plan", cfg.name)
+    assert plan.returncode == 0, plan.stderr
+    assert f"{cfg.name}: 4 splits → batch=00000001" in plan.stdout
+    assert f"{topic}:0" in plan.stdout and "lag" in plan.stdout
+    splits = json.loads(cli("plan", cfg.name, "--json").stdout)["splits"]
+    assert [(s["partition"], s["start"], s["stop"]) for s in splits] == \
+        [(0, 0, 10), (0, 10, 20), (1, 0, 10), (1, 10, 20)]
+
+    assert "no checkpoint yet" in cli("offsets", "show", cfg.name).stdout
+    run_dag(cfg)
+    shown = json.loads(cli("offsets", "show", cfg.name, "--json").stdout)
+    assert shown["positions"] == {f"{topic}:0": 20, f"{topic}:1": 20} and shown["batch"] == 1
+    reset = cli("offsets", "reset", cfg.name, "--offsets", json.dumps({f"{topic}:0": 5}))
+    assert reset.returncode == 0, reset.stderr
+    assert json.loads(cli("offsets", "show", cfg.name, "--json").stdout)["positions"] == \
+        {f"{topic}:0": 5, f"{topic}:1": 0}
+    assert cli("plan", cfg.name, "--json").returncode == 0
+    bad = cli("offsets", "reset", cfg.name, "--to", "yesterday")
+    assert bad.returncode == 1 and bad.stderr.startswith("streamslice: --to: 'yesterday' is not")
+    missing = cli("plan", "no-such-pipeline")
+    assert missing.returncode == 1 and "no pipeline named 'no-such-pipeline'" in missing.stderr
+
+
+def test_efo_list_and_sweep(kinesis):
+    client = kinesis.client()
+    stream = unique("cli-efo")
+    arn = create_stream(client, stream, 1)
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-cli-old")
+    args = ["--region", "us-east-1", "--endpoint-url", kinesis.endpoint]
+    env_keys = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+    os.environ.update(env_keys)
+    try:
+        listed = json.loads(cli("efo", "list", stream, *args, "--json").stdout)
+        assert [c["ConsumerName"] for c in listed] == ["ss-cli-old"]
+        import time
+        time.sleep(1.5)
+        swept = cli("efo", "sweep", stream, "--prefix", "ss-cli", "--older-than", "1s", *args)
+        assert swept.returncode == 0 and "deregistered ss-cli-old" in swept.stdout
+        assert "0 of 20 consumers" in cli("efo", "list", stream, *args).stdout
+    finally:
+        for key in env_keys:
+            os.environ.pop(key)

@@ -1,0 +1,39 @@
+"""Publishing to an object store (S3 API on a local moto_server): no directory rename there,
+so files are copied into place with the manifest last, and a re-publish replaces them."""
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from streamslice.commit import build_manifest, publish, read_manifest, staging_for, verify
+from streamslice.plan import KafkaSplit, ReadPlan
+
+pytestmark = pytest.mark.integration
+
+
+def test_publish_to_s3_by_copy(sns_queue, monkeypatch):
+    moto, _, _ = sns_queue
+    for key, value in {"AWS_ENDPOINT_URL": moto.endpoint, "AWS_ACCESS_KEY_ID": "test",
+                       "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    moto.client("s3").create_bucket(Bucket="lake")
+    plan = ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
+                    splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001")
+    dataset = "s3://lake/pipeline=p"
+    for attempt in ("a1", "a2"):
+        staging = staging_for(dataset, plan, attempt)
+        table = pa.table({"topic": ["t"] * 3, "partition": pa.array([0] * 3, pa.int32()),
+                          "offset": pa.array([0, 1, 2], pa.int64())})
+        staging.fs.create_dir(f"{staging.root}/data")
+        pq.write_table(table, f"{staging.root}/data/part-{attempt}.parquet",
+                       filesystem=staging.fs)
+        staging.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": 3,
+                                  "dead_letters": 0, "reached_stop": True})
+        publish(plan, staging, dataset, build_manifest(plan, verify(plan, staging)))
+    fs = pafs.FileSystem.from_uri(dataset)[0]
+    names = sorted(i.base_name for i in fs.get_file_info(
+        pafs.FileSelector("lake/pipeline=p/batch=00000001")))
+    assert names == ["_manifest.json", "part-a2.parquet"]
+    assert read_manifest(dataset, "batch=00000001")["records"] == 3
+    assert fs.get_file_info("lake/pipeline=p/_staging/batch=00000001/a2").type == \
+        pafs.FileType.NotFound

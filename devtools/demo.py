@@ -100,14 +100,19 @@ def run_intervals():
     dag = build_dag(cfg)
     for hour in range(HOURS):
         end = datetime.fromtimestamp(START_MS / 1000, tz=timezone.utc) + timedelta(hours=hour + 1)
-        step(f"Airflow run of '{cfg.name}' for [{end - timedelta(hours=1):%H:%M}, "
-             f"{end:%H:%M}) — plan → read (Spark local[*]) → commit")
-        started = time.time()
-        run = dag.test(logical_date=end)
-        states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-        print(f"   {run.state}  {states}  ({time.time() - started:.1f}s)")
-        if str(run.state) != "success":
-            sys.exit(f"demo run failed: {states}")
+        run_one(dag, end, f"Airflow run of '{cfg.name}' for [{end - timedelta(hours=1):%H:%M}, "
+                          f"{end:%H:%M}) — plan → read (Spark local[*]) → commit")
+
+
+def run_one(dag, end, title):
+    """One DAG run through Airflow (dag.test) for the interval ending at ``end``."""
+    step(title)
+    started = time.time()
+    run = dag.test(logical_date=end)
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    print(f"   {run.state}  ({time.time() - started:.1f}s)")
+    if str(run.state) != "success":
+        sys.exit(f"demo run failed: {states}")
 
 
 KINESIS_WAVES, KINESIS_WAVE, KINESIS_WIDTH = 3, 1200, 10
@@ -144,14 +149,9 @@ def run_kinesis(kinesis):
     counts = []
     for k in range(KINESIS_WAVES):
         end = datetime.fromtimestamp(first + (k + 1) * w, tz=timezone.utc)
-        step(f"Airflow run of '{cfg.name}' for [{end - timedelta(seconds=w):%H:%M:%S}, "
-             f"{end:%H:%M:%S}) — efo_register → plan → read (EFO) → commit → efo_deregister")
-        started = time.time()
-        run = dag.test(logical_date=end)
-        states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-        print(f"   {run.state}  ({time.time() - started:.1f}s)")
-        if str(run.state) != "success":
-            sys.exit(f"demo run failed: {states}")
+        run_one(dag, end, f"Airflow run of '{cfg.name}' for [{end - timedelta(seconds=w):%H:%M:%S}"
+                          f", {end:%H:%M:%S}) — efo_register → plan → read (EFO) → commit → "
+                          "efo_deregister")
         begin = (end - timedelta(seconds=w)).strftime("%Y%m%dT%H%M%SZ")
         m = read_manifest(cfg.output.dataset(cfg.name), f"interval={begin}")
         counts.append((end - timedelta(seconds=w), m["records"], m["dead_letters"],

@@ -76,6 +76,9 @@ def parser():
     b.add_argument("--from", dest="start", required=True, help="ISO-8601 or epoch s/ms")
     b.add_argument("--to", dest="end", required=True, help="ISO-8601 or epoch s/ms (exclusive)")
     b.add_argument("--no-wait", action="store_true", help="create the backfill and return")
+    b.add_argument("--unpause", action="store_true", help="unpause the DAG if it is paused")
+    b.add_argument("--reprocess", default="completed", choices=("completed", "failed", "none"),
+                   help="intervals that already ran: re-run (default), only failed, or skip")
     b.add_argument("--json", action="store_true")
     b.set_defaults(run=cmd_backfill)
 
@@ -269,8 +272,8 @@ def cmd_backfill(args):
         start, end = parse_flexible_ms(args.start), parse_flexible_ms(args.end)
     except ValueError as exc:
         raise ConfigError(f"backfill range: {exc}") from None
-    result = backfill(cfg, start, end, wait=not args.no_wait,
-                      on_progress=None if args.json else progress)
+    result = backfill(cfg, start, end, wait=not args.no_wait, unpause=args.unpause,
+                      reprocess=args.reprocess, on_progress=None if args.json else progress)
     emit(args, result, table(["interval", "state", "records"],
                              [[r["interval"], r["state"], r.get("records")]
                               for r in result["runs"]]))

@@ -57,6 +57,12 @@ class Staging:
             return
         self._write_atomic(path, lambda tmp: pq.write_table(table, tmp, filesystem=self.fs))
 
+    def finish_split(self, split_id, dead_batches, dead_schema, summary):
+        """What a reader leaves when its split is done: dead letters, then the summary."""
+        table = pa.Table.from_batches(dead_batches, dead_schema) if dead_batches else None
+        self.write_dead_letters(split_id, table)
+        self.write_summary(split_id, summary)
+
     def summaries(self):
         out = {}
         for info in self._list(SUMMARY):

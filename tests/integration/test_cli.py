@@ -74,6 +74,30 @@ output:
     assert missing.returncode == 1 and "no pipeline named 'no-such-pipeline'" in missing.stderr
 
 
+def test_plan_at_a_time_for_an_interval_pipeline(broker):
+    topic = unique("cli-at")
+    create_topic(broker.bootstrap, topic, 1)
+    sent = produce(broker.bootstrap, topic, trips(1_714_521_600_000, 2, 50, seed=8,
+                                                  late_share=0), partitions=1)
+    cfg = write_pipeline(unique("cli_at"), f"""
+mode: interval
+schedule: "@hourly"
+start_date: 2024-05-01T00:00:00Z
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+output:
+  path: /tmp/unused
+""")
+    out = cli("plan", cfg.name, "--at", "2024-05-01T01:30:00Z", "--json")
+    plan = json.loads(out.stdout)
+    assert plan["partition"] == "interval=20240501T010000Z"
+    first_of_hour_1 = min(o for _, o, ts in sent if ts >= 1_714_525_200_000)
+    assert [(s["start"], s["stop"]) for s in plan["splits"]] == [(first_of_hour_1, 100)]
+    text = cli("plan", cfg.name, "--at", "1714525200").stdout
+    assert "[2024-05-01T01:00:00.000Z, 2024-05-01T02:00:00.000Z)" in text
+
+
 def test_efo_list_and_sweep(kinesis):
     client = kinesis.client()
     stream = unique("cli-efo")

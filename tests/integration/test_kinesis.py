@@ -185,3 +185,23 @@ output: {{path: /tmp/unused}}
     assert plans[0]["splits"][0]["start"] == {"type": "AT_TIMESTAMP",
                                               "timestamp": 1459799926480}
     assert plans[0]["source_info"]["polling"]["max_records"] == 250
+
+
+def test_stream_by_arn_with_kpl_aggregated_records(kinesis, spark):
+    from aws_kinesis_agg.aggregator import RecordAggregator
+    client = kinesis.client()
+    stream = unique("kpl")
+    arn = create_stream(client, stream, 1)
+    agg = RecordAggregator()
+    for i in range(3):
+        agg.add_user_record(f"user-{i}", f"payload-{i}".encode())
+    pk, _, data = agg.clear_and_get().get_contents()
+    client.put_record(StreamName=stream, Data=data, PartitionKey=pk)
+    client.put_record(StreamName=stream, Data=b"plain", PartitionKey="p")
+    df = (spark.read.format("streamslice-kinesis").option("streamName", arn)
+          .option("region", "us-east-1").option("endpointUrl", kinesis.endpoint)
+          .option("aws.access_key_id", "test").option("aws.secret_access_key", "test").load())
+    rows = sorted((r.partitionKey, r.subSequenceNumber, bytes(r.data), r.stream)
+                  for r in df.collect())
+    assert rows == [("p", None, b"plain", stream), ("user-0", 0, b"payload-0", stream),
+                    ("user-1", 1, b"payload-1", stream), ("user-2", 2, b"payload-2", stream)]

@@ -116,11 +116,9 @@ class KafkaSplitReader:
             pa.array([errors[i] for i in rows], pa.string())], schema=DEAD_LETTER_SCHEMA)
 
     def _finish(self):
-        if self.staging is None:
-            return
-        table = pa.Table.from_batches(self._dead, DEAD_LETTER_SCHEMA) if self._dead else None
-        self.staging.write_dead_letters(self.split.id, table)
-        self.staging.write_summary(self.split.id, self.stats.to_dict())
+        if self.staging is not None:
+            self.staging.finish_split(self.split.id, self._dead, DEAD_LETTER_SCHEMA,
+                                      self.stats.to_dict())
 
 
 def _take(cols, idx):

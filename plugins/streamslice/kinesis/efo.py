@@ -5,7 +5,7 @@ import time
 
 from ..errors import SourceError
 from .client import call, error_code
-from .polling import shard_iterator, take_until
+from .polling import emit, shard_iterator
 from .split import after
 
 RECOVERABLE = {"ResourceInUseException", "LimitExceededException", "InternalFailure",
@@ -62,11 +62,7 @@ def subscribe(client, split, consumer_arn, settings, state, sleep=time.sleep):
 def _event(ev, split, state):
     records = ev.get("Records", [])
     state.behind(ev.get("MillisBehindLatest"))
-    kept, bound_reached = take_until(records, split.stop_before)
-    if kept:
-        state.last_seq = kept[-1]["SequenceNumber"]
-        yield kept
-    if bound_reached:
+    if (yield from emit(records, split, state)):
         return "done"
     if ev.get("ContinuationSequenceNumber") is None:  # the shard ended (ChildShards follow)
         state.finished = True

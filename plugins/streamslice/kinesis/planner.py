@@ -55,7 +55,9 @@ def plan_kinesis(source, *, mode, interval=None, checkpoint=None, now_ms=0, prop
     client = client or make_client(source.client_properties(properties))
     checkpoint = checkpoint or {}
     splits, gaps, pending, expired = [], [], [], []
-    info = {"reader": source.reader, "streams": {}, "region": source.region,
+    props = source.client_properties(properties)
+    info = {"reader": source.reader, "streams": {}, "region": props.get("region"),
+            "endpoint_url": props.get("endpoint_url"),
             "polling": settings_to_dict(source.polling)}
     if mode == "interval":
         start, stop_before = at_timestamp(interval.start), interval.end

@@ -68,6 +68,15 @@ def take_until(records, stop_before):
     return records, False
 
 
+def emit(records, split, state):
+    """Yield the records that arrived before the split's bound; return whether it was hit."""
+    kept, bound_reached = take_until(records, split.stop_before)
+    if kept:
+        state.last_seq = kept[-1]["SequenceNumber"]
+        yield kept
+    return bound_reached
+
+
 def poll(client, split, settings, state, sleep=time.sleep, clock=time.monotonic):
     """Yield lists of boto3 record dicts; ``state`` (a ShardRead) says how the read ended."""
     iterator = shard_iterator(client, split, split.start, settings)
@@ -94,11 +103,7 @@ def poll(client, split, settings, state, sleep=time.sleep, clock=time.monotonic)
         state.calls += 1
         records = resp.get("Records", [])
         state.behind(resp.get("MillisBehindLatest"))
-        kept, bound_reached = take_until(records, split.stop_before)
-        if kept:
-            state.last_seq = kept[-1]["SequenceNumber"]
-            yield kept
-        if bound_reached:
+        if (yield from emit(records, split, state)):
             return
         iterator = resp.get("NextShardIterator")
         if iterator is None:

@@ -97,8 +97,6 @@ class KinesisSplitReader:
                 pa.array(arrivals, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TS)]
 
     def _finish(self):
-        if self.staging is None:
-            return
-        table = pa.Table.from_batches(self._dead, DEAD_LETTER_SCHEMA) if self._dead else None
-        self.staging.write_dead_letters(self.split.id, table)
-        self.staging.write_summary(self.split.id, self.stats.to_dict())
+        if self.staging is not None:
+            self.staging.finish_split(self.split.id, self._dead, DEAD_LETTER_SCHEMA,
+                                      self.stats.to_dict())

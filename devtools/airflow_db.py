@@ -1,0 +1,3 @@
+"""Settings Airflow imports by path ([database] sql_alchemy_connect_args) for test deployments
+on SQLite: wait up to 30s for the single writer's lock instead of failing at once."""
+SQLITE_CONNECT_ARGS = {"timeout": 30}

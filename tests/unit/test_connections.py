@@ -1,0 +1,68 @@
+"""Connections and client properties: an Airflow Kafka connection's SASL/SSL settings reach
+both clients; EFO registration retries the 5-consumers-CREATING limit (fake client)."""
+import json
+
+import pytest
+from botocore.exceptions import ClientError
+
+from streamslice.kafka.properties import kafka_python_kwargs
+
+
+def test_kafka_connection_passes_sasl_and_ssl_through(monkeypatch):
+    from streamslice.airflow.hooks import KafkaConnectionHook, source_properties
+    from streamslice.config import parse_pipeline
+    monkeypatch.setenv("AIRFLOW_CONN_SECURE_KAFKA", json.dumps({
+        "conn_type": "kafka", "login": "svc-user", "password": "s3cret",
+        "extra": {"bootstrap.servers": "k1:9093,k2:9093", "security.protocol": "SASL_SSL",
+                  "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/ca.pem"}}))
+    props = KafkaConnectionHook("secure_kafka").client_properties()
+    assert props == {"bootstrap.servers": "k1:9093,k2:9093", "security.protocol": "SASL_SSL",
+                     "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/ca.pem",
+                     "sasl.username": "svc-user", "sasl.password": "s3cret"}
+    cfg = parse_pipeline("""
+mode: incremental
+kafka:
+  conn_id: secure_kafka
+  topics: [t]
+  properties: {client.id: etl, ssl.endpoint.identification.algorithm: https}
+output: {path: /x}
+""")
+    merged = source_properties(cfg.source)
+    assert merged["client.id"] == "etl" and merged["sasl.password"] == "s3cret"
+    kp = kafka_python_kwargs(merged)
+    assert kp["bootstrap_servers"] == ["k1:9093", "k2:9093"]
+    assert kp["security_protocol"] == "SASL_SSL" and kp["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert kp["sasl_plain_username"] == "svc-user" and kp["ssl_cafile"] == "/etc/ca.pem"
+    assert kp["ssl_check_hostname"] is True
+    with pytest.raises(ValueError, match="'sasl.oauthbearer.config' is not supported with "
+                                         "client kafka-python"):
+        kafka_python_kwargs({"sasl.oauthbearer.config": "x"})
+
+
+class FakeKinesis:
+    def __init__(self):
+        self.calls, self.status = [], "CREATING"
+
+    def list_stream_consumers(self, **kw):
+        return {"Consumers": []}
+
+    def register_stream_consumer(self, **kw):
+        self.calls.append("register")
+        if self.calls.count("register") < 3:
+            raise ClientError({"Error": {"Code": "LimitExceededException",
+                                         "Message": "Only 5 consumers can be created at the "
+                                                    "same time"}}, "RegisterStreamConsumer")
+        return {}
+
+    def describe_stream_consumer(self, **kw):
+        self.calls.append("describe")
+        status, self.status = self.status, "ACTIVE"
+        return {"ConsumerDescription": {"ConsumerStatus": status, "ConsumerARN": "arn:c"}}
+
+
+def test_registration_retries_while_five_consumers_are_creating():
+    from streamslice.kinesis.consumers import register
+    client, sleeps = FakeKinesis(), []
+    assert register(client, "arn:s", "c", sleep=sleeps.append) == "arn:c"
+    assert client.calls == ["register", "register", "register", "describe", "describe"]
+    assert len(sleeps) == 3

@@ -1,0 +1,68 @@
+"""The DAG factory: task structure per source, real data intervals, an invalid file shown as a
+failing DAG, and interval runs that wait for their interval (and lateness) to close."""
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from streamslice.airflow.factory import build_dag, build_dags
+from streamslice.config import parse_pipeline
+
+KAFKA = """\
+mode: interval
+schedule: "@hourly"
+start_date: 2024-05-01T00:00:00Z
+allowed_lateness: 5m
+kafka: {bootstrap_servers: "b:9092", topics: [t]}
+output: {path: /lake}
+"""
+
+
+def test_kafka_dag_shape_and_timetable():
+    dag = build_dag(parse_pipeline(KAFKA, file="p.yaml", default_name="orders"))
+    assert dag.dag_id == "orders"
+    assert set(dag.task_dict) == {"plan", "read", "commit"}
+    assert dag.task_dict["read"].upstream_task_ids == {"plan"}
+    assert dag.task_dict["commit"].upstream_task_ids == {"read"}
+    assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
+    assert [a.name for a in dag.task_dict["commit"].outlets] == ["streamslice/orders"]
+    assert "streamslice" in dag.tags and "| Allowed lateness | 300s |" in dag.doc_md
+
+
+def test_efo_per_run_dag_has_setup_and_teardown():
+    dag = build_dag(parse_pipeline("""
+mode: incremental
+kinesis: {stream: s, reader: efo}
+output: {path: /lake}
+""", file="k.yaml", default_name="k"))
+    t = dag.task_dict
+    assert set(t) == {"efo_sweep", "efo_register", "plan", "read", "commit", "efo_deregister"}
+    assert t["efo_register"].is_setup and t["efo_deregister"].is_teardown
+    assert t["efo_deregister"].upstream_task_ids >= {"read", "efo_register"}
+
+
+def test_an_invalid_file_becomes_a_failing_dag(tmp_path):
+    (tmp_path / "good.yaml").write_text(KAFKA)
+    (tmp_path / "broken.yaml").write_text(KAFKA.replace("interval\n", "sometimes\n", 1))
+    dags = build_dags(tmp_path)
+    assert set(dags) == {"good", "broken"}
+    broken = dags["broken"]
+    assert "config-error" in broken.tags and set(broken.task_dict) == {"invalid_config"}
+    assert "broken.yaml:1: mode: 'sometimes' is not one of" in broken.doc_md
+    from airflow.sdk.exceptions import AirflowFailException
+    with pytest.raises(AirflowFailException, match="mode: 'sometimes'"):
+        broken.task_dict["invalid_config"].python_callable(
+            *broken.task_dict["invalid_config"].op_args)
+
+
+def test_an_interval_is_read_only_once_closed_with_its_lateness():
+    from airflow.sdk.exceptions import AirflowRescheduleException
+
+    from streamslice.airflow.tasks import _wait_until_closed
+    from streamslice.plan import Interval
+    now = int(time.time() * 1000)
+    _wait_until_closed(Interval(now - 7_200_000, now - 3_600_000, 600_000))  # closed: no wait
+    with pytest.raises(AirflowRescheduleException) as info:
+        _wait_until_closed(Interval(now - 3_600_000, now - 60_000, 600_000))
+    assert info.value.reschedule_date == datetime.fromtimestamp((now + 540_000) / 1000,
+                                                                tz=timezone.utc)

@@ -328,6 +328,7 @@ class AirflowServices:
     def stop(self):
         # The main process of each component, never the whole group: the LocalExecutor's
         # workers must outlive the scheduler's shutdown or it waits for them forever.
+        import signal
         for proc in reversed(self._procs):
             if proc.poll() is None:
                 proc.terminate()
@@ -336,3 +337,7 @@ class AirflowServices:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+            try:  # then whatever the component left in its session (executor workers)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass

@@ -93,10 +93,9 @@ class KafkaSplitReader:
             arrays.append(pa.array(values, self.schema.field(fld).type))
         payload = _bytes(arrays[:1 + len(value_cols)])
         count = len(offsets)
-        arrays += [pa.array([self.split.topic] * count, pa.string()),
-                   pa.array([self.split.partition] * count, pa.int32()),
-                   offsets, _ts(ts), cols["timestampType"],
-                   pa.array(cols["headers"], HEADERS)]
+        arrays += [pa.repeat(pa.scalar(self.split.topic, pa.string()), count),
+                   pa.repeat(pa.scalar(self.split.partition, pa.int32()), count),
+                   offsets, _ts(ts), cols["timestampType"], _headers(cols["headers"])]
         if late is not None:
             arrays.append(late)
         self.stats.kept(offsets, ts, late, payload)
@@ -119,6 +118,12 @@ class KafkaSplitReader:
         if self.staging is not None:
             self.staging.finish_split(self.split.id, self._dead, DEAD_LETTER_SCHEMA,
                                       self.stats.to_dict())
+
+
+def _headers(headers):
+    if any(h is not None for h in headers):
+        return pa.array(headers, HEADERS)
+    return pa.nulls(len(headers), HEADERS)  # the common case: no headers at all
 
 
 def _take(cols, idx):

@@ -4,7 +4,7 @@ Airflow glue's business."""
 import json
 from dataclasses import asdict, dataclass, field
 
-from .timeutil import iso, parse_duration_ms
+from .timeutil import parse_duration_ms
 
 KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline")
 
@@ -104,9 +104,3 @@ def evaluate(rules, manifest, empty_streak=0):
 
 def _gap(gap):
     return f"{gap['key']} from {gap['from']} to {gap['to']} ({gap['reason']})"
-
-
-def interval_of(plan_or_manifest):
-    iv = plan_or_manifest.get("interval") if isinstance(plan_or_manifest, dict) else None
-    return {"start": iso(iv["start"]), "end": iso(iv["end"])} if iv else None
-

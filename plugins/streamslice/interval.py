@@ -19,14 +19,6 @@ lands in exactly one interval of a contiguous, equal-width schedule.
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import ConfigError
-
-
-def check_lateness(allowed_lateness_ms, interval_width_ms, where="allowed_lateness"):
-    if allowed_lateness_ms > interval_width_ms:
-        raise ConfigError(
-            f"{allowed_lateness_ms} ms is longer than one interval ({interval_width_ms} ms); "
-            "lateness may be at most one interval", field=where)
 
 
 def boundary_times(interval):

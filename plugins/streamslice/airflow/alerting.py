@@ -1,7 +1,6 @@
 """Alert delivery through Airflow notifiers: always the task log, then each configured
 notifier (the amazon provider's SnsNotifier, or any BaseNotifier by class path). Delivery
 trouble is logged, never allowed to change the run's own outcome."""
-import json
 import logging
 import re
 from urllib.parse import quote
@@ -99,8 +98,3 @@ class FailureAlert(BaseNotifier):
             details["failed_split"] = found.group(1) and int(found.group(1)) or found.group(2)
         send(cfg, make_alert(cfg, kind, f"task {details['task']} failed: {error}", context,
                              details), context)
-
-
-def parse_alert(text):
-    """An alert from its JSON (as SNS delivers it)."""
-    return Alert(**json.loads(text))

@@ -19,10 +19,6 @@ def after(seq):
     return {"type": "AFTER_SEQUENCE_NUMBER", "seq": str(seq)}
 
 
-def at_sequence(seq):
-    return {"type": "AT_SEQUENCE_NUMBER", "seq": str(seq)}
-
-
 def from_checkpoint(value):
     """A shard's checkpoint value → the position to continue from (None when finished)."""
     if value.get("finished"):

@@ -117,8 +117,8 @@ output:
     before = json.load(open(f"{dataset}/interval=20240501T020000Z/_manifest.json"))
     body = {"dag_id": name, "from_date": "2024-05-01T02:00:00Z", "to_date":
             "2024-05-01T02:00:00Z", "reprocess_behavior": "completed", "max_active_runs": 1}
-    deadline = time.monotonic() + 90
-    while True:  # the wrapper's backfill is marked complete a few scheduler loops later
+    deadline = time.monotonic() + 240
+    while True:  # the wrapper's backfill is marked complete by a scheduler sweep (every 30 s)
         try:
             backfill = airflow.api("POST", "/api/v2/backfills", body)
             break
@@ -126,7 +126,18 @@ output:
             if exc.code != 409 or time.monotonic() > deadline:
                 raise
             time.sleep(3)
+    # While it has a run in flight (held by pausing it), a second backfill is refused at once.
+    airflow.api("PUT", f"/api/v2/backfills/{backfill['id']}/pause")
+    busy = subprocess.run(cli + ["--from", "2024-05-01T00:00:00Z", "--to", "2024-05-01T01:00Z"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert busy.returncode == 1
+    assert busy.stderr.strip() == (f"streamslice: another backfill of {name} is still running "
+                                   "(1 runs queued or running); wait for it or cancel it "
+                                   "(Airflow UI → Backfills, or the REST API)")
+    airflow.api("PUT", f"/api/v2/backfills/{backfill['id']}/unpause")
+    deadline = time.monotonic() + 300
     while airflow.api("GET", f"/api/v2/backfills/{backfill['id']}")["completed_at"] is None:
+        assert time.monotonic() < deadline, "the REST backfill did not complete"
         time.sleep(2)
     after = json.load(open(f"{dataset}/interval=20240501T020000Z/_manifest.json"))
     assert after["records"] == expected[2] and after["committed_at"] > before["committed_at"]

@@ -14,6 +14,7 @@ from ..schedule import intervals_between
 from ..timeutil import from_ms, iso
 
 FINISHED = {"success", "failed"}
+SWEEP_WAIT_S = 240
 
 
 def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="completed",
@@ -73,22 +74,45 @@ def _create(dag_id, intervals, reprocess, max_active_runs):
             "--from-date", from_ms(intervals[0].start).isoformat(),
             "--to-date", from_ms(intervals[-1].start).isoformat(),
             "--reprocess-behavior", reprocess, "--max-active-runs", str(max_active_runs)]
-    deadline = time.monotonic() + 90
+    # A finished backfill is only marked complete by the scheduler's sweep (every 30 s), so
+    # one whose runs have all ended still blocks a new one for a while: wait that out, but
+    # fail at once if it really has runs in flight.
+    deadline = time.monotonic() + SWEEP_WAIT_S
     while True:
         out = _airflow(*args, check=False)
         if out.returncode == 0:
             return
         text = out.stderr + out.stdout
-        # SQLite deployments: the scheduler may hold the lock briefly. A finished backfill is
-        # marked complete a few scheduler loops after its last run: wait that out.
-        transient = "database is locked" in text or "AlreadyRunningBackfill" in text
-        if not transient or time.monotonic() > deadline:
-            break
+        if "AlreadyRunningBackfill" in text:
+            busy = _open_backfill_runs(dag_id)
+            if busy:
+                raise StreamsliceError(
+                    f"another backfill of {dag_id} is still running ({busy} runs queued or "
+                    "running); wait for it or cancel it (Airflow UI → Backfills, or the REST API)")
+            if time.monotonic() > deadline:
+                raise StreamsliceError(
+                    f"the last backfill of {dag_id} has finished but the scheduler has not "
+                    f"marked it complete in {SWEEP_WAIT_S}s: is the scheduler running?")
+        elif "database is locked" not in text or time.monotonic() > deadline:
+            raise StreamsliceError(f"airflow backfill create failed: {_error_line(text)}")
         time.sleep(3)
-    if "AlreadyRunningBackfill" in text:
-        raise StreamsliceError(f"another backfill of {dag_id} is still running; wait for it or "
-                               "cancel it (Airflow UI → Backfills, or the REST API)")
-    raise StreamsliceError(f"airflow backfill create failed: {_error_line(text)}")
+
+
+def _open_backfill_runs(dag_id):
+    """Queued or running runs of the DAG's backfills that are not marked complete."""
+    from airflow.models.backfill import Backfill
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import func, select
+    from sqlalchemy.exc import OperationalError
+    try:
+        with create_session() as session:
+            return session.scalar(select(func.count(DagRun.id)).join(
+                Backfill, DagRun.backfill_id == Backfill.id).where(
+                Backfill.dag_id == dag_id, Backfill.completed_at.is_(None),
+                DagRun.state.in_(["queued", "running"])))
+    except OperationalError:  # SQLite busy: treat as unknown and ask again
+        return 0
 
 
 def _error_line(text):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..commit import read_manifest
 from ..errors import ConfigError, StreamsliceError
+from ..planning import partition_name
 from ..schedule import intervals_between
 from ..timeutil import from_ms, iso
 
@@ -46,8 +47,8 @@ def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="c
     dataset = cfg.output.dataset(cfg.name)
     rows = []
     for iv in intervals:
-        manifest = read_manifest(dataset, "interval=" + from_ms(iv.start).strftime(
-            "%Y%m%dT%H%M%SZ")) if runs[iv.start] == "success" else None
+        manifest = read_manifest(dataset, partition_name("interval", iv)) \
+            if runs[iv.start] == "success" else None
         rows.append({"interval": f"{iso(iv.start)} → {iso(iv.end)}", "state": runs[iv.start],
                      "records": manifest["records"] if manifest else None})
     states = set(runs.values())
@@ -102,17 +103,11 @@ def _open_backfill_runs(dag_id):
     """Queued or running runs of the DAG's backfills that are not marked complete."""
     from airflow.models.backfill import Backfill
     from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
     from sqlalchemy import func, select
-    from sqlalchemy.exc import OperationalError
-    try:
-        with create_session() as session:
-            return session.scalar(select(func.count(DagRun.id)).join(
-                Backfill, DagRun.backfill_id == Backfill.id).where(
-                Backfill.dag_id == dag_id, Backfill.completed_at.is_(None),
-                DagRun.state.in_(["queued", "running"])))
-    except OperationalError:  # SQLite busy: treat as unknown and ask again
-        return 0
+    query = select(func.count(DagRun.id)).join(Backfill, DagRun.backfill_id == Backfill.id).where(
+        Backfill.dag_id == dag_id, Backfill.completed_at.is_(None),
+        DagRun.state.in_(["queued", "running"]))
+    return _read_db(lambda session: session.scalar(query), 0)
 
 
 def _error_line(text):
@@ -132,14 +127,20 @@ def _airflow(*args, check=True):
 
 def _states(dag_id, starts):
     from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
     from sqlalchemy import select
-    from sqlalchemy.exc import OperationalError
     wanted = {from_ms(s): s for s in starts}
+    query = select(DagRun.data_interval_start, DagRun.state).where(
+        DagRun.dag_id == dag_id, DagRun.data_interval_start.in_(list(wanted)))
+    rows = _read_db(lambda session: session.execute(query).all(), [])
+    return {wanted[start]: str(state) for start, state in rows if start in wanted}
+
+
+def _read_db(ask, default):
+    """``ask(session)``, or ``default`` while SQLite is busy (the caller asks again later)."""
+    from airflow.utils.session import create_session
+    from sqlalchemy.exc import OperationalError
     try:
         with create_session() as session:
-            rows = session.execute(select(DagRun.data_interval_start, DagRun.state).where(
-                DagRun.dag_id == dag_id, DagRun.data_interval_start.in_(list(wanted)))).all()
-    except OperationalError:  # SQLite busy: ask again next round
-        return {}
-    return {wanted[start]: str(state) for start, state in rows if start in wanted}
+            return ask(session)
+    except OperationalError:
+        return default

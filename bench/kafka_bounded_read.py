@@ -102,9 +102,11 @@ def kcat(bootstrap, n):
 
 
 def streamslice_read(bootstrap, client, out_dir, topic=TOPIC):
-    from streamslice.commit import staging_for, verify
+    from streamslice.airflow.tasks import output_target
+    from streamslice.commit.protocol import staging_for
+    from streamslice.commit.verify import verify
     from streamslice.config import parse_pipeline
-    from streamslice.planning import plan_run
+    from streamslice.planning.planner import plan_run
     from streamslice.spark.job import run_read
     from streamslice.spark.session import spark_session
     cfg = parse_pipeline(f"""
@@ -121,10 +123,11 @@ output:
     spark = spark_session()
     jvm = time.perf_counter() - jvm
     start = time.perf_counter()
-    plan = plan_run(cfg.source, pipeline="bench", mode="incremental",
+    plan = plan_run(cfg.source, pipeline="bench", mode="incremental", output=output_target(cfg),
                     properties=cfg.source.client_properties())
-    staging = staging_for(cfg.output.dataset("bench"), plan, f"{client}-{time.time_ns()}")
-    run_read(spark, plan, staging.uri, properties=cfg.source.client_properties(), client=client)
+    staging = staging_for(plan, f"{client}-{time.time_ns()}")
+    run_read(spark, plan, staging.uri, properties=cfg.source.client_properties(),
+             options={"client": client})
     elapsed = time.perf_counter() - start
     n = verify(plan, staging)["records"]
     shutil.rmtree(staging.root, ignore_errors=True)

@@ -126,7 +126,7 @@ def run_kinesis(kinesis):
 
     from devtools.taxi import trips
     from streamslice.airflow.factory import build_dag
-    from streamslice.commit import read_manifest
+    from streamslice.commit.manifest import read_manifest
     from streamslice.config import load_pipeline
     cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_kinesis.yaml")
     shutil.rmtree(cfg.output.dataset(cfg.name), ignore_errors=True)  # a fresh stream each time
@@ -164,7 +164,7 @@ def show(expected, kinesis_counts):
     import pyarrow.dataset as ds
 
     from streamslice.airflow.store import OfflineCheckpointStore
-    from streamslice.commit import read_manifest
+    from streamslice.commit.manifest import read_manifest
     from streamslice.config import load_pipeline
     cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips.yaml")
     dataset = cfg.output.dataset(cfg.name)

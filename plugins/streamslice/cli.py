@@ -52,8 +52,10 @@ def parser():
     reset = osub.add_parser("reset")
     reset.add_argument("pipeline")
     target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to", help="earliest | latest | a timestamp (ISO-8601, epoch s/ms)")
-    target.add_argument("--offsets", help='JSON {"topic:partition": offset}')
+    target.add_argument("--to", help="earliest | latest (Kinesis also TRIM_HORIZON | LATEST) | "
+                        "a timestamp (ISO-8601, epoch s/ms)")
+    target.add_argument("--offsets", help='JSON {"topic:partition": offset} (Kinesis: '
+                        '{"stream:shardId-…": "sequence number"})')
     reset.add_argument("--json", action="store_true")
     reset.set_defaults(run=cmd_offsets_reset)
 
@@ -145,8 +147,8 @@ def cmd_validate(args):
 
 
 def cmd_plan(args):
-    from .planning import plan_run
-    from .schedule import interval_containing
+    from .config.schedule import interval_containing
+    from .planning.planner import plan_run
     cfg = find_pipeline(args)
     interval, checkpoint = None, None
     if cfg.mode == "interval":
@@ -162,8 +164,9 @@ def cmd_plan(args):
         checkpoint = _checkpoint_or_none(cfg)
     plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
                     interval=interval, checkpoint=checkpoint, properties=_properties(cfg))
-    rows = [[s.id, s.key, _fmt(s.start), _fmt(getattr(s, "stop", None) or
-                                              getattr(s, "stop_before", None)),
+    fmt = type(cfg.source).describe_position
+    rows = [[s.id, s.key, fmt(s.start), fmt(getattr(s, "stop", None) or
+                                            getattr(s, "stop_before", None)),
              getattr(s, "size", None) or None, s.lag] for s in plan.splits]
     head = f"{cfg.name}: {len(plan.splits)} splits → {plan.partition}"
     if interval:
@@ -174,16 +177,8 @@ def cmd_plan(args):
     emit(args, plan.to_dict(), text)
 
 
-def _fmt(pos):
-    if isinstance(pos, dict):
-        from .kinesis.split import describe
-        return describe(pos)
-    return pos
-
-
 def _properties(cfg):
-    needs_airflow = getattr(cfg.source, "conn_id", None)
-    if not needs_airflow:
+    if not cfg.source.conn_id:
         return cfg.source.client_properties()
     from .airflow.hooks import source_properties
     return source_properties(cfg.source)
@@ -203,18 +198,13 @@ def cmd_offsets_show(args):
     cp = show_checkpoint(cfg)
     if cp is None:
         emit(args, None, f"{cfg.name}: no checkpoint yet (the first run starts from "
-                         f"{_start_of(cfg)})")
+                         f"{cfg.source.describe_start()})")
         return
     rows = [[k, v] for k, v in sorted(cp.positions.items())]
     text = (f"{cfg.name}: batch {cp.batch}, run {cp.run_id}, committed "
             f"{iso(cp.committed_at) if cp.committed_at else '-'}\n"
             + table(["key", "next position"], rows))
     emit(args, cp.to_dict(), text)
-
-
-def _start_of(cfg):
-    start = cfg.source.start
-    return start.describe() if hasattr(start, "describe") else start.get("type")
 
 
 def cmd_offsets_reset(args):
@@ -225,7 +215,7 @@ def cmd_offsets_reset(args):
             to = {"offsets": json.loads(args.offsets)}
         except ValueError as exc:
             raise ConfigError(f"--offsets is not JSON: {exc}") from None
-    elif args.to in ("earliest", "latest"):
+    elif args.to in ("earliest", "latest", "TRIM_HORIZON", "LATEST"):
         to = args.to
     else:
         try:

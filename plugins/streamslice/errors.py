@@ -1,14 +1,38 @@
-"""Errors a user can act on. Each one says what went wrong and where, never a bare traceback."""
+"""Errors a user can act on. Each one says what went wrong and where, never a bare traceback.
+
+Every class has a ``kind`` code. An error that crosses a process boundary (a Spark executor, a
+spark-submit job) travels as one line, ``streamslice[<kind>@<split>]: message`` (``to_line``),
+and is rebuilt as the same type on the other side (``from_text``), so nothing downstream has to
+guess an error's kind from its wording.
+"""
+from __future__ import annotations
+
+import re
 
 
 class StreamsliceError(Exception):
     """Base class: the message is meant for the operator."""
 
+    kind = "error"
+    transient = False  # worth an Airflow retry
+
+    def __init__(self, message: str = "", *, split: int | None = None) -> None:
+        super().__init__(message)
+        self.split = split
+
+    def to_line(self) -> str:
+        where = f"@{self.split}" if self.split is not None else ""
+        text = " ".join(str(self).split("\n"))
+        return f"streamslice[{self.kind}{where}]: {text}"
+
 
 class ConfigError(StreamsliceError):
     """A pipeline file (or data source option) is invalid."""
 
-    def __init__(self, message, *, file=None, line=None, field=None):
+    kind = "config"
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
         self.file, self.line, self.field, self.reason = file, line, field, message
         where = ""
         if file:
@@ -20,22 +44,64 @@ class ConfigError(StreamsliceError):
 class SourceError(StreamsliceError):
     """The source (broker, stream) cannot be reached or does not have what the plan needs."""
 
+    kind = "source"
+    transient = True
+
 
 class DataLossError(StreamsliceError):
     """Records the plan needs have expired or were trimmed before they could be read."""
 
-    def __init__(self, message, gaps=()):
-        super().__init__(message)
+    kind = "data_loss"
+
+    def __init__(self, message: str, gaps: list | tuple = (), *, split: int | None = None):
+        super().__init__(message, split=split)
         self.gaps = list(gaps)
 
 
 class PlanError(StreamsliceError):
     """A plan cannot be built or does not match what was read."""
 
+    kind = "plan"
+
 
 class CommitError(StreamsliceError):
     """The staged output failed verification or could not be published."""
 
+    kind = "commit"
+
 
 class DecodeError(StreamsliceError):
     """A record could not be decoded and the pipeline is set to fail on decode errors."""
+
+    kind = "decode"
+
+
+class InjectedFault(StreamsliceError):
+    """A crash made on purpose by a test (``STREAMSLICE_INJECT_FAULT``)."""
+
+    kind = "injected_fault"
+    transient = True
+
+
+KINDS: dict[str, type[StreamsliceError]] = {
+    cls.kind: cls for cls in (StreamsliceError, ConfigError, SourceError, DataLossError,
+                              PlanError, CommitError, DecodeError, InjectedFault)}
+_LINE = re.compile(r"streamslice\[(\w+)(?:@(\d+))?\]: (.*?)(?:\\n|\n|$)")
+
+
+def from_kind(kind: str, message: str, split: int | None = None) -> StreamsliceError:
+    cls = KINDS.get(kind, StreamsliceError)
+    if cls is ConfigError:
+        err: StreamsliceError = ConfigError(message)
+        err.split = split
+        return err
+    return cls(message, split=split)
+
+
+def from_text(text: str) -> StreamsliceError | None:
+    """The last ``streamslice[...]`` line in ``text`` (a Spark or job error), rebuilt."""
+    found = _LINE.findall(text)
+    if not found:
+        return None
+    kind, split, message = found[-1]
+    return from_kind(kind, message.strip(), int(split) if split else None)

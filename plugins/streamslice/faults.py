@@ -4,19 +4,19 @@ A no-op unless the variable is set. Points: ``read`` (inside a reader, after M r
 N), ``before_publish`` and ``after_publish`` (in the commit step). Spark executors inherit the
 environment, so a test can make a read fail where a real crash would.
 """
+from __future__ import annotations
+
 import os
 
-
-class InjectedFault(RuntimeError):
-    pass
+from .errors import InjectedFault
 
 
-def current():
+def current() -> str | None:
     """The fault spec of this process (the driver forwards it to Spark readers)."""
     return os.environ.get("STREAMSLICE_INJECT_FAULT")
 
 
-def _spec(raw=None):
+def _spec(raw: str | None = None) -> tuple[str, dict[str, str]] | None:
     raw = raw or current()
     if not raw:
         return None
@@ -24,14 +24,14 @@ def _spec(raw=None):
     return point, dict(o.split("=", 1) for o in opts)
 
 
-def check(point, split=None, records=0, spec=None):
-    spec = _spec(spec)
-    if not spec or spec[0] != point:
+def check(point: str, split: int | None = None, records: int = 0,
+          spec: str | None = None) -> None:
+    parsed = _spec(spec)
+    if not parsed or parsed[0] != point:
         return
-    opts = spec[1]
+    opts = parsed[1]
     if "split" in opts and split is not None and int(opts["split"]) != split:
         return
     if records < int(opts.get("after", 0)):
         return
-    where = f"split {split}: " if split is not None else ""
-    raise InjectedFault(f"{where}injected fault at {point} (STREAMSLICE_INJECT_FAULT)")
+    raise InjectedFault(f"injected fault at {point} (STREAMSLICE_INJECT_FAULT)", split=split)

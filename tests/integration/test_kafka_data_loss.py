@@ -10,7 +10,7 @@ from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from streamslice.airflow.store import OfflineCheckpointStore
 from streamslice.errors import DataLossError
-from streamslice.planning import plan_run
+from streamslice.planning.planner import plan_run
 from tests.support.pipelines import run_dag, unique, write_pipeline
 
 pytestmark = pytest.mark.integration

@@ -146,7 +146,7 @@ output:
 
 def test_flink_keys_plan_the_same_as_native_keys(kinesis):
     from streamslice.config import parse_pipeline
-    from streamslice.planning import plan_run
+    from streamslice.planning.planner import plan_run
     client = kinesis.client()
     stream = unique("flinkmap")
     create_stream(client, stream, 3)

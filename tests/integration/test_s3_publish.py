@@ -5,8 +5,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from streamslice.commit import build_manifest, publish, read_manifest, staging_for, verify
-from streamslice.plan import KafkaSplit, ReadPlan
+from streamslice.commit.manifest import read_manifest
+from streamslice.commit.protocol import publish_once, staging_for
+from streamslice.kafka.split import KafkaSplit
+from streamslice.planning.plan import OutputTarget, ReadPlan
 
 pytestmark = pytest.mark.integration
 
@@ -17,11 +19,12 @@ def test_publish_to_s3_by_copy(sns_queue, monkeypatch):
                        "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(key, value)
     moto.client("s3").create_bucket(Bucket="lake")
-    plan = ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
-                    splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001")
     dataset = "s3://lake/pipeline=p"
+    plan = ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
+                    splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001",
+                    output=OutputTarget(dataset))
     for attempt in ("a1", "a2"):
-        staging = staging_for(dataset, plan, attempt)
+        staging = staging_for(plan, attempt)
         table = pa.table({"topic": ["t"] * 3, "partition": pa.array([0] * 3, pa.int32()),
                           "offset": pa.array([0, 1, 2], pa.int64())})
         staging.fs.create_dir(f"{staging.root}/data")
@@ -29,7 +32,7 @@ def test_publish_to_s3_by_copy(sns_queue, monkeypatch):
                        filesystem=staging.fs)
         staging.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": 3,
                                   "dead_letters": 0, "reached_stop": True})
-        publish(plan, staging, dataset, build_manifest(plan, verify(plan, staging)))
+        publish_once(plan, staging, run_id=attempt, now_ms=0)
     fs = pafs.FileSystem.from_uri(dataset)[0]
     names = sorted(i.base_name for i in fs.get_file_info(
         pafs.FileSelector("lake/pipeline=p/batch=00000001")))

@@ -10,7 +10,8 @@ import pytest
 
 from devtools.services import SparkStandalone, create_topic, free_port
 from devtools.taxi import produce, trips
-from streamslice.plan import KafkaSplit, ReadPlan
+from streamslice.kafka.split import KafkaSplit
+from streamslice.planning.plan import ReadPlan
 from tests.support.pipelines import run_dag, unique, write_pipeline
 
 pytestmark = pytest.mark.integration
@@ -61,6 +62,6 @@ def test_job_script_reports_a_clean_error(tmp_path):
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 2
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"streamslice: SourceError: t:0: cannot reach Kafka at 127.0.0.1:"
+    assert last.startswith(f"streamslice[source@0]: t:0: cannot reach Kafka at 127.0.0.1:"
                            f"{port}"), last
     assert "Traceback" not in out.stderr

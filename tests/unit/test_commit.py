@@ -7,19 +7,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from streamslice.checkpoint import Checkpoint, advance
-from streamslice.commit import build_manifest, publish, read_manifest, verify
+from streamslice.commit.checkpoint import Checkpoint, advance
+from streamslice.commit.manifest import read_manifest
+from streamslice.commit.protocol import publish_once
+from streamslice.commit.verify import verify
 from streamslice.errors import CommitError
-from streamslice.plan import KafkaSplit, ReadPlan
-from streamslice.staging import Staging
+from streamslice.kafka.split import KafkaSplit
+from streamslice.planning.plan import OutputTarget, ReadPlan
+from streamslice.reading.staging import Staging
 
 
-def make_plan(batch=1, base=None):
+def make_plan(batch=1, base=None, dataset="/nowhere"):
     splits = [KafkaSplit(0, "t", 0, 0, 3), KafkaSplit(1, "t", 0, 3, 5),
               KafkaSplit(2, "t", 1, 10, 12)]
     return ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
                     splits=splits, partition=f"batch={batch:08d}", batch=batch,
-                    base_checkpoint=base, next_positions={"t:0": 5, "t:1": 12})
+                    base_checkpoint=base, next_positions={"t:0": 5, "t:1": 12},
+                    output=OutputTarget(dataset))
 
 
 def stage(tmp_path, rows, summaries):
@@ -48,14 +52,27 @@ def good_summaries(plan):
 
 
 def test_good_staging_verifies_and_publishes(tmp_path):
-    plan = make_plan()
+    plan = make_plan(dataset=str(tmp_path / "ds"))
     st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
     figures = verify(plan, st)
     assert figures["records"] == 7
     assert figures["per_key"]["t:0"] == {"records": 5, "min": 0, "max": 4}
-    publish(plan, st, str(tmp_path / "ds"), build_manifest(plan, figures))
-    assert read_manifest(str(tmp_path / "ds"), "batch=00000001")["records"] == 7
+    manifest = publish_once(plan, st, run_id="r1", now_ms=1)
+    assert read_manifest(str(tmp_path / "ds"), "batch=00000001") == manifest
+    assert manifest["records"] == 7
     assert not (tmp_path / "staging").exists()
+
+
+def test_a_retried_commit_recognises_its_own_publish(tmp_path):
+    """The staging area is gone after a publish: the same plan finds its manifest, another
+    plan for the same partition is refused (its data was never published)."""
+    plan = make_plan(dataset=str(tmp_path / "ds"))
+    st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
+    first = publish_once(plan, st, run_id="r1", now_ms=1)
+    assert publish_once(plan, st, run_id="r1", now_ms=2) == first
+    other = make_plan(dataset=str(tmp_path / "ds"), base={"batch": 0})
+    with pytest.raises(CommitError, match="was not published from this plan"):
+        publish_once(other, st, run_id="r2", now_ms=3)
 
 
 @pytest.mark.parametrize("rows, summaries_change, message", [
@@ -81,9 +98,9 @@ def test_verification_failures(tmp_path, rows, summaries_change, message):
 
 def test_republish_replaces_the_partition(tmp_path):
     for rows in (GOOD_ROWS, GOOD_ROWS):
-        plan = make_plan()
+        plan = make_plan(dataset=str(tmp_path / "ds"))
         st = stage(tmp_path, rows, good_summaries(plan))
-        publish(plan, st, str(tmp_path / "ds"), build_manifest(plan, verify(plan, st)))
+        publish_once(plan, st, run_id="r", now_ms=0)
     files = sorted(p.name for p in (tmp_path / "ds" / "batch=00000001").iterdir())
     assert files == ["_manifest.json", "part-0.parquet"]
     assert not any(p.name == "_trash" and any(p.iterdir()) for p in (tmp_path / "ds").iterdir())

@@ -3,7 +3,8 @@ import pytest
 
 from streamslice.config import load_pipelines, parse_pipeline
 from streamslice.errors import ConfigError
-from streamslice.kafka.initializers import Committed, Earliest, Latest, Specified, Timestamp
+from streamslice.kafka.positions import (Committed, Earliest, IntervalEnd, Latest, Specified,
+                                         Timestamp)
 
 GOOD = """\
 mode: incremental
@@ -100,7 +101,7 @@ output:
 def test_interval_mode_reads_its_data_interval():
     cfg = parse(INTERVAL)
     assert cfg.source.start == Timestamp("data_interval_start")
-    assert cfg.source.stop == Timestamp("data_interval_end")
+    assert cfg.source.stop == IntervalEnd()
     assert cfg.allowed_lateness == 600_000 and cfg.start_date == 1_714_521_600_000
 
 

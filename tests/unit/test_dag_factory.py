@@ -59,7 +59,7 @@ def test_an_interval_is_read_only_once_closed_with_its_lateness():
     from airflow.sdk.exceptions import AirflowRescheduleException
 
     from streamslice.airflow.tasks import _wait_until_closed
-    from streamslice.plan import Interval
+    from streamslice.planning.plan import Interval
     now = int(time.time() * 1000)
     _wait_until_closed(Interval(now - 7_200_000, now - 3_600_000, 600_000))  # closed: no wait
     with pytest.raises(AirflowRescheduleException) as info:

@@ -1,6 +1,6 @@
 from datetime import datetime, timezone
 
-from streamslice.decode import Decoder
+from streamslice.reading.decode import Decoder
 
 
 def test_json_fields_and_errors():

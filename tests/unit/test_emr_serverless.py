@@ -7,7 +7,8 @@ import pytest
 from streamslice.airflow.emr import run_emr_serverless
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError, SourceError
-from streamslice.plan import KafkaSplit, ReadPlan
+from streamslice.kafka.split import KafkaSplit
+from streamslice.planning.plan import ReadPlan
 
 CFG = parse_pipeline("""
 mode: incremental

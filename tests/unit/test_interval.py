@@ -4,8 +4,13 @@ import random
 
 import pytest
 
-from streamslice.interval import boundary_times, classify
-from streamslice.plan import Interval
+from streamslice.planning.bounds import IntervalBounds, classify
+from streamslice.planning.plan import Interval
+
+
+def boundary_times(iv):
+    b = IntervalBounds(iv)
+    return {"start": b.start, "stop": b.read_until, **b.ownership()}
 
 W = 1000
 

@@ -1,6 +1,8 @@
 """The kinesis block: native keys, Flink consumer properties mapped onto them, clear errors."""
 import pytest
 
+from streamslice.kinesis.positions import ArrivedBefore, AtTimestamp
+
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
 
@@ -52,7 +54,7 @@ def parse(text):
 def test_flink_properties_map_to_the_native_config():
     native, flink = parse(NATIVE).source, parse(FLINK).source
     assert flink == native
-    assert native.start == {"type": "AT_TIMESTAMP", "timestamp": 1459799926480}
+    assert native.start == AtTimestamp(1459799926480)
     assert native.polling.backoff["get_records"].max_retries == 5
 
 
@@ -111,5 +113,5 @@ kinesis:
 output:
   path: /lake
 """).source
-    assert src.start == {"type": "AT_TIMESTAMP", "timestamp": "data_interval_start"}
-    assert src.stop == {"type": "timestamp", "timestamp": "data_interval_end"}
+    assert src.start == AtTimestamp("data_interval_start")
+    assert src.stop == ArrivedBefore("data_interval_end")

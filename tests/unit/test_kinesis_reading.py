@@ -10,6 +10,7 @@ from streamslice.kinesis.client import Backoff
 from streamslice.kinesis.deaggregate import deaggregate
 from streamslice.kinesis.efo import subscribe
 from streamslice.kinesis.planner import _check_trimmed
+from streamslice.kinesis.positions import AfterSequenceNumber, TrimHorizon
 from streamslice.kinesis.polling import PollingSettings, ShardRead, poll
 from streamslice.kinesis.split import KinesisSplit
 
@@ -167,13 +168,11 @@ def test_checkpoint_older_than_the_trim_horizon():
     gaps = []
     with pytest.raises(DataLossError, match="checkpointed sequence number 500 is older than the"
                                             " trim horizon"):
-        _check_trimmed(client(), "s", "shardId-0", {"type": "AFTER_SEQUENCE_NUMBER",
-                                                    "seq": "500"}, "fail", gaps)
-    pos = _check_trimmed(client(), "s", "shardId-0", {"type": "AFTER_SEQUENCE_NUMBER",
-                                                      "seq": "500"}, "skip", gaps)
-    assert pos == {"type": "TRIM_HORIZON"}
+        _check_trimmed(client(), "s", "shardId-0", AfterSequenceNumber("500"), "fail", gaps)
+    pos = _check_trimmed(client(), "s", "shardId-0", AfterSequenceNumber("500"), "skip", gaps)
+    assert pos == TrimHorizon()
     assert gaps == [{"key": "s:shardId-0", "from": "500", "to": "900",
                      "reason": "checkpoint older than the trim horizon"}]
     kept = FakeClient([{"Records": [rec(500, T0)], "NextShardIterator": "x"}])
-    assert _check_trimmed(kept, "s", "shardId-0", {"type": "AFTER_SEQUENCE_NUMBER",
-                                                   "seq": "500"}, "fail", [])["seq"] == "500"
+    assert _check_trimmed(kept, "s", "shardId-0", AfterSequenceNumber("500"), "fail",
+                          []) == AfterSequenceNumber("500")

@@ -5,8 +5,17 @@ import pytest
 from streamslice.config import parse_pipeline
 from streamslice.errors import DataLossError, PlanError, SourceError
 from streamslice.kafka.admin import TopicPartition
-from streamslice.kafka.planner import plan_kafka
-from streamslice.plan import Interval
+from streamslice.commit.checkpoint import Checkpoint
+from streamslice.kafka.planner import plan_kafka as _plan_kafka
+from streamslice.planning.plan import Interval
+from streamslice.sources import PlanRequest
+
+
+def plan_kafka(src, admin, mode, interval=None, checkpoint=None):
+    request = PlanRequest(mode=mode, properties={}, now_ms=0, interval=interval,
+                          checkpoint=Checkpoint(positions=checkpoint) if checkpoint else None)
+    planned = _plan_kafka(src, admin, request)
+    return planned.splits, planned.gaps, planned.next_positions
 
 
 class FakeAdmin:

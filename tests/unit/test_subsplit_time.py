@@ -1,6 +1,6 @@
 import pytest
 
-from streamslice.subsplit import subsplit
+from streamslice.planning.subsplit import subsplit
 from streamslice.timeutil import (java_to_strptime, parse_date_string_ms, parse_duration_ms,
                                   parse_epoch_seconds_ms, parse_flexible_ms, parse_timestamp_ms)
 

@@ -1,8 +1,11 @@
 """Alert delivery through Airflow notifiers: always the task log, then each configured
 notifier (the amazon provider's SnsNotifier, or any BaseNotifier by class path). Delivery
 trouble is logged, never allowed to change the run's own outcome."""
+from __future__ import annotations
+
+import asyncio
 import logging
-import re
+from typing import Any
 from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
@@ -10,6 +13,7 @@ from airflow.sdk import BaseNotifier
 from ..alerts import Alert, evaluate
 from ..config import load_pipeline
 from ..timeutil import iso, to_ms
+from .errors import original_error
 
 log = logging.getLogger("streamslice")
 STREAK_KEY = "empty_streak"
@@ -31,17 +35,23 @@ def make_alert(cfg, kind, message, context, details=None):
                  details=details or {})
 
 
-def send(cfg, alert, context=None):
+def send(cfg, alert: Alert, context: dict[str, Any] | None = None) -> None:
+    """The one delivery path for every alert (task callbacks, commit, deadlines)."""
     log.warning("streamslice alert: %s", alert.to_json())
     for spec in cfg.alerts.notifiers if cfg.alerts else ():
         try:
-            _notifier(spec, alert).notify({**(context or {}), "streamslice_alert": alert})
+            notifier = _notifier(spec, alert)
+            ctx = {**(context or {}), "streamslice_alert": alert}
+            try:
+                notifier.notify(ctx)
+            except NotImplementedError:  # an async-only notifier
+                asyncio.run(notifier.async_notify(ctx))
         except Exception as exc:  # a broken notifier must not turn into a failed run
             log.error("delivering the %s alert via %s failed: %s", alert.kind,
                       spec.get("class") or spec["type"], exc)
 
 
-def _notifier(spec, alert):
+def _notifier(spec: dict[str, Any], alert: Alert):
     if spec["type"] == "sns":
         from airflow.providers.amazon.aws.notifications.sns import SnsNotifier
         return SnsNotifier(aws_conn_id=spec.get("aws_conn_id", "aws_default"),
@@ -50,7 +60,7 @@ def _notifier(spec, alert):
                            message_attributes={"kind": alert.kind, "pipeline": alert.pipeline})
     if spec["type"] == "log":
         return _LogNotifier()
-    from airflow.utils.module_loading import import_string
+    from airflow.sdk.module_loading import import_string
     return import_string(spec["class"])(**spec.get("args", {}))
 
 
@@ -72,9 +82,6 @@ def after_commit(cfg, manifest, context, state):
         send(cfg, make_alert(cfg, kind, message, context, details), context)
 
 
-_SPLIT = re.compile(r"(?:split (\d+)|^(?:\w+: )*([\w.-]+:(?:\d+|shardId-\d+)):)")
-
-
 class FailureAlert(BaseNotifier):
     """Task ``on_failure_callback``: one run_failed (or data_loss) alert with the error and,
     when the error names it, the failed split."""
@@ -87,14 +94,16 @@ class FailureAlert(BaseNotifier):
 
     def notify(self, context):
         cfg = load_pipeline(self.pipeline_file)
-        error = str(context.get("exception") or "unknown error")
-        kind = "data_loss" if "DataLossError" in error or "records expired" in error \
-            else "run_failed"
+        exception = context.get("exception")
+        error = str(exception or "unknown error")
+        ours = original_error(exception)
+        kind = "data_loss" if ours is not None and ours.kind == "data_loss" else "run_failed"
         ti = context.get("ti") or context.get("task_instance")
         details = {"task": getattr(ti, "task_id", None), "error": error,
                    "try_number": getattr(ti, "try_number", None)}
-        found = _SPLIT.search(error)
-        if found:
-            details["failed_split"] = found.group(1) and int(found.group(1)) or found.group(2)
+        if ours is not None:
+            details["error_kind"] = ours.kind
+            if ours.split is not None:
+                details["failed_split"] = ours.split
         send(cfg, make_alert(cfg, kind, f"task {details['task']} failed: {error}", context,
                              details), context)

@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from ..commit import read_manifest
+from ..commit.manifest import read_manifest
 from ..errors import ConfigError, StreamsliceError
-from ..planning import partition_name
-from ..schedule import intervals_between
+from ..config.schedule import intervals_between
+from ..planning.planner import partition_name
 from ..timeutil import from_ms, iso
 
 FINISHED = {"success", "failed"}

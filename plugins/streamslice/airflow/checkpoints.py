@@ -1,22 +1,26 @@
 """Read and reset a pipeline's checkpoint from outside a DAG run (CLI, operators' scripts)."""
-from ..offsets import reset, reset_positions
+from __future__ import annotations
+
+from typing import Any
+
+from ..commit.checkpoint import Checkpoint, reset
 from .hooks import source_properties
 from .store import OfflineCheckpointStore, output_asset
 
 
-def store_for(cfg):
+def store_for(cfg) -> OfflineCheckpointStore:
     return OfflineCheckpointStore(output_asset(cfg).name)
 
 
-def show_checkpoint(cfg):
+def show_checkpoint(cfg) -> Checkpoint | None:
     return store_for(cfg).get()
 
 
-def reset_checkpoint(cfg, to):
-    """Point the checkpoint at ``to`` (earliest, latest, {timestamp: …}, {offsets: {…}}).
-    Run it while the pipeline is paused or idle: a run in flight would refuse to commit."""
+def reset_checkpoint(cfg, to: Any) -> Checkpoint:
+    """Point the checkpoint at ``to`` (as ``Source.reset_positions`` takes it). Run it while
+    the pipeline is paused or idle: a run in flight would refuse to commit."""
     store = store_for(cfg)
-    positions = reset_positions(cfg.source, to, source_properties(cfg.source))
-    new = reset(store.get(), positions, note=f"reset to {to}")
+    target = cfg.source.reset_positions(to, source_properties(cfg.source))
+    new = reset(store.get(), target, note=f"reset to {to}")
     store.put(new)
     return new

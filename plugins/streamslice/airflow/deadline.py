@@ -1,16 +1,17 @@
 """Deadline alerts: Airflow 3's DeadlineAlert with an AsyncCallback, so the callback runs in
 the triggerer, where connections stored in the metadata database can be read (a SyncCallback
-runs with a workload token that may not read them). Notifiers run their sync path in a worker
-thread, so the triggerer's event loop never blocks and no async AWS client (aiobotocore) is
-needed. Deadlines are evaluated by the scheduler; dag.test() does not fire them."""
+runs with a workload token that may not read them). Delivery is ``alerting.send`` in a worker
+thread, so the triggerer's event loop never blocks and no async AWS client is needed.
+Deadlines are evaluated by the scheduler; dag.test() does not fire them."""
+from __future__ import annotations
+
 import asyncio
-import logging
 from datetime import timedelta
+from typing import Any
 
 from ..alerts import Alert
 from ..config import load_pipeline
 
-log = logging.getLogger("streamslice")
 CALLBACK = "streamslice.airflow.deadline.deadline_missed"
 
 
@@ -23,8 +24,9 @@ def deadline_for(cfg):
                          callback=AsyncCallback(CALLBACK, kwargs={"pipeline_file": cfg.file}))
 
 
-async def deadline_missed(context=None, pipeline_file=None, **_):
-    from .alerting import _notifier, run_link
+async def deadline_missed(context: dict[str, Any] | None = None,
+                          pipeline_file: str | None = None, **_: Any) -> None:
+    from .alerting import run_link, send
     cfg = load_pipeline(pipeline_file)
     run = (context or {}).get("dag_run") or {}
     run_id = run.get("dag_run_id") or run.get("run_id")
@@ -37,14 +39,4 @@ async def deadline_missed(context=None, pipeline_file=None, **_):
                   message=f"run {run_id} has not finished {cfg.alerts.deadline // 1000}s after "
                           f"it was queued (state: {run.get('state')})",
                   details={"deadline_ms": cfg.alerts.deadline, "state": run.get("state")})
-    log.warning("streamslice alert: %s", alert.to_json())
-    for spec in cfg.alerts.notifiers:
-        try:
-            notifier = _notifier(spec, alert)
-            ctx = {**(context or {}), "streamslice_alert": alert}
-            try:
-                await asyncio.to_thread(notifier.notify, ctx)
-            except NotImplementedError:  # an async-only notifier
-                await notifier.async_notify(ctx)
-        except Exception as exc:
-            log.error("delivering the deadline alert via %s failed: %s", spec["type"], exc)
+    await asyncio.to_thread(send, cfg, alert, context)

@@ -6,16 +6,8 @@ from ..timeutil import iso
 
 def dag_doc(cfg):
     src = cfg.source
-    if src.kind == "kafka":
-        bounds = ("`data_interval_start` → `data_interval_end` by record timestamp"
-                  if cfg.mode == "interval" else
-                  f"{src.start.describe()} → {src.stop.describe()}")
-        where = f"Kafka `{src.bootstrap_servers or 'connection ' + str(src.conn_id)}`"
-    else:
-        bounds = src.describe_bounds(cfg.mode)
-        where = f"Kinesis `{src.region or 'default region'}`"
-    rows = [("Source", f"{where}: {src.describe()}"), ("Mode", cfg.mode),
-            ("Bounds", bounds), ("Schedule", cfg.schedule or "manual"),
+    rows = [("Source", f"{src.describe_where()}: {src.describe()}"), ("Mode", cfg.mode),
+            ("Bounds", src.describe_bounds(cfg.mode)), ("Schedule", cfg.schedule or "manual"),
             ("Start date", iso(cfg.start_date) if cfg.start_date is not None else "-"),
             ("Allowed lateness", f"{cfg.allowed_lateness // 1000}s"),
             ("Value format", cfg.decode.value), ("Output",

@@ -8,12 +8,13 @@ import time
 import uuid
 
 from ..errors import ConfigError, SourceError
+from ..reading.job import ReadJob
 from ..spark.submit import JOB, package_zip
 
 log = logging.getLogger("streamslice")
 
 
-def run_emr_serverless(cfg, plan, staging_uri, properties, consumer_arns=None, *,
+def run_emr_serverless(cfg, plan, staging_uri, properties, options=None, *,
                        emr_hook=None, s3_hook=None, sleep=time.sleep, clock=time.monotonic):
     emr = cfg.spark.emr_serverless
     if not staging_uri.startswith("s3://"):
@@ -26,13 +27,7 @@ def run_emr_serverless(cfg, plan, staging_uri, properties, consumer_arns=None, *
         s3_hook = s3_hook or S3Hook(aws_conn_id=emr["aws_conn_id"])
     prefix = f"{emr['code_uri'].rstrip('/')}/{plan.pipeline}/{uuid.uuid4().hex[:12]}"
     uris = _upload(s3_hook, prefix, plan, properties)
-    args = ["--plan", uris["plan"], "--staging", staging_uri, "--properties",
-            uris["properties"], "--format", cfg.output.format, "--compression",
-            cfg.output.compression]
-    if getattr(cfg.source, "client", None):
-        args += ["--client", cfg.source.client]
-    if consumer_arns:
-        args += ["--consumer-arns", json.dumps(consumer_arns)]
+    args = ReadJob(uris["plan"], staging_uri, uris["properties"], options or {}).argv()
     params = [f"--py-files {uris['package']}", "--conf spark.sql.session.timeZone=UTC"]
     if emr.get("venv_archive"):
         params += [f"--conf spark.archives={emr['venv_archive']}#environment",

@@ -3,7 +3,8 @@ import logging
 from datetime import timedelta
 from pathlib import Path
 
-from ..config import PRESETS, load_pipelines, schedule_delta_ms
+from ..config import load_pipelines
+from ..config.schedule import PRESETS, schedule_delta_ms
 from ..timeutil import from_ms
 from .deadline import deadline_for
 from .docs import dag_doc, error_doc
@@ -67,34 +68,28 @@ def build_dag(cfg):
                                 doc_md="Verify, publish atomically, then advance the "
                                 "checkpoint.")
         plan >> read >> commit
-        _efo_tasks(cfg, plan, read, kwargs)
+        _lifecycle_tasks(cfg, plan, read, kwargs)
     return dag
 
 
-def _efo_tasks(cfg, plan, read, kwargs):
-    """Kinesis Enhanced Fan-Out: consumers registered and deregistered as Airflow tasks."""
+def _lifecycle_tasks(cfg, plan, read, kwargs):
+    """Tasks a source needs around the read (Kinesis EFO consumers): ``before_setup`` →
+    ``setup`` → plan, and read → ``teardown``, which also runs when the read failed."""
     from airflow.providers.standard.operators.python import PythonOperator
-
-    from .kinesis import efo_deregister_task, efo_register_task, efo_sweep_task
-    src = cfg.source
-    if src.kind != "kinesis" or src.reader != "efo" or src.efo_registration == "none":
+    from airflow.sdk.module_loading import import_string
+    ops = {t.role: PythonOperator(task_id=t.task_id, python_callable=import_string(t.callable),
+                                  op_kwargs=kwargs, doc_md=t.doc)
+           for t in cfg.source.lifecycle_tasks()}
+    setup, teardown, before = ops.get("setup"), ops.get("teardown"), ops.get("before_setup")
+    if setup is None:
         return
-    register = PythonOperator(task_id="efo_register", python_callable=efo_register_task,
-                              op_kwargs=kwargs, doc_md="Register (or reuse) the EFO consumer "
-                              "and wait until it is ACTIVE.")
-    register >> plan
-    if src.efo_registration == "per_run":
-        sweep = PythonOperator(task_id="efo_sweep", python_callable=efo_sweep_task,
-                               op_kwargs=kwargs, doc_md="Deregister consumers left over by "
-                               "crashed runs.")
-        deregister = PythonOperator(task_id="efo_deregister",
-                                    python_callable=efo_deregister_task, op_kwargs=kwargs,
-                                    doc_md="Deregister this run's consumer, also after a "
-                                    "failed read.")
-        sweep >> register
-        read >> deregister
-        register.as_setup()
-        deregister.as_teardown(setups=register)
+    setup >> plan
+    if before is not None:
+        before >> setup
+    if teardown is not None:
+        read >> teardown
+        setup.as_setup()
+        teardown.as_teardown(setups=setup)
 
 
 def _error_dag(dag_id, err):

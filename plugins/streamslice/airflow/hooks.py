@@ -1,5 +1,15 @@
-"""Connections: Airflow owns credentials; the core receives plain client properties."""
+"""Connections: Airflow owns credentials; the core receives plain client properties.
+
+A source names its connection type (``Source.conn_type``); this module turns a connection of
+that type into client properties."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from airflow.sdk import BaseHook
+
+if TYPE_CHECKING:
+    from ..sources import Source
 
 
 class KafkaConnectionHook(BaseHook):
@@ -12,11 +22,11 @@ class KafkaConnectionHook(BaseHook):
     conn_type = "kafka"
     hook_name = "Kafka (streamslice)"
 
-    def __init__(self, kafka_conn_id=default_conn_name):
+    def __init__(self, kafka_conn_id: str = default_conn_name) -> None:
         super().__init__()
         self.kafka_conn_id = kafka_conn_id
 
-    def client_properties(self):
+    def client_properties(self) -> dict[str, Any]:
         conn = self.get_connection(self.kafka_conn_id)
         props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
         if "bootstrap.servers" not in props and conn.host:
@@ -29,10 +39,29 @@ class KafkaConnectionHook(BaseHook):
         return props
 
 
-def source_properties(source):
-    """Client properties for a source config: its connection's, overlaid by the YAML's own."""
-    if source.kind == "kafka":
-        base = KafkaConnectionHook(source.conn_id).client_properties() if source.conn_id else {}
-        return source.client_properties(base)
-    from .kinesis import kinesis_properties
-    return kinesis_properties(source)
+def aws_properties(conn_id: str, region: str | None = None) -> dict[str, Any]:
+    """Region, endpoint and credentials from an AWS connection (the amazon provider's hook;
+    ``endpoint_url`` and ``region_name`` in its extra)."""
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+    hook = AwsBaseHook(aws_conn_id=conn_id, client_type="kinesis", region_name=region)
+    creds = hook.get_credentials()
+    props = {"region": hook.region_name, "access_key_id": creds.access_key,
+             "secret_access_key": creds.secret_key, "session_token": creds.token,
+             "endpoint_url": hook.conn_config.get_service_endpoint_url("kinesis")}
+    return {k: v for k, v in props.items() if v}
+
+
+def connection_properties(conn_type: str, conn_id: str, source: Source) -> dict[str, Any]:
+    if conn_type == "kafka":
+        return KafkaConnectionHook(conn_id).client_properties()
+    if conn_type == "aws":
+        return aws_properties(conn_id, getattr(source, "region", None))
+    raise ValueError(f"no hook for connection type {conn_type!r}")
+
+
+def source_properties(source: Source) -> dict[str, Any]:
+    """Client properties for a source: its connection's (if it names one), overlaid by the
+    YAML's own. Without a connection, the client's defaults apply (boto3's chain for AWS)."""
+    base = connection_properties(source.conn_type, source.conn_id, source) \
+        if source.conn_id else {}
+    return source.client_properties(base)

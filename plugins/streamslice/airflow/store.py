@@ -3,7 +3,7 @@ asset, written as a whole in one upsert. Inside tasks through ``context["asset_s
 outside (CLI) through Airflow's state backend."""
 import json
 
-from ..checkpoint import Checkpoint
+from ..commit.checkpoint import Checkpoint
 
 KEY = "checkpoint"
 

@@ -1,41 +1,17 @@
 """The ``kafka:`` block of a pipeline file."""
-from dataclasses import dataclass, field
+from __future__ import annotations
 
-from .initializers import Committed, Latest, Timestamp, parse_position
+import re
+
+from ..timeutil import INTERVAL_START
+from .positions import Committed, IntervalEnd, Latest, Timestamp, parse_position
 from .properties import check_bootstrap_servers
 from .subscriber import PartitionSet, TopicList, TopicPattern, parse_partition
 
 CLIENTS = ("confluent-kafka", "kafka-python")
 
 
-@dataclass(frozen=True)
-class KafkaSource:
-    subscriber: object
-    start: object
-    stop: object
-    bootstrap_servers: str = None
-    conn_id: str = None
-    properties: dict = field(default_factory=dict)
-    client: str = "confluent-kafka"
-    on_data_loss: str = "fail"
-    max_records_per_split: int = 1_000_000
-    commit_group: str = None  # consumer group that mirrors progress (never the source of truth)
-    kind = "kafka"
-
-    def client_properties(self, resolved=None):
-        """Client properties with bootstrap.servers; ``resolved`` comes from an Airflow
-        connection when ``conn_id`` is set."""
-        props = dict(resolved or {})
-        props.update(self.properties)
-        if self.bootstrap_servers:
-            props["bootstrap.servers"] = self.bootstrap_servers
-        return props
-
-    def describe(self):
-        return self.subscriber.describe()
-
-
-def parse_kafka(f, mode, pipeline_name):
+def parse_kafka(f, mode: str, pipeline_name: str):
     """``f`` is a Fields over the kafka mapping."""
     servers = f.parse("bootstrap_servers", check_bootstrap_servers, None)
     conn_id = f.str("conn_id", None)
@@ -60,7 +36,6 @@ def parse_kafka(f, mode, pipeline_name):
                 raise f.error(f"{t!r} is not a topic name", "topics")
         subscriber = TopicList(tuple(topics))
     elif given[0] == "topic_pattern":
-        import re
         pattern = f.str("topic_pattern")
         try:
             re.compile(pattern)
@@ -76,7 +51,7 @@ def parse_kafka(f, mode, pipeline_name):
             if f.has(key):
                 raise f.error("is set by the run's data interval in mode interval; remove it "
                               "(use mode incremental for offset-driven reads)", key)
-        start, stop = Timestamp("data_interval_start"), Timestamp("data_interval_end")
+        start, stop = Timestamp(INTERVAL_START), IntervalEnd()
     else:
         start = f.parse("start", parse_position, Committed())
         if not isinstance(start, Committed):
@@ -87,6 +62,7 @@ def parse_kafka(f, mode, pipeline_name):
         if isinstance(start.fallback, Timestamp) and isinstance(start.fallback.at, str):
             raise f.error(f"{start.fallback.at} needs mode interval", "start")
 
+    from .source import KafkaSource
     source = KafkaSource(
         subscriber=subscriber, start=start, stop=stop,
         bootstrap_servers=servers, conn_id=conn_id, properties=props,

@@ -5,6 +5,8 @@ A fetcher yields ``RawBatch``es of records with ``start <= offset < stop`` and r
 consumer position reaches ``stop``. It never returns early: a log that ends before ``stop`` or a
 range that expires mid-read is an error, not a short read.
 """
+from __future__ import annotations
+
 import time
 from dataclasses import dataclass
 
@@ -40,8 +42,10 @@ def _stalled(split, position, idle_s, servers):
 
 
 def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
-                    unreachable_s=10.0):
+                    unreachable_s=10.0, consumer_factory=None):
+    """``consumer_factory(conf)`` makes the consumer (default: confluent_kafka.Consumer)."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    consumer_factory = consumer_factory or Consumer
     down = []  # librdkafka retries by itself; we only need to know when nothing answers
     conf = {"group.id": "streamslice-reader", "enable.auto.commit": False,
             "enable.auto.offset.store": False, "enable.partition.eof": True,
@@ -55,7 +59,7 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
     if split.start >= split.stop:
         return
     try:
-        consumer = Consumer(conf)
+        consumer = consumer_factory(conf)
     except KafkaException as exc:
         raise SourceError(f"{split.key}: cannot create Kafka consumer: {exc}") from None
     try:

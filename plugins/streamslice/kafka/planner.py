@@ -1,29 +1,32 @@
-"""The Kafka planner (FLIP-27's enumerator): resolve start/stop specs into concrete splits."""
+"""The Kafka planner (FLIP-27's enumerator): resolve start/stop strategies into splits."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..errors import DataLossError, PlanError
-from ..interval import boundary_times
-from ..plan import KafkaSplit
-from ..subsplit import subsplit
-from .initializers import PlanContext
+from ..planning.bounds import bounds_for
+from ..planning.subsplit import subsplit
+from ..sources import SourcePlan
+from .positions import PlanContext
+from .split import KafkaSplit
+
+if TYPE_CHECKING:
+    from ..sources import PlanRequest
+    from .admin import KafkaAdmin
+    from .source import KafkaSource
 
 
-def plan_kafka(source, admin, *, mode, interval=None, checkpoint=None, now_ms=0):
-    """Splits, skipped gaps and next checkpoint positions for one run.
-
-    ``source`` is a ``KafkaSource``; ``checkpoint`` maps ``topic:partition`` → next offset.
-    """
+def plan_kafka(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> SourcePlan:
+    """Splits, skipped gaps and next checkpoint positions for one run."""
     tps = source.subscriber.partitions(admin)
     log_start, end = admin.beginning_offsets(tps), admin.end_offsets(tps)
-    ctx = PlanContext(admin, log_start, end, interval=interval, checkpoint=checkpoint,
-                      now_ms=now_ms)
+    bounds = bounds_for(request.interval)
+    ctx = PlanContext(admin, log_start, end, bounds=bounds, now_ms=request.now_ms,
+                      checkpoint=request.checkpoint.positions if request.checkpoint else None)
+    starts, stops = source.start.resolve(tps, ctx), source.stop.resolve(tps, ctx)
     late_from = owned = None
-    if mode == "interval":
-        at = boundary_times(interval)
-        look = {name: admin.offsets_for_times({tp: ms for tp in tps}, ends=end)
-                for name, ms in at.items()}
-        starts, stops = look["start"], look["stop"]
-        late_from, owned = look["late_from"], look["owned_until"]
-    else:
-        starts, stops = source.start.resolve(tps, ctx), source.stop.resolve(tps, ctx)
+    if bounds is not None:  # which records of the range the run owns (planning.bounds)
+        late_from, owned = (ctx.offsets_at(tps, ms) for ms in bounds.ownership().values())
 
     starts, gaps = _check_data_loss(starts, log_start, end, source.on_data_loss)
     splits, next_positions = [], {}
@@ -40,7 +43,9 @@ def plan_kafka(source, admin, *, mode, interval=None, checkpoint=None, now_ms=0)
                 late_from=late_from[tp] if late_from else None,
                 owned_until=owned[tp] if owned else None))
         next_positions[tp.key] = owned[tp] if owned else stop
-    return splits, gaps, next_positions
+    info = {"bootstrap_servers": request.properties.get("bootstrap.servers")
+            or source.bootstrap_servers, "client": source.client}
+    return SourcePlan(splits=splits, gaps=gaps, next_positions=next_positions, info=info)
 
 
 def _check_data_loss(starts, log_start, end, policy):

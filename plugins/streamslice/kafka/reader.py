@@ -1,21 +1,28 @@
-"""The Kafka split reader (FLIP-27's SourceReader): fetch → keep what the run owns → decode →
-Arrow record batches; dead letters and a summary go to the staging area."""
+"""The Kafka split reader: fetch (confluent-kafka or kafka-python) → keep what the run owns →
+decode → Arrow record batches, on the shared loop (``reading.loop``)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..decode import TS, Decoder
-from .. import faults
-from ..errors import DecodeError
-from ..interval import classify
-from ..splitstats import SplitStats
-from .fetch import fetch
+from ..planning.bounds import classify
+from ..reading.decode import TS, Decoder
+from ..reading.loop import SplitReader
+from .fetch import RawBatch, fetch
+
+if TYPE_CHECKING:
+    from ..planning.plan import Interval
+    from ..reading.staging import Staging
+    from .split import KafkaSplit
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 _META = [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
          ("timestamp", TS), ("timestampType", pa.int32())]
 
 
-def record_schema(decoder, interval_mode):
+def record_schema(decoder: Decoder, interval_mode: bool) -> pa.Schema:
     """Columns as Spark's Kafka source names them; json values become top-level fields."""
     fields = [pa.field("key", decoder.key_field().type), *decoder.value_fields(), *_META,
               pa.field("headers", HEADERS)]
@@ -28,43 +35,38 @@ DEAD_LETTER_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), *_
                                 ("headers", HEADERS), ("error", pa.string())])
 
 
-class KafkaSplitReader:
-    def __init__(self, split, *, properties, client="confluent-kafka", decoder=None,
-                 interval=None, staging=None, batch_size=10_000, idle_timeout_s=60.0,
-                 fault=None):
-        self.split, self.properties, self.client = split, properties, client
-        self.decoder = decoder or Decoder()
-        self.interval, self.staging = interval, staging
+class KafkaSplitReader(SplitReader):
+    dead_letter_schema = DEAD_LETTER_SCHEMA
+
+    def __init__(self, split: KafkaSplit, *, properties: dict[str, Any],
+                 client: str = "confluent-kafka", decoder: Decoder | None = None,
+                 interval: Interval | None = None, staging: Staging | None = None,
+                 batch_size: int = 10_000, idle_timeout_s: float = 60.0,
+                 fault: str | None = None) -> None:
+        super().__init__(split, decoder=decoder or Decoder(), staging=staging, fault=fault)
+        self.properties, self.client, self.interval = properties, client, interval
         self.batch_size, self.idle_timeout_s = batch_size, idle_timeout_s
-        self.fault = fault
         self.schema = record_schema(self.decoder, interval is not None)
-        self.stats = SplitStats(split)
-        self._dead = []
 
-    def batches(self):
-        for raw in fetch(self.client, self.split, self.properties,
-                         batch_size=self.batch_size, idle_timeout_s=self.idle_timeout_s):
-            self.stats.scanned(raw.offsets)
-            batch = self._to_arrow(raw)
-            if batch is not None and batch.num_rows:
-                yield batch
-            faults.check("read", self.split.id, self.stats.d["scanned"], self.fault)
-        self.stats.reached_stop()
-        self._finish()
+    def fetch(self) -> Iterable[RawBatch]:
+        return fetch(self.client, self.split, self.properties, batch_size=self.batch_size,
+                     idle_timeout_s=self.idle_timeout_s)
 
-    def _to_arrow(self, raw):
+    def positions(self, raw: RawBatch) -> list[int]:
+        return raw.offsets
+
+    def to_arrow(self, raw: RawBatch) -> pa.RecordBatch:
         n = len(raw.offsets)
         offsets = pa.array(raw.offsets, pa.int64())
         ts = pa.array(raw.timestamps, pa.int64())
-        cols = {"offset": offsets, "timestamp": ts,
-                "timestampType": pa.array(raw.timestamp_types, pa.int32()),
-                "key": raw.keys, "value": raw.values, "headers": raw.headers}
+        cols: dict[str, Any] = {"offset": offsets, "timestamp": ts,
+                                "timestampType": pa.array(raw.timestamp_types, pa.int32()),
+                                "key": raw.keys, "value": raw.values, "headers": raw.headers}
         late = None
         if self.interval is not None:
-            on_time, late_mask = classify(ts, offsets, self.interval,
-                                          self.split.late_from, self.split.owned_until)
-            keep = pc.or_(on_time, late_mask)
-            kept_idx = pc.indices_nonzero(keep).to_pylist()
+            on_time, late_mask = classify(ts, offsets, self.interval, self.split.late_from,
+                                          self.split.owned_until)
+            kept_idx = pc.indices_nonzero(pc.or_(on_time, late_mask)).to_pylist()
             if len(kept_idx) != n:
                 cols = _take(cols, kept_idx)
                 offsets, ts = cols["offset"], cols["timestamp"]
@@ -75,22 +77,18 @@ class KafkaSplitReader:
         value_cols, value_errors = self.decoder.decode_values(cols["value"])
         errors = {**value_errors, **key_errors}
         if errors:
-            if self.decoder.on_error == "fail":
-                row = min(errors)
-                raise DecodeError(f"{self.split.key} offset {offsets[row].as_py()}: "
-                                  f"{errors[row]} (format.on_error is fail)")
-            self._dead.append(self._dead_letters(cols, offsets, ts, errors))
-            good = [i for i in range(len(offsets)) if i not in errors]
-            idx = pa.array(good, pa.int64())
+            bad, good = self.failed_rows(errors, len(offsets),
+                                         lambda row: f"offset {offsets[row].as_py()}")
+            self.dead_letters(self._dead_letters(cols, offsets, ts, errors, bad))
             keys = [keys[i] for i in good]
             value_cols = [[c[i] for i in good] for c in value_cols]
             cols = _take(cols, good)
             offsets, ts = cols["offset"], cols["timestamp"]
             if late is not None:
-                late = late.take(idx)
+                late = late.take(pa.array(good, pa.int64()))
         arrays = [pa.array(keys, self.schema.field("key").type)]
-        for fld, values in zip(self.schema.names[1:1 + len(value_cols)], value_cols):
-            arrays.append(pa.array(values, self.schema.field(fld).type))
+        for name, values in zip(self.schema.names[1:1 + len(value_cols)], value_cols):
+            arrays.append(pa.array(values, self.schema.field(name).type))
         payload = _bytes(arrays[:1 + len(value_cols)])
         count = len(offsets)
         arrays += [pa.repeat(pa.scalar(self.split.topic, pa.string()), count),
@@ -101,10 +99,8 @@ class KafkaSplitReader:
         self.stats.kept(offsets, ts, late, payload)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def _dead_letters(self, cols, offsets, ts, errors):
-        rows = sorted(errors)
+    def _dead_letters(self, cols, offsets, ts, errors, rows):
         idx = pa.array(rows, pa.int64())
-        self.stats.dead_letters(len(rows))
         return pa.RecordBatch.from_arrays([
             pa.array([cols["key"][i] for i in rows], pa.binary()),
             pa.array([cols["value"][i] for i in rows], pa.binary()),
@@ -113,11 +109,6 @@ class KafkaSplitReader:
             offsets.take(idx), _ts(ts.take(idx)), cols["timestampType"].take(idx),
             pa.array([cols["headers"][i] for i in rows], HEADERS),
             pa.array([errors[i] for i in rows], pa.string())], schema=DEAD_LETTER_SCHEMA)
-
-    def _finish(self):
-        if self.staging is not None:
-            self.staging.finish_split(self.split.id, self._dead, DEAD_LETTER_SCHEMA,
-                                      self.stats.to_dict())
 
 
 def _headers(headers):
@@ -128,10 +119,8 @@ def _headers(headers):
 
 def _take(cols, idx):
     arr_idx = pa.array(idx, pa.int64())
-    out = {}
-    for name, col in cols.items():
-        out[name] = col.take(arr_idx) if isinstance(col, pa.Array) else [col[i] for i in idx]
-    return out
+    return {name: col.take(arr_idx) if isinstance(col, pa.Array) else [col[i] for i in idx]
+            for name, col in cols.items()}
 
 
 def _ts(ms_array):

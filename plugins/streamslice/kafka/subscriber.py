@@ -1,9 +1,18 @@
 """Which partitions a pipeline reads: a topic list, a topic pattern, or explicit partitions."""
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import SourceError
 from .admin import TopicPartition
+
+
+class Subscriber(Protocol):
+    def partitions(self, admin) -> list[TopicPartition]: ...
+
+    def describe(self) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -1,52 +1,18 @@
 """The ``kinesis:`` block of a pipeline file (native names, or a Flink consumer-config map)."""
-from dataclasses import dataclass, field
+from __future__ import annotations
 
-from ..fields import Fields
-from ..yamlfile import LineDict, line_of
+from ..config.fields import Fields
+from ..config.yamlfile import LineDict, line_of
 from ..timeutil import (DEFAULT_JAVA_DATE_FORMAT, INTERVAL_END, INTERVAL_START,
                         parse_date_string_ms, parse_duration_ms, parse_epoch_seconds_ms)
 from .client import DEFAULT_BACKOFF, Backoff
 from .polling import PollingSettings
+from .positions import (ArrivedBefore, AtTimestamp, Latest, Position, SequenceNumbers,
+                        ShardEnd, Stop, Tip, TrimHorizon)
 
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER",
              "AFTER_SEQUENCE_NUMBER")
 REGISTRATIONS = ("per_run", "keep", "none")
-
-
-@dataclass(frozen=True)
-class KinesisSource:
-    streams: tuple  # names or ARNs
-    start: dict  # {"type": …, "timestamp": ms | symbol, "seq": {shard: seq}}
-    stop: dict  # {"type": "latest" | "shard_end" | "timestamp", "timestamp": ms | symbol}
-    region: str = None
-    endpoint_url: str = None
-    conn_id: str = None
-    credentials: dict = field(default_factory=dict)
-    reader: str = "polling"  # or "efo"
-    efo_registration: str = "per_run"
-    efo_consumer_name: str = None
-    efo_consumer_arns: dict = field(default_factory=dict)  # stream → ARN (registration none)
-    efo_sweep_after_ms: int = 3_600_000
-    polling: PollingSettings = field(default_factory=PollingSettings)
-    on_data_loss: str = "fail"
-    kind = "kinesis"
-
-    def describe(self):
-        return ", ".join(self.streams) + (" (EFO)" if self.reader == "efo" else "")
-
-    def describe_bounds(self, mode):
-        if mode == "interval":
-            return ("AT_TIMESTAMP `data_interval_start` → first record arriving at or after "
-                    "`data_interval_end`")
-        return f"{self.start['type']} (new shards) / checkpoint → {self.stop['type']}"
-
-    def client_properties(self, resolved=None):
-        props = dict(resolved or {})
-        for key, value in (("region", self.region), ("endpoint_url", self.endpoint_url)):
-            if value:
-                props[key] = value
-        props.update(self.credentials)
-        return props
 
 
 def parse_kinesis(f, mode, pipeline_name):
@@ -77,11 +43,15 @@ def parse_kinesis(f, mode, pipeline_name):
             if f.has(key):
                 raise f.error("is set by the run's data interval in mode interval; remove it",
                               key)
-        start = {"type": "AT_TIMESTAMP", "timestamp": INTERVAL_START}
-        stop = {"type": "timestamp", "timestamp": INTERVAL_END}
+        start: Position = AtTimestamp(INTERVAL_START)
+        stop: Stop = ArrivedBefore(INTERVAL_END)
     else:
-        start = f.parse("start", lambda v: parse_start(v, date_format), {"type": "TRIM_HORIZON"})
-        stop = f.parse("stop", lambda v: parse_stop(v, date_format), {"type": "latest"})
+        start = f.parse("start", lambda v: parse_start(v, date_format), TrimHorizon())
+        stop = f.parse("stop", lambda v: parse_stop(v, date_format), Tip())
+        if isinstance(start, AtTimestamp) and isinstance(start.timestamp, str):
+            raise f.error(f"AT_TIMESTAMP {start.timestamp} needs mode interval", "start")
+        if isinstance(stop, ArrivedBefore) and isinstance(stop.timestamp, str):
+            raise f.error(f"{stop.timestamp} needs mode interval", "stop")
     reader = f.str("reader", "polling", choices=("polling", "efo"))
     efo = f.child("efo")
     registration = efo.str("registration", "per_run", choices=REGISTRATIONS)
@@ -96,6 +66,7 @@ def parse_kinesis(f, mode, pipeline_name):
         if missing:
             raise efo.error(f"registration none needs a consumer ARN for stream {missing[0]!r}",
                             "consumer_arn")
+    from .source import KinesisSource
     source = KinesisSource(
         streams=tuple(streams), start=start, stop=stop,
         region=f.str("region", None), endpoint_url=f.str("endpoint_url", None),
@@ -111,29 +82,32 @@ def parse_kinesis(f, mode, pipeline_name):
     return source
 
 
-def parse_start(value, date_format=DEFAULT_JAVA_DATE_FORMAT):
+def parse_start(value, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Position:
     if isinstance(value, str):
-        if value in ("TRIM_HORIZON", "LATEST"):
-            return {"type": value}
+        if value == "TRIM_HORIZON":
+            return TrimHorizon()
+        if value == "LATEST":
+            return Latest()
         raise ValueError(f"{value!r} is not one of: {', '.join(POSITIONS)}")
     if isinstance(value, dict) and len(value) == 1:
         (kind, arg), = value.items()
         if kind == "AT_TIMESTAMP":
-            return {"type": kind, "timestamp": parse_kinesis_time(arg, date_format)}
+            return AtTimestamp(parse_kinesis_time(arg, date_format))
         if kind in ("AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER"):
             if not isinstance(arg, dict) or not arg:
                 raise ValueError(f"{kind} maps shard ids to sequence numbers")
-            return {"type": kind, "seq": {str(k): str(v) for k, v in arg.items()}}
+            return SequenceNumbers(kind, {str(k): str(v) for k, v in arg.items()})
     raise ValueError(f"{value!r} is not a start position; use one of {', '.join(POSITIONS)} "
                      "(AT_TIMESTAMP as {AT_TIMESTAMP: 1459799926.480})")
 
 
-def parse_stop(value, date_format=DEFAULT_JAVA_DATE_FORMAT):
-    if value in ("latest", "shard_end"):
-        return {"type": value}
+def parse_stop(value, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Stop:
+    if value == "latest":
+        return Tip()
+    if value == "shard_end":
+        return ShardEnd()
     if isinstance(value, dict) and list(value) == ["timestamp"]:
-        return {"type": "timestamp", "timestamp": parse_kinesis_time(value["timestamp"],
-                                                                     date_format)}
+        return ArrivedBefore(parse_kinesis_time(value["timestamp"], date_format))
     raise ValueError(f"{value!r} is not a stop: latest, shard_end or {{timestamp: …}}")
 
 

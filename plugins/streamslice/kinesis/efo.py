@@ -1,35 +1,28 @@
 """The Enhanced Fan-Out fetcher: SubscribeToShard, resubscribing from the continuation sequence
 number when a subscription ends (every 5 minutes) or on a recoverable error, until the split's
 bound, the tip, or the shard's end (an event with a null ContinuationSequenceNumber)."""
+from __future__ import annotations
+
 import time
 
 from ..errors import SourceError
 from .client import call, error_code
-from .polling import emit, shard_iterator
-from .split import after
+from .polling import emit, resume_from, shard_iterator
+from .positions import AfterSequenceNumber
 
 RECOVERABLE = {"ResourceInUseException", "LimitExceededException", "InternalFailure",
                "InternalFailureException", "ServiceUnavailable", "KMSThrottlingException"}
 
 
-def starting_position(position):
-    out = {"Type": position["type"]}
-    if "seq" in position:
-        out["SequenceNumber"] = position["seq"]
-    if "timestamp" in position:
-        out["Timestamp"] = position["timestamp"] / 1000
-    return out
-
-
 def subscribe(client, split, consumer_arn, settings, state, sleep=time.sleep):
     """Yield lists of record dicts from SubscribeToShard events; ``state`` is a ShardRead."""
     backoff = settings.backoff["subscribe_to_shard"]
-    position, failures = split.start, 0
+    position, failures = split.start_position, 0
     while True:
         try:
             resp = call(client.subscribe_to_shard, f"SubscribeToShard({split.shard_id})",
                         backoff, retry_on=RECOVERABLE, sleep=sleep, ConsumerARN=consumer_arn,
-                        ShardId=split.shard_id, StartingPosition=starting_position(position))
+                        ShardId=split.shard_id, StartingPosition=position.starting_position())
             stream = resp["EventStream"]
             try:
                 for event in stream:
@@ -43,7 +36,7 @@ def subscribe(client, split, consumer_arn, settings, state, sleep=time.sleep):
                         if not split.closed or _confirm_end(client, split, settings, state):
                             return
                     cont = ev.get("ContinuationSequenceNumber")
-                    position = after(cont) if cont else position
+                    position = AfterSequenceNumber(cont) if cont else position
             finally:
                 stream.close()
             failures = 0
@@ -74,10 +67,10 @@ def _event(ev, split, state):
 
 def _confirm_end(client, split, settings, state):
     """A closed shard that looks caught up over EFO: one GetRecords says whether it ended."""
-    position = after(state.last_seq) if state.last_seq else split.start
     resp = call(client.get_records, f"GetRecords({split.shard_id})",
                 settings.backoff["get_records"],
-                ShardIterator=shard_iterator(client, split, position, settings), Limit=1)
+                ShardIterator=shard_iterator(client, split, resume_from(split, state), settings),
+                Limit=1)
     if resp.get("NextShardIterator") is None and not resp.get("Records"):
         state.finished = True
         return True

@@ -1,32 +1,44 @@
-"""Standalone Spark options for ``streamslice-kinesis`` → a bounded ReadPlan."""
-import time
+"""Spark options for ``streamslice-kinesis`` → a KinesisSource: ``streamName``,
+``startingPosition`` (TRIM_HORIZON | LATEST | AT_TIMESTAMP), ``startingTimestamp``,
+``endingTimestamp``, ``region``, ``endpointUrl`` and ``aws.*`` client properties."""
+from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from ..config.options import client_properties
 from ..errors import ConfigError
 
+if TYPE_CHECKING:
+    from .source import KinesisSource
 
-def kinesis_plan_from_options(opts):
-    from ..config import Decoding
-    from ..planning import plan_run
-    from .config import KinesisSource, parse_kinesis_time
-    from .split import at_timestamp
+
+def kinesis_from_options(opts: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:
+    from .config import parse_kinesis_time
+    from .positions import ArrivedBefore, AtTimestamp, Latest, Position, Stop, Tip, TrimHorizon
+    from .source import KinesisSource
     if "streamname" not in opts:
         raise ConfigError("option streamName is required")
-    start = opts.get("startingposition", "TRIM_HORIZON").upper()
-    if start == "AT_TIMESTAMP":
+    kind = opts.get("startingposition", "TRIM_HORIZON").upper()
+    start: Position
+    if kind == "AT_TIMESTAMP":
         if "startingtimestamp" not in opts:
             raise ConfigError("startingPosition AT_TIMESTAMP needs option startingTimestamp")
-        start_spec = at_timestamp(parse_kinesis_time(opts["startingtimestamp"]))
-    elif start in ("TRIM_HORIZON", "LATEST"):
-        start_spec = {"type": start}
+        start = AtTimestamp(_time(parse_kinesis_time, opts["startingtimestamp"]))
+    elif kind in ("TRIM_HORIZON", "LATEST"):
+        start = TrimHorizon() if kind == "TRIM_HORIZON" else Latest()
     else:
-        raise ConfigError(f"option startingPosition: {start!r} is not TRIM_HORIZON, LATEST or "
+        raise ConfigError(f"option startingPosition: {kind!r} is not TRIM_HORIZON, LATEST or "
                           "AT_TIMESTAMP")
-    stop = ({"type": "timestamp", "timestamp": parse_kinesis_time(opts["endingtimestamp"])}
-            if "endingtimestamp" in opts else {"type": "latest"})
+    stop: Stop = (ArrivedBefore(_time(parse_kinesis_time, opts["endingtimestamp"]))
+                  if "endingtimestamp" in opts else Tip())
     source = KinesisSource(streams=tuple(s.strip() for s in opts["streamname"].split(",")),
-                           start=start_spec, stop=stop, region=opts.get("region"),
+                           start=start, stop=stop, region=opts.get("region"),
                            endpoint_url=opts.get("endpointurl"))
-    props = {k[4:]: v for k, v in opts.items() if k.startswith("aws.")}
-    return plan_run(source, pipeline=opts.get("pipeline", "adhoc"), mode="bounded",
-                    decode=Decoding(value=opts.get("valueformat", "raw")),
-                    properties=source.client_properties(props), now_ms=int(time.time() * 1000))
+    return source, source.client_properties(client_properties(opts, "aws."))
+
+
+def _time(parse, value):
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ConfigError(f"option timestamp: {exc}") from None

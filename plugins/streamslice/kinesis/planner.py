@@ -5,13 +5,22 @@ that arrived at or after the end. Incremental mode: each shard continues from it
 a shard without one starts at the initial position, except that a child shard waits until all
 its parents are finished (read to SHARD_END), so records of a key are read in order.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..errors import DataLossError, SourceError
-from ..timeutil import INTERVAL_END, INTERVAL_START
+from ..planning.bounds import bounds_for
+from ..sources import SourcePlan
 from .client import DEFAULT_BACKOFF, call, error_code, make_client
 from .polling import iterator_args
-from .split import TRIM_HORIZON, KinesisSplit, at_timestamp, from_checkpoint
+from .positions import (AfterSequenceNumber, AtSequenceNumber, PlanTime, Position,
+                        TrimHorizon, from_checkpoint, position_from_dict)
+from .split import KinesisSplit
 
-NO_BOUND = 2 ** 62  # "read until caught up", for stop: shard_end
+if TYPE_CHECKING:
+    from ..sources import PlanRequest
+    from .source import KinesisSource
 
 
 def stream_names(client, ref):
@@ -48,53 +57,53 @@ def parents_of(shard):
     return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId")) if p]
 
 
-def plan_kinesis(source, *, mode, interval=None, checkpoint=None, now_ms=0, properties=None,
-                 client=None, initial=None):
-    """→ (splits, gaps, next_positions, info). Next positions come from what the readers saw
-    (see ``positions.next_positions``), so they are filled in at commit."""
-    client = client or make_client(source.client_properties(properties))
-    checkpoint = checkpoint or {}
-    splits, gaps, pending, expired = [], [], [], []
-    props = source.client_properties(properties)
-    info = {"reader": source.reader, "streams": {}, "region": props.get("region"),
-            "endpoint_url": props.get("endpoint_url"),
-            "polling": settings_to_dict(source.polling)}
-    if mode == "interval":
-        start, stop_before = at_timestamp(interval.start), interval.end
-    else:
-        start = initial or resolve_initial(source.start, now_ms)
-        stop_before = _stop(source.stop, now_ms)
-        info["initial_position"] = start
+def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> SourcePlan:
+    """Next positions come from what the readers saw (``checkpoint.next_positions``), so the
+    plan leaves them empty."""
+    props = request.properties
+    client = client or make_client(props)
+    incremental = request.mode != "interval"  # an interval run ignores the checkpoint
+    checkpoint = request.checkpoint.positions if request.checkpoint and incremental else {}
+    at = PlanTime(request.now_ms, bounds_for(request.interval))
+    stop_before = source.stop.stop_before(at)
+    initial = initial_position(source, request, at)
+    splits: list[KinesisSplit] = []
+    gaps: list[dict[str, Any]] = []
+    pending, expired = [], []
+    info: dict[str, Any] = {"reader": source.reader, "streams": {},
+                            "region": props.get("region"), "endpoint_url": props.get("endpoint_url"),
+                            "polling": settings_to_dict(source.polling)}
+    if incremental:
+        info["initial_position"] = initial.to_dict()
     for ref in source.streams:
         name, arn = stream_names(client, ref)
         info["streams"][name] = arn
-        shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (interval.start - 1000) / 1000}
-                        if mode == "interval" else None)
+        shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (at.bounds.start - 1000) / 1000}
+                        if at.bounds is not None else None)
         shards = list_shards(client, name, shard_filter)
         listed = {s["ShardId"] for s in shards}
         for shard in shards:
             sid = shard["ShardId"]
             key = f"{name}:{sid}"
-            closed = "EndingSequenceNumber" in shard.get("SequenceNumberRange", {})
             parents = parents_of(shard)
-            if mode == "interval":
-                begin = start
-            elif key in checkpoint:
+            begin: Position | None
+            if key in checkpoint:
                 begin = from_checkpoint(checkpoint[key])
                 if begin is None:
                     continue  # finished
-                if begin["type"] == "AFTER_SEQUENCE_NUMBER":
+                if isinstance(begin, AfterSequenceNumber):
                     begin = _check_trimmed(client, name, sid, begin, source.on_data_loss, gaps)
             else:
                 waiting = [p for p in parents if p in listed and
                            not checkpoint.get(f"{name}:{p}", {}).get("finished")]
-                if waiting and mode == "incremental":
+                if waiting and incremental:
                     pending.append({"key": key, "waiting_for": waiting})
                     continue
-                begin = _for_shard(start, sid)
-            splits.append(KinesisSplit(id=len(splits), stream=name, shard_id=sid, start=begin,
-                                       stop_before=stop_before, closed=closed, parents=parents,
-                                       stream_arn=arn))
+                begin = initial.for_shard(sid, at)
+            closed = "EndingSequenceNumber" in shard.get("SequenceNumberRange", {})
+            splits.append(KinesisSplit(id=len(splits), stream=name, shard_id=sid,
+                                       start=begin.to_dict(), stop_before=stop_before,
+                                       closed=closed, parents=parents, stream_arn=arn))
         for key, value in checkpoint.items():
             stream, _, sid = key.partition(":")
             if stream == name and sid not in listed and not value.get("finished"):
@@ -108,7 +117,17 @@ def plan_kinesis(source, *, mode, interval=None, checkpoint=None, now_ms=0, prop
                                 gap)
         gaps += gap
     info.update(pending_children=pending, expired_keys=expired)
-    return splits, gaps, {}, info
+    return SourcePlan(splits=splits, gaps=gaps, info=info)
+
+
+def initial_position(source: KinesisSource, request: PlanRequest, at: PlanTime) -> Position:
+    """Where shards without a checkpoint start: the position the first plan resolved (kept in
+    the checkpoint, so LATEST means the same instant for shards that appear later), else the
+    configured start resolved now."""
+    state = request.checkpoint.source_state if request.checkpoint else None
+    if request.mode != "interval" and state and state.get("initial_position"):
+        return position_from_dict(state["initial_position"])
+    return source.start.resolve(at)
 
 
 def settings_to_dict(settings):
@@ -128,41 +147,12 @@ def settings_from_dict(data):
                            backoff=backoff)
 
 
-def resolve_initial(spec, now_ms):
-    """The initial position with LATEST made concrete (AT_TIMESTAMP of this plan), so the
-    checkpoint can carry it to shards that appear later."""
-    kind = spec["type"]
-    if kind == "LATEST":
-        return at_timestamp(now_ms)
-    if kind == "AT_TIMESTAMP":
-        if spec["timestamp"] in (INTERVAL_START, INTERVAL_END):
-            raise SourceError("AT_TIMESTAMP data_interval_* needs mode interval")
-        return at_timestamp(spec["timestamp"])
-    return dict(spec)
-
-
-def _for_shard(start, shard_id):
-    if start["type"] in ("AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER"):
-        seq = start["seq"].get(shard_id)
-        return {"type": start["type"], "seq": seq} if seq else dict(TRIM_HORIZON)
-    return dict(start)
-
-
-def _stop(spec, now_ms):
-    if spec["type"] == "latest":
-        return now_ms
-    if spec["type"] == "shard_end":
-        return NO_BOUND
-    if spec["timestamp"] in (INTERVAL_START, INTERVAL_END):
-        raise SourceError("stop timestamp data_interval_* needs mode interval")
-    return spec["timestamp"]
-
-
-def _check_trimmed(client, stream, shard_id, position, policy, gaps):
+def _check_trimmed(client, stream: str, shard_id: str, position: AfterSequenceNumber,
+                   policy: str, gaps: list) -> Position:
     """The record a checkpoint stopped at must still be there; if the trim horizon has passed
     it, records after it may have expired unread."""
-    seq = position["seq"]
-    probe = {"type": "AT_SEQUENCE_NUMBER", "seq": seq}
+    seq = position.seq
+    probe = AtSequenceNumber(seq)
     first = None
     try:
         it = call(client.get_shard_iterator, f"GetShardIterator({shard_id})",
@@ -191,4 +181,4 @@ def _check_trimmed(client, stream, shard_id, position, policy, gaps):
             f"than the trim horizon; records after it may have expired unread. Set "
             "on_data_loss: skip to continue from the trim horizon and record the gap.", [gap])
     gaps.append(gap)
-    return dict(TRIM_HORIZON)
+    return TrimHorizon()

@@ -5,12 +5,14 @@ re-acquires an expired iterator from the last sequence number read. A shard ends
 ``NextShardIterator`` is null (never trust ``EndingSequenceNumber``); an open shard's read ends
 when it is caught up (no records, MillisBehindLatest 0) or at the first record that arrived at
 or after the bound."""
+from __future__ import annotations
+
 import time
 from dataclasses import dataclass, field
 
 from ..errors import SourceError
 from .client import DEFAULT_BACKOFF, call, error_code
-from .split import after
+from .positions import AfterSequenceNumber, Position
 
 
 @dataclass
@@ -40,20 +42,20 @@ class ShardRead:
         self.millis_behind_last = millis
 
 
-def iterator_args(stream, shard_id, position):
-    args = {"StreamName": stream, "ShardId": shard_id, "ShardIteratorType": position["type"]}
-    if "seq" in position:
-        args["StartingSequenceNumber"] = position["seq"]
-    if "timestamp" in position:
-        args["Timestamp"] = position["timestamp"] / 1000
-    return args
+def iterator_args(stream: str, shard_id: str, position: Position) -> dict:
+    return {"StreamName": stream, "ShardId": shard_id, **position.iterator_args()}
 
 
-def shard_iterator(client, split, position, settings):
+def shard_iterator(client, split, position: Position, settings) -> str:
     resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
                 settings.backoff["get_shard_iterator"],
                 **iterator_args(split.stream, split.shard_id, position))
     return resp["ShardIterator"]
+
+
+def resume_from(split, state) -> Position:
+    """Where to pick a shard up again: after the last record read, else the split's start."""
+    return AfterSequenceNumber(state.last_seq) if state.last_seq else split.start_position
 
 
 def arrival_ms(record):
@@ -79,7 +81,7 @@ def emit(records, split, state):
 
 def poll(client, split, settings, state, sleep=time.sleep, clock=time.monotonic):
     """Yield lists of boto3 record dicts; ``state`` (a ShardRead) says how the read ended."""
-    iterator = shard_iterator(client, split, split.start, settings)
+    iterator = shard_iterator(client, split, split.start_position, settings)
     last_call = None
     while True:
         if last_call is not None:
@@ -97,8 +99,7 @@ def poll(client, split, settings, state, sleep=time.sleep, clock=time.monotonic)
             state.expired_iterators += 1
             if state.expired_iterators > settings.backoff["get_shard_iterator"].max_retries + 10:
                 raise SourceError(f"{split.key}: shard iterator keeps expiring") from None
-            position = after(state.last_seq) if state.last_seq else split.start
-            iterator = shard_iterator(client, split, position, settings)
+            iterator = shard_iterator(client, split, resume_from(split, state), settings)
             continue
         state.calls += 1
         records = resp.get("Records", [])

@@ -1,15 +1,20 @@
-"""``spark.read.format("streamslice-kafka")`` and ``"streamslice-kinesis"``: PySpark 4 Python
-Data Sources whose input partitions are a ReadPlan's splits.
+"""``spark.read.format("streamslice-<kind>")`` for every registered source (``sources.SOURCES``):
+PySpark 4 Python Data Sources whose input partitions are a ReadPlan's splits.
 
-Give them a ReadPlan (``plan`` option, as the Airflow DAG does) or source options (Spark-Kafka
-style ``subscribe``/``startingOffsets``/…; ``streamName``/``startingPosition``/… for Kinesis)
-and they plan on the driver. Client properties come as ``kafka.*`` / ``aws.*`` options and never
-enter the plan. ``staging`` makes readers leave split summaries and dead letters there.
+Give them a ReadPlan (``plan`` option, as the Airflow DAG does) or the source's own options
+(Spark-Kafka style ``subscribe``/``startingOffsets``/… for Kafka; ``streamName``/
+``startingPosition``/… for Kinesis) and they plan on the driver. Client properties come as
+``kafka.*`` / ``aws.*`` options and never enter the plan. ``staging`` makes readers leave split
+summaries and dead letters there.
 """
+from __future__ import annotations
+
 import json
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
+
+from ..sources import SOURCES
 
 
 class SplitPartition(InputPartition):
@@ -17,8 +22,8 @@ class SplitPartition(InputPartition):
         super().__init__(split)
 
 
-class _PlannedSource(DataSource):
-    kind = None
+class PlannedSource(DataSource):
+    kind: str = ""
 
     @classmethod
     def name(cls):
@@ -31,79 +36,66 @@ class _PlannedSource(DataSource):
         return self._cached_plan
 
     def schema(self):
-        from streamslice.decode import Decoder
+        from streamslice.reading.decode import Decoder
+        from streamslice.sources import source_class
         plan = self._plan()
-        return from_arrow_schema(_reader_module(self.kind).record_schema(
-            Decoder.from_dict(plan.decode), **_schema_args(plan)))
+        return from_arrow_schema(source_class(plan.source).record_schema(
+            Decoder.from_dict(plan.decode), plan))
 
     def reader(self, schema):
-        return PlanReader(self.kind, self._plan(), dict(self.options))
-
-
-class KafkaDataSource(_PlannedSource):
-    kind = "kafka"
-
-
-class KinesisDataSource(_PlannedSource):
-    kind = "kinesis"
+        return PlanReader(self._plan(), dict(self.options))
 
 
 class PlanReader(DataSourceReader):
-    def __init__(self, kind, plan, options):
-        from streamslice.spark.options import client_properties
+    def __init__(self, plan, options):
+        from streamslice.config.options import client_properties
+        from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
-        self.kind, self.plan_json = kind, plan.to_json()
+        self.kind, self.plan_json = plan.source, plan.to_json()
         self.splits = [dict(s.__dict__) for s in plan.splits]
-        self.properties = client_properties(options, "kafka." if kind == "kafka" else "aws.")
-        self.options = {k: options.get(k) for k in ("staging", "injectfault", "client",
-                                                    "consumerarns")}
+        self.properties = client_properties(options, source_class(plan.source).option_prefix)
+        self.read_options = json.loads(options.get("readoptions") or "{}")
+        for legacy in ("client",):  # a Spark user may set the Kafka client directly
+            if legacy in options:
+                self.read_options[legacy] = options[legacy]
+        self.staging, self.fault = options.get("staging"), options.get("injectfault")
 
     def partitions(self):
         return [SplitPartition(s) for s in self.splits] or [SplitPartition(None)]
 
     def read(self, partition):
-        from streamslice.decode import Decoder
-        from streamslice.plan import ReadPlan
-        from streamslice.staging import Staging
+        from streamslice.errors import StreamsliceError
+        from streamslice.planning.plan import ReadPlan
+        from streamslice.reading.decode import Decoder
+        from streamslice.reading.staging import Staging
+        from streamslice.sources import ReadRequest, source_class
         if partition.value is None:
-            return iter(())
+            return
         plan = ReadPlan.from_json(self.plan_json)
-        opts = self.options
-        common = {"properties": self.properties, "decoder": Decoder.from_dict(plan.decode),
-                  "staging": Staging(opts["staging"]) if opts["staging"] else None,
-                  "fault": opts["injectfault"]}
-        if self.kind == "kafka":
-            from streamslice.kafka.reader import KafkaSplitReader
-            from streamslice.plan import KafkaSplit
-            return KafkaSplitReader(
-                KafkaSplit(**partition.value), interval=plan.interval,
-                client=opts["client"] or plan.source_info.get("client") or "confluent-kafka",
-                **common).batches()
-        from streamslice.kinesis.planner import settings_from_dict
-        from streamslice.kinesis.reader import KinesisSplitReader
-        from streamslice.kinesis.split import KinesisSplit
-        split = KinesisSplit(**partition.value)
-        arns = json.loads(opts["consumerarns"] or "{}")
-        info = plan.source_info  # region and endpoint are not secrets: the plan carries them
-        common["properties"] = {**{k: info[k] for k in ("region", "endpoint_url")
-                                   if info.get(k)}, **self.properties}
-        return KinesisSplitReader(split, settings=settings_from_dict(
-            plan.source_info.get("polling")), consumer_arn=arns.get(split.stream),
-            **common).batches()
+        source = source_class(plan.source)
+        request = ReadRequest(plan=plan, properties=self.properties,
+                              decoder=Decoder.from_dict(plan.decode),
+                              staging=Staging(self.staging) if self.staging else None,
+                              fault=self.fault, options=self.read_options)
+        try:
+            yield from source.open_reader(source.split_from_dict(partition.value),
+                                          request).batches()
+        except StreamsliceError as exc:  # crosses to the driver as one line with its kind
+            raise RuntimeError(exc.to_line()) from None
 
 
-def _reader_module(kind):
-    if kind == "kafka":
-        from streamslice.kafka import reader
-    else:
-        from streamslice.kinesis import reader
-    return reader
+def _data_source(kind):
+    """A module-level DataSource class for one registered source (module-level, so Spark's
+    Python workers can unpickle it by name)."""
+    name = f"{kind.capitalize()}DataSource"
+    cls = type(name, (PlannedSource,), {"kind": kind, "__module__": __name__})
+    globals()[name] = cls
+    return cls
 
 
-def _schema_args(plan):
-    return {"interval_mode": plan.mode == "interval"} if plan.source == "kafka" else {}
+DATA_SOURCES = [_data_source(kind) for kind in SOURCES]
 
 
 def register(spark):
-    spark.dataSource.register(KafkaDataSource)
-    spark.dataSource.register(KinesisDataSource)
+    for cls in DATA_SOURCES:
+        spark.dataSource.register(cls)

@@ -3,7 +3,6 @@ zip in ``--py-files``, the plan and the client properties as files (never on the
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 from .. import errors
+from ..reading.job import ReadJob
 from .session import PLUGINS_DIR
 
 JOB = Path(PLUGINS_DIR).parent / "jobs" / "bounded_read.py"
@@ -39,8 +39,8 @@ def package_zip(directory):
     return target
 
 
-def submit(plan, staging_uri, *, master, properties=None, conf=None, client=None,
-           output_format="parquet", compression="snappy", consumer_arns=None, log=print):
+def submit(plan, staging_uri, *, master, properties=None, conf=None, options=None,
+           log=print):
     """Run jobs/bounded_read.py through spark-submit; raise the job's own error on failure."""
     with tempfile.TemporaryDirectory(prefix="streamslice-submit-") as work:
         plan_file = Path(work) / "plan.json"
@@ -48,37 +48,26 @@ def submit(plan, staging_uri, *, master, properties=None, conf=None, client=None
         props_file = Path(work) / "properties.json"
         props_file.touch(mode=0o600)
         props_file.write_text(json.dumps(properties or {}))
+        job = ReadJob(str(plan_file), staging_uri, str(props_file), options or {})
         cmd = [spark_submit_binary(), "--master", master, "--py-files",
                str(package_zip(work)), "--conf", f"spark.pyspark.python={sys.executable}",
                "--conf", "spark.sql.session.timeZone=UTC"]
         for key, value in (conf or {}).items():
             cmd += ["--conf", f"{key}={value}"]
-        cmd += [str(JOB), "--plan", str(plan_file), "--staging", staging_uri, "--properties",
-                str(props_file), "--format", output_format, "--compression", compression]
-        if client:
-            cmd += ["--client", client]
-        if consumer_arns:
-            cmd += ["--consumer-arns", json.dumps(consumer_arns)]
+        cmd += [str(JOB), *job.argv()]
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
         env.pop("PYSPARK_GATEWAY_PORT", None)
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         for line in proc.stdout.splitlines():
             log(line)
         if proc.returncode != 0:
-            raise _job_error(proc.stderr, proc.returncode)
+            raise job_error(proc.stderr, proc.returncode)
 
 
-_ERROR = re.compile(r"^streamslice: (\w+): (.*)$", re.M)
-
-
-def _job_error(stderr, code):
-    found = _ERROR.findall(stderr)
-    if found:
-        name, message = found[-1]
-        cls = getattr(errors, name, errors.StreamsliceError)
-        try:
-            return cls(message)
-        except TypeError:
-            return errors.StreamsliceError(message)
+def job_error(stderr, code):
+    """The job's own error (its ``streamslice[kind]`` line), else the tail of stderr."""
+    found = errors.from_text(stderr)
+    if found is not None:
+        return found
     tail = " | ".join(ln for ln in stderr.strip().splitlines()[-5:])
     return errors.SourceError(f"spark-submit exited with {code}: {tail[-800:]}")

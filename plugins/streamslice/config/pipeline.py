@@ -2,18 +2,26 @@
 
 Every error names the file, the line, the field and what is allowed.
 """
+from __future__ import annotations
+
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from ..alerts import AlertRules, parse_alerts
+from ..errors import ConfigError
+from ..sources import SOURCES, source_class
+from ..timeutil import parse_duration_ms, parse_timestamp_ms
 from . import yamlfile
-from .alerts import parse_alerts
-from .errors import ConfigError
 from .fields import Fields
-from .timeutil import parse_duration_ms, parse_timestamp_ms
+from .schedule import PRESETS, interval_width_ms, schedule_delta_ms
+
+if TYPE_CHECKING:
+    from ..sources import Source
 
 MODES = ("interval", "incremental")
 VALUE_FORMATS = ("raw", "string", "json")
@@ -32,7 +40,7 @@ class Decoding:
     schema: tuple = ()  # ((name, type), ...) for json
     on_error: str = "dead_letter"  # or "fail"
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "key": self.key, "schema": [list(f) for f in self.schema],
                 "on_error": self.on_error}
 
@@ -43,7 +51,7 @@ class Output:
     format: str = "parquet"
     compression: str = "snappy"
 
-    def dataset(self, pipeline):
+    def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
 
 
@@ -60,21 +68,21 @@ class PipelineConfig:
     name: str
     file: str
     mode: str
-    source: object  # KafkaSource | KinesisSource
+    source: Source
     output: Output
     decode: Decoding = Decoding()
     spark: SparkSettings = SparkSettings()
     description: str = ""
-    schedule: str = None
-    start_date: int = None  # epoch ms
-    end_date: int = None
+    schedule: str | None = None
+    start_date: int | None = None  # epoch ms
+    end_date: int | None = None
     catchup: bool = False
     allowed_lateness: int = 0  # ms
     max_active_runs: int = 1
     retries: int = 2
     retry_delay: int = 30_000  # ms
     tags: tuple = ()
-    alerts: object = None  # alerts.AlertRules
+    alerts: AlertRules | None = None
 
 
 def load_pipeline(path):
@@ -122,15 +130,11 @@ def parse_pipeline(text, file="<string>", default_name="pipeline", project_root=
         raise f.error(f"{name!r} may hold only letters, digits, '_', '-' and '.'", "pipeline")
     mode = f.str("mode", choices=MODES)
 
-    sources = [k for k in ("kafka", "kinesis") if f.has(k)]
-    if len(sources) != 1:
-        raise f.error("needs exactly one source block: kafka or kinesis")
-    if sources[0] == "kafka":
-        from .kafka.config import parse_kafka
-        source = parse_kafka(f.child("kafka"), mode, name)
-    else:
-        from .kinesis.config import parse_kinesis
-        source = parse_kinesis(f.child("kinesis"), mode, name)
+    given = [k for k in SOURCES if f.has(k)]
+    if len(given) != 1:
+        raise f.error(f"needs exactly one source block: {' or '.join(SOURCES)}"
+                      + (f" (got {', '.join(given)})" if given else ""))
+    source = source_class(given[0]).parse(f.child(given[0]), mode, name)
 
     root = project_root or os.environ.get("STREAMSLICE_HOME") or _project_root(file)
     cfg = PipelineConfig(
@@ -197,19 +201,6 @@ def _interpolate(value, file):
     return value
 
 
-PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
-           "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *",
-           "@annually": "0 0 1 1 *"}
-
-
-def schedule_delta_ms(schedule):
-    """A schedule given as a duration ("15m", "10s") → milliseconds, else None (cron)."""
-    try:
-        return parse_duration_ms(schedule) or None
-    except ValueError:
-        return None
-
-
 def _schedule(f, mode):
     value = f.raw("schedule", None)
     if value is None:
@@ -227,20 +218,6 @@ def _schedule(f, mode):
     if not croniter.is_valid(cron):
         raise f.error(f"{value!r} is not a valid cron expression", "schedule")
     return value.strip()
-
-
-def interval_width_ms(schedule, at_ms):
-    """The length of the schedule's interval that starts at or after ``at_ms``."""
-    from datetime import datetime, timezone
-
-    from croniter import croniter
-    delta = schedule_delta_ms(schedule)
-    if delta:
-        return delta
-    cron = PRESETS.get(schedule, schedule)
-    it = croniter(cron, datetime.fromtimestamp(at_ms / 1000 - 1, tz=timezone.utc))
-    first = it.get_next(datetime)
-    return int((it.get_next(datetime) - first).total_seconds() * 1000)
 
 
 def _decoding(f):

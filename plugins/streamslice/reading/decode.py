@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from .timeutil import parse_iso
+from ..timeutil import parse_iso
 
 TS = pa.timestamp("us", tz="UTC")
 ARROW_TYPES = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(),

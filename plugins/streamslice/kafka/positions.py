@@ -1,30 +1,42 @@
 """Start and stop positions, one small class each (cf. Flink's OffsetsInitializer).
 
 Each ``resolve(tps, ctx)`` returns ``{tp: offset}``; ``ctx`` is a ``PlanContext`` holding the
-admin client, the offsets fetched once per plan, the run's interval and the checkpoint.
+admin client, the offsets fetched once per plan, the run's interval bounds and the checkpoint.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import PlanError
-from ..timeutil import INTERVAL_START, SYMBOLS, iso, parse_timestamp_ms
+from ..planning.bounds import resolve_time
+from ..timeutil import SYMBOLS, iso, parse_timestamp_ms
+
+if TYPE_CHECKING:
+    from ..planning.bounds import IntervalBounds
+
+
+class Position(Protocol):
+    def resolve(self, tps: list, ctx: PlanContext) -> dict: ...
+
+    def describe(self) -> str: ...
 
 
 @dataclass
 class PlanContext:
-    admin: object
+    admin: Any
     log_start: dict  # tp → log-start offset
     end: dict  # tp → high watermark
-    interval: object = None  # plan.Interval
-    checkpoint: dict = None  # "topic:partition" → next offset
+    bounds: IntervalBounds | None = None
+    checkpoint: dict | None = None  # "topic:partition" → next offset
     now_ms: int = 0
 
-    def time(self, at):
+    def time(self, at: int | str) -> int:
         """A timestamp spec (epoch ms or a data-interval symbol) as epoch ms."""
-        if at in SYMBOLS:
-            if self.interval is None:
-                raise PlanError(f"{at} needs a data interval (a scheduled DAG run, or --at)")
-            return self.interval.start if at == INTERVAL_START else self.interval.end
-        return at
+        return resolve_time(at, self.bounds)
+
+    def offsets_at(self, tps: list, ms: int) -> dict:
+        return self.admin.offsets_for_times({tp: ms for tp in tps}, ends=self.end)
 
 
 @dataclass(frozen=True)
@@ -50,11 +62,25 @@ class Timestamp:
     at: object  # epoch ms, or "data_interval_start" / "data_interval_end"
 
     def resolve(self, tps, ctx):
-        ms = ctx.time(self.at)
-        return ctx.admin.offsets_for_times({tp: ms for tp in tps}, ends=ctx.end)
+        return ctx.offsets_at(tps, ctx.time(self.at))
 
     def describe(self):
         return f"timestamp {self.at if self.at in SYMBOLS else iso(self.at)}"
+
+
+@dataclass(frozen=True)
+class IntervalEnd:
+    """The stop of an interval run: the interval's end plus its allowed lateness, so records
+    that arrive late still land in the range (``planning.bounds`` says which are owned)."""
+
+    def resolve(self, tps, ctx):
+        if ctx.bounds is None:
+            raise PlanError("data_interval_end needs a data interval (a scheduled DAG run, "
+                            "or --at)")
+        return ctx.offsets_at(tps, ctx.bounds.read_until)
+
+    def describe(self):
+        return "data_interval_end (+ allowed lateness)"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Typed access to one YAML mapping, with errors that name the file, the line and the field."""
-from .errors import ConfigError
+from ..errors import ConfigError
 from .yamlfile import line_of
 
 _MISSING = object()

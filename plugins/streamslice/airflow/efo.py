@@ -1,44 +1,32 @@
-"""Kinesis glue: credentials from an Airflow AWS connection (the amazon provider's hook), and
-the Enhanced Fan-Out setup/teardown tasks."""
+"""Kinesis Enhanced Fan-Out consumers registered and deregistered as Airflow tasks (the
+Kinesis source's lifecycle tasks)."""
+from __future__ import annotations
+
 import logging
+from typing import Any
 
 from ..config import load_pipeline
 from ..kinesis.client import make_client
 from ..kinesis.consumers import deregister, register, run_consumer_name, sweep
 from ..kinesis.planner import stream_names
+from .errors import operator_errors
+from .hooks import source_properties
 
 log = logging.getLogger("streamslice")
 
 
-def kinesis_properties(source):
-    """Plain client properties (region, endpoint_url, credentials) for the driver and the Spark
-    executors. With ``conn_id`` they come from that AWS connection (``endpoint_url`` and
-    ``region_name`` in its extra); without, boto3's default chain applies."""
-    props = {}
-    if source.conn_id:
-        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-        hook = AwsBaseHook(aws_conn_id=source.conn_id, client_type="kinesis",
-                           region_name=source.region)
-        creds = hook.get_credentials()
-        props = {"region": hook.region_name, "access_key_id": creds.access_key,
-                 "secret_access_key": creds.secret_key, "session_token": creds.token,
-                 "endpoint_url": hook.conn_config.get_service_endpoint_url("kinesis")}
-    return source.client_properties({k: v for k, v in props.items() if v})
-
-
-def consumer_name(source, run_id):
+def consumer_name(source: Any, run_id: str) -> str:
     if source.efo_registration == "per_run":
         return run_consumer_name(source.efo_consumer_name, run_id)
-    return source.efo_consumer_name
+    return str(source.efo_consumer_name)
 
 
 def _client_and_streams(cfg):
-    client = make_client(kinesis_properties(cfg.source))
+    client = make_client(source_properties(cfg.source))
     return client, [stream_names(client, ref) for ref in cfg.source.streams]
 
 
-def efo_sweep_task(pipeline_file, **context):
-    from .tasks import operator_errors
+def efo_sweep_task(pipeline_file: str, **context: Any) -> None:
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         client, streams = _client_and_streams(cfg)
@@ -49,10 +37,9 @@ def efo_sweep_task(pipeline_file, **context):
                 log.warning("Deregistered leftover consumer %s on %s", consumer, name)
 
 
-def efo_register_task(pipeline_file, **context):
+def efo_register_task(pipeline_file: str, **context: Any) -> dict[str, str]:
     """Setup: register (or reuse) the run's consumer on every stream, wait until ACTIVE, and
     hand the ARNs on through XCom."""
-    from .tasks import operator_errors
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         client, streams = _client_and_streams(cfg)
@@ -64,10 +51,9 @@ def efo_register_task(pipeline_file, **context):
         return arns
 
 
-def efo_deregister_task(pipeline_file, **context):
+def efo_deregister_task(pipeline_file: str, **context: Any) -> None:
     """Teardown (runs even when the read failed): deregister the run's consumer and wait until
     it is gone."""
-    from .tasks import operator_errors
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         client, streams = _client_and_streams(cfg)
@@ -75,13 +61,3 @@ def efo_deregister_task(pipeline_file, **context):
         for stream, stream_arn in streams:
             if deregister(client, stream_arn, name):
                 log.info("Consumer %s deregistered from %s", name, stream)
-
-
-def consumer_arns(cfg, context):
-    """The ARNs the read job subscribes with: from efo_register, or the config (none)."""
-    src = cfg.source
-    if src.kind != "kinesis" or src.reader != "efo":
-        return None
-    if src.efo_registration == "none":
-        return dict(src.efo_consumer_arns)
-    return context["ti"].xcom_pull(task_ids="efo_register")

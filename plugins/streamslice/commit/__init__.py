@@ -1,0 +1,1 @@
+"""Commit: verify what was staged, publish it once, advance the checkpoint."""

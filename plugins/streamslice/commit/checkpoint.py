@@ -1,0 +1,94 @@
+"""The checkpoint model: committed next positions per split key, how a commit advances it and
+how a reset replaces it.
+
+Where it is kept is the glue's business (Airflow asset state); this module only says what it is.
+The whole checkpoint is one value written in one step, never read-modify-written key by key.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CommitError
+
+if TYPE_CHECKING:
+    from ..planning.plan import ReadPlan
+    from ..sources import ResetTarget
+
+
+@dataclass
+class Checkpoint:
+    positions: dict[str, Any] = field(default_factory=dict)  # split key → next position
+    batch: int = 0  # committed incremental batches
+    run_id: str | None = None
+    committed_at: int | None = None  # epoch ms
+    partition: str | None = None  # the output partition last published
+    interval_end: int | None = None  # interval mode: the latest interval committed
+    source_state: dict[str, Any] = field(default_factory=dict)  # e.g. Kinesis initial position
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Checkpoint | None:
+        if not data:
+            return None
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+
+
+def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
+            run_id: str | None = None,
+            positions: dict[str, Any] | None = None) -> Checkpoint | None:
+    """The checkpoint after ``plan`` is published, checked against what the plan started from.
+
+    Incremental: the checkpoint must still be the one the plan read (one writer at a time).
+    Interval: runs are independent; the checkpoint follows the latest interval committed.
+    ``positions`` is the complete new mapping (``Source.next_positions``); without it the
+    plan's next positions are merged into the current ones.
+    """
+    state = dict(current.source_state) if current and current.source_state else {}
+    if plan.source_info.get("initial_position") and "initial_position" not in state:
+        state["initial_position"] = plan.source_info["initial_position"]
+    if plan.mode == "incremental":
+        base = Checkpoint.from_dict(plan.base_checkpoint)
+        if _identity(current) != _identity(base):
+            raise CommitError(
+                f"the checkpoint moved since this run was planned (planned from batch "
+                f"{base.batch if base else 0}, now at batch {current.batch if current else 0}); "
+                "nothing was advanced. Re-run to plan from the new checkpoint.")
+        return Checkpoint(positions=_merge(current, plan, positions), batch=plan.batch or 0,
+                          run_id=run_id, committed_at=now_ms, partition=plan.partition,
+                          source_state=state)
+    if plan.mode == "interval":
+        assert plan.interval is not None
+        if current and current.interval_end and current.interval_end > plan.interval.end:
+            return current  # a backfill of an older interval leaves the newest in place
+        return Checkpoint(positions=_merge(current, plan, positions),
+                          batch=current.batch if current else 0, run_id=run_id,
+                          committed_at=now_ms, partition=plan.partition,
+                          interval_end=plan.interval.end, source_state=state)
+    return current
+
+
+def reset(current: Checkpoint | None, target: ResetTarget, note: str = "reset") -> Checkpoint:
+    """The checkpoint after a reset. The batch counter carries on, so a replay publishes new
+    batches instead of overwriting the ones already read."""
+    return Checkpoint(positions=dict(target.positions), batch=current.batch if current else 0,
+                      run_id=note, committed_at=int(time.time() * 1000),
+                      partition=current.partition if current else None,
+                      interval_end=current.interval_end if current else None,
+                      source_state=dict(target.source_state))
+
+
+def _merge(current: Checkpoint | None, plan: ReadPlan,
+           positions: dict[str, Any] | None) -> dict[str, Any]:
+    if positions is not None:
+        return dict(positions)
+    merged = dict(current.positions) if current else {}
+    merged.update(plan.next_positions)
+    return merged
+
+
+def _identity(cp: Checkpoint | None) -> tuple[int, dict[str, Any]]:
+    return (cp.batch, cp.positions) if cp else (0, {})

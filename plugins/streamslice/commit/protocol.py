@@ -1,0 +1,62 @@
+"""The commit protocol: verify the staged output against the plan, publish it once with its
+manifest, clean up. The checkpoint advances only after this returns (``checkpoint.advance``).
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs as pafs
+
+from .. import faults
+from ..errors import CommitError
+from ..reading.staging import Staging
+from .manifest import build_manifest, plan_id
+from .publishers import publisher_for
+from .verify import verify
+
+if TYPE_CHECKING:
+    from ..planning.plan import OutputTarget, ReadPlan
+
+log = logging.getLogger("streamslice")
+
+
+def target_of(plan: ReadPlan) -> OutputTarget:
+    if plan.output is None:
+        raise CommitError("the plan names no output (plans made before version 2 cannot be "
+                          "committed; clear the plan task to plan again)")
+    return plan.output
+
+
+def staging_for(plan: ReadPlan, attempt: str) -> Staging:
+    """The staging area of one read attempt: ``<dataset>/_staging/<partition>/<attempt>``."""
+    dataset = target_of(plan).dataset.rstrip("/")
+    return Staging(f"{dataset}/_staging/{plan.partition}/{attempt}")
+
+
+def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
+                 now_ms: int) -> dict[str, Any]:
+    """Publish the staged output and return its manifest, or recognise that an earlier try of
+    the same plan already published it (its staging area is gone then)."""
+    publisher = publisher_for(target_of(plan))
+    if staging.fs.get_file_info(staging.root).type != pafs.FileType.NotFound:
+        figures = verify(plan, staging)
+        manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
+        faults.check("before_publish")
+        publisher.publish(plan, staging, manifest)
+        clean_attempts(plan)
+        return manifest
+    published = publisher.published_manifest(plan)
+    if published and published.get("plan_id") == plan_id(plan):
+        log.info("%s was already published by an earlier try of this run.", plan.partition)
+        return published
+    raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "
+                      "published from this plan; clear the read task to read it again")
+
+
+def clean_attempts(plan: ReadPlan) -> None:
+    """Staging left by failed tries of the same partition."""
+    fs, root = pafs.FileSystem.from_uri(target_of(plan).dataset.rstrip("/"))
+    path = f"{root}/_staging/{plan.partition}"
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        fs.delete_dir(path)

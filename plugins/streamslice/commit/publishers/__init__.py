@@ -1,0 +1,40 @@
+"""The Publisher contract and the registry of publishers.
+
+A publisher moves one verified staging area into the dataset as the plan's partition, in one
+step readers can rely on, and says whether a plan was already published (so a retried commit
+does not publish twice). A new output (a table format) is one module here plus one line in
+``PUBLISHERS``.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ...planning.plan import OutputTarget, ReadPlan
+    from ...reading.staging import Staging
+
+# OutputTarget.publisher → "module:Class", imported on first use.
+PUBLISHERS: dict[str, str] = {
+    "files": "streamslice.commit.publishers.files:FilesPublisher",
+}
+
+
+class Publisher(Protocol):
+    def __init__(self, output: OutputTarget) -> None: ...
+
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
+        """Publish the staged partition with its manifest; returns the partition's URI."""
+
+    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+        """The manifest the plan's partition was published with, if any."""
+
+
+def publisher_for(output: OutputTarget) -> Publisher:
+    try:
+        module, _, name = PUBLISHERS[output.publisher].partition(":")
+    except KeyError:
+        raise ValueError(f"unknown publisher {output.publisher!r} "
+                         f"(known: {', '.join(PUBLISHERS)})") from None
+    publisher: Publisher = getattr(importlib.import_module(module), name)(output)
+    return publisher

@@ -1,0 +1,84 @@
+"""Verification: the staged output is exactly what the plan asked for, before anything is
+published."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from ..errors import CommitError
+from ..reading.staging import DATA
+from ..sources import source_class
+
+if TYPE_CHECKING:
+    from ..planning.plan import ReadPlan
+    from ..reading.staging import Staging
+
+
+def verify(plan: ReadPlan, staging: Staging) -> dict[str, Any]:
+    """Every split reached its stop, and the staged records are exactly what the readers kept:
+    per split key, the staged count equals the summaries' count (no gap, no duplicate) and every
+    position lies inside the plan's ranges. Returns the figures; raises CommitError."""
+    summaries, problems = staging.summaries(), []
+    for split in plan.splits:
+        s = summaries.get(split.id)
+        if s is None:
+            problems.append(f"split {split.id} ({split.key}) left no summary")
+        elif not s.get("reached_stop"):
+            problems.append(f"split {split.id} ({split.key}) did not reach its stop")
+        elif (s.get("start") != split.start
+              or s.get("stop") != getattr(split, "stop", None)):
+            problems.append(f"split {split.id} ({split.key}) summary is for another range")
+    extra = set(summaries) - {s.id for s in plan.splits}
+    if extra:
+        problems.append(f"summaries for splits not in the plan: {sorted(extra)}")
+    expected: dict[str, int] = {}
+    for split in plan.splits:
+        s = summaries.get(split.id) or {}
+        expected[split.key] = expected.get(split.key, 0) + s.get("records", 0)
+    staged = staged_counts(plan, staging)
+    ranged = source_class(plan.source).verify_columns[1] is not None
+    for key in sorted(set(expected) | set(staged)):
+        got, want = staged.get(key, {}).get("records", 0), expected.get(key, 0)
+        if got != want:
+            problems.append(f"{key}: {got} records staged, readers kept {want}")
+        lo, hi = staged.get(key, {}).get("min"), staged.get(key, {}).get("max")
+        ranges = [(s.start, s.stop) for s in plan.splits if s.key == key] if ranged else []
+        if lo is not None and ranges and not (
+                min(r[0] for r in ranges) <= lo and hi < max(r[1] for r in ranges)):
+            problems.append(f"{key}: staged offsets {lo}..{hi} fall outside the plan")
+    dead = staging.dead_letter_rows()
+    dead_expected = sum((summaries.get(s.id) or {}).get("dead_letters", 0) for s in plan.splits)
+    if dead != dead_expected:
+        problems.append(f"{dead} dead letters staged, readers reported {dead_expected}")
+    if problems:
+        raise CommitError("staged output failed verification: " + "; ".join(problems))
+    return {"summaries": [summaries[s.id] for s in plan.splits], "per_key": staged,
+            "records": sum(expected.values()), "dead_letters": dead}
+
+
+def staged_counts(plan: ReadPlan, staging: Staging) -> dict[str, dict[str, Any]]:
+    """Records per split key (and min/max position where the source has one) from the
+    staged files."""
+    group, position = source_class(plan.source).verify_columns
+    info = staging.fs.get_file_info(f"{staging.root}/{DATA}")
+    if info.type == pafs.FileType.NotFound:
+        return {}
+    output_format = plan.output.format if plan.output else "parquet"
+    dataset = ds.dataset(f"{staging.root}/{DATA}", format=output_format,
+                         filesystem=staging.fs, exclude_invalid_files=True)
+    cols = list(group) + ([position] if position else [])
+    table = dataset.to_table(columns=cols)
+    if table.num_rows == 0:
+        return {}
+    aggs = [(cols[-1] if position else group[0], "count")]
+    if position:
+        aggs += [(position, "min"), (position, "max")]
+    out: dict[str, dict[str, Any]] = {}
+    for row in table.group_by(list(group)).aggregate(aggs).to_pylist():
+        key = ":".join(str(row[g]) for g in group)
+        out[key] = {"records": row[f"{aggs[0][0]}_count"]}
+        if position:
+            out[key].update(min=row[f"{position}_min"], max=row[f"{position}_max"])
+    return out

@@ -1,0 +1,23 @@
+"""Spark data source options as every source reads them: string values, keys compared
+case-insensitively (callers lower-case them), JSON where a value is structured."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def client_properties(opts: dict[str, str], prefix: str) -> dict[str, str]:
+    """``kafka.bootstrap.servers`` → ``bootstrap.servers`` for ``prefix`` ``kafka.``."""
+    return {k[len(prefix):]: v for k, v in opts.items() if k.lower().startswith(prefix)}
+
+
+def json_option(opts: dict[str, str], name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(opts[name])
+    except ValueError as exc:
+        raise ConfigError(f"option {name} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"option {name} must be a JSON object")
+    return value

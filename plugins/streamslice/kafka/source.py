@@ -1,0 +1,143 @@
+"""Kafka as a streamslice ``Source``: the ``kafka:`` block, planning through kafka-python's
+admin calls, readers on confluent-kafka (or kafka-python), resets, the consumer-group mirror."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, SourceError
+from ..sources import ReadRequest, ResetTarget, Source, SourcePlan
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..config.fields import Fields
+    from ..planning.plan import ReadPlan
+    from ..reading.decode import Decoder
+    from ..sources import PlanRequest
+    from .positions import Position as KafkaPosition
+    from .reader import KafkaSplitReader
+    from .split import KafkaSplit
+    from .subscriber import Subscriber
+
+
+@dataclass(frozen=True)
+class KafkaSource(Source):
+    subscriber: Subscriber
+    start: KafkaPosition
+    stop: KafkaPosition
+    bootstrap_servers: str | None = None
+    conn_id: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    client: str = "confluent-kafka"
+    on_data_loss: str = "fail"
+    max_records_per_split: int = 1_000_000
+    commit_group: str | None = None  # mirrors progress for lag monitors; never read back
+
+    kind = "kafka"
+    option_prefix = "kafka."
+    conn_type = "kafka"
+    verify_columns = (("topic", "partition"), "offset")
+
+    # -- configuration ----------------------------------------------------------------------
+    @classmethod
+    def parse(cls, f: Fields, mode: str, pipeline: str) -> KafkaSource:
+        from .config import parse_kafka
+        return parse_kafka(f, mode, pipeline)
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, dict[str, Any]]:
+        from .options import kafka_from_options
+        return kafka_from_options(options)
+
+    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+        props = dict(resolved or {})
+        props.update(self.properties)
+        if self.bootstrap_servers:
+            props["bootstrap.servers"] = self.bootstrap_servers
+        return props
+
+    def describe(self) -> str:
+        return self.subscriber.describe()
+
+    def describe_where(self) -> str:
+        return f"Kafka `{self.bootstrap_servers or 'connection ' + str(self.conn_id)}`"
+
+    def describe_bounds(self, mode: str) -> str:
+        if mode == "interval":
+            return "`data_interval_start` → `data_interval_end` by record timestamp"
+        return f"{self.start.describe()} → {self.stop.describe()}"
+
+    def describe_start(self) -> str:
+        return self.start.describe()
+
+    # -- planning ---------------------------------------------------------------------------
+    def _admin(self, properties: dict[str, Any]):
+        from .admin import KafkaAdmin
+        return KafkaAdmin(properties)
+
+    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+        with self._admin(properties) as admin:
+            return [tp.key for tp in self.subscriber.partitions(admin)]
+
+    def plan(self, request: PlanRequest) -> SourcePlan:
+        from .planner import plan_kafka
+        with self._admin(request.properties) as admin:
+            return plan_kafka(self, admin, request)
+
+    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+        """``to``: earliest | latest | {timestamp: ms} | {offsets: {"topic:p": offset}}."""
+        from .positions import Committed, PlanContext, parse_position
+        if to in ("TRIM_HORIZON", "LATEST"):
+            to = "earliest" if to == "TRIM_HORIZON" else "latest"
+        try:
+            spec = parse_position(to)
+        except ValueError as exc:
+            raise ConfigError(f"reset target: {exc}") from None
+        if isinstance(spec, Committed):
+            raise ConfigError("reset target: give earliest, latest, a timestamp or offsets")
+        with self._admin(properties) as admin:
+            tps = self.subscriber.partitions(admin)
+            known = {tp.key for tp in tps}
+            unknown = sorted(set(getattr(spec, "offsets", {})) - known)
+            if unknown:
+                raise ConfigError(f"reset target: {unknown[0]} is not a partition this "
+                                  f"pipeline reads ({', '.join(sorted(known))})")
+            ctx = PlanContext(admin, admin.beginning_offsets(tps), admin.end_offsets(tps))
+            return ResetTarget({tp.key: off for tp, off in spec.resolve(tps, ctx).items()})
+
+    def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
+        return {"client": self.client}
+
+    def after_commit(self, positions: dict[str, Any], properties: dict[str, Any]) -> None:
+        if not self.commit_group:
+            return
+        from .groups import commit_to_group
+        try:
+            commit_to_group(properties, self.commit_group, positions)
+        except SourceError as exc:  # reporting only: never fails the run
+            import logging
+            logging.getLogger("streamslice").warning(
+                "%s (the checkpoint in Airflow is unaffected)", exc)
+
+    # -- reading ----------------------------------------------------------------------------
+    @classmethod
+    def split_from_dict(cls, data: dict[str, Any]) -> KafkaSplit:
+        from ..planning.plan import build
+        from .split import KafkaSplit
+        split: KafkaSplit = build(KafkaSplit, data)
+        return split
+
+    @classmethod
+    def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
+        from .reader import record_schema
+        return record_schema(decoder, plan.mode == "interval")
+
+    @classmethod
+    def open_reader(cls, split: KafkaSplit, request: ReadRequest) -> KafkaSplitReader:
+        from .reader import KafkaSplitReader
+        client = request.options.get("client") or request.plan.source_info.get("client")
+        return KafkaSplitReader(split, properties=request.properties,
+                                client=client or "confluent-kafka", decoder=request.decoder,
+                                interval=request.plan.interval, staging=request.staging,
+                                fault=request.fault)

@@ -1,0 +1,162 @@
+"""Kinesis Data Streams as a streamslice ``Source``: the ``kinesis:`` block, shard planning,
+polling and Enhanced Fan-Out readers, checkpoints from what the readers saw, EFO setup and
+teardown tasks."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..sources import LifecycleTask, ReadRequest, ResetTarget, Source, SourcePlan
+from .polling import PollingSettings
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..config.fields import Fields
+    from ..planning.plan import ReadPlan
+    from ..reading.decode import Decoder
+    from ..sources import PlanRequest
+    from .positions import Position, Stop
+    from .reader import KinesisSplitReader
+    from .split import KinesisSplit
+
+GLUE = "streamslice.airflow.efo"
+
+
+@dataclass(frozen=True)
+class KinesisSource(Source):
+    streams: tuple[str, ...]  # names or ARNs
+    start: Position
+    stop: Stop
+    region: str | None = None
+    endpoint_url: str | None = None
+    conn_id: str | None = None
+    credentials: dict[str, str] = field(default_factory=dict)
+    reader: str = "polling"  # or "efo"
+    efo_registration: str = "per_run"
+    efo_consumer_name: str | None = None
+    efo_consumer_arns: dict[str, str] = field(default_factory=dict)  # registration none
+    efo_sweep_after_ms: int = 3_600_000
+    polling: PollingSettings = field(default_factory=PollingSettings)
+    on_data_loss: str = "fail"
+
+    kind = "kinesis"
+    option_prefix = "aws."
+    conn_type = "aws"
+    verify_columns = (("stream", "shardId"), None)
+
+    # -- configuration ----------------------------------------------------------------------
+    @classmethod
+    def parse(cls, f: Fields, mode: str, pipeline: str) -> KinesisSource:
+        from .config import parse_kinesis
+        return parse_kinesis(f, mode, pipeline)
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:
+        from .options import kinesis_from_options
+        return kinesis_from_options(options)
+
+    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+        props = dict(resolved or {})
+        for key, value in (("region", self.region), ("endpoint_url", self.endpoint_url)):
+            if value:
+                props[key] = value
+        props.update(self.credentials)
+        return props
+
+    def describe(self) -> str:
+        return ", ".join(self.streams) + (" (EFO)" if self.reader == "efo" else "")
+
+    def describe_where(self) -> str:
+        return f"Kinesis `{self.region or 'default region'}`"
+
+    def describe_bounds(self, mode: str) -> str:
+        if mode == "interval":
+            return ("AT_TIMESTAMP `data_interval_start` → first record arriving at or after "
+                    "`data_interval_end`")
+        return f"{self.start.describe()} (new shards) / checkpoint → {self.stop.describe()}"
+
+    def describe_start(self) -> str:
+        return self.start.describe()
+
+    # -- planning ---------------------------------------------------------------------------
+    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+        from .client import make_client
+        from .planner import list_shards, stream_names
+        client = make_client(properties)
+        keys = []
+        for ref in self.streams:
+            name, _ = stream_names(client, ref)
+            keys += [f"{name}:{s['ShardId']}" for s in list_shards(client, name)]
+        return keys
+
+    def plan(self, request: PlanRequest) -> SourcePlan:
+        from .planner import plan_kinesis
+        return plan_kinesis(self, request)
+
+    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+        from .checkpoint import reset_target
+        keys = self.split_keys(properties) if isinstance(to, dict) and "offsets" in to else []
+        return reset_target(to, keys, int(time.time() * 1000))
+
+    def lifecycle_tasks(self) -> list[LifecycleTask]:
+        if self.reader != "efo" or self.efo_registration == "none":
+            return []
+        tasks = [LifecycleTask("efo_register", f"{GLUE}.efo_register_task", "setup",
+                               "Register (or reuse) the EFO consumer and wait until it is "
+                               "ACTIVE.")]
+        if self.efo_registration == "per_run":
+            tasks += [LifecycleTask("efo_sweep", f"{GLUE}.efo_sweep_task", "before_setup",
+                                    "Deregister consumers left over by crashed runs."),
+                      LifecycleTask("efo_deregister", f"{GLUE}.efo_deregister_task",
+                                    "teardown", "Deregister this run's consumer, also after "
+                                    "a failed read.")]
+        return tasks
+
+    def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
+        if self.reader != "efo":
+            return {}
+        if self.efo_registration == "none":
+            return {"consumer_arns": dict(self.efo_consumer_arns)}
+        return {"consumer_arns": setup_results.get("efo_register")}
+
+    # -- reading ----------------------------------------------------------------------------
+    @classmethod
+    def split_from_dict(cls, data: dict[str, Any]) -> KinesisSplit:
+        from ..planning.plan import build
+        from .split import KinesisSplit
+        split: KinesisSplit = build(KinesisSplit, data)
+        return split
+
+    @classmethod
+    def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
+        from .reader import record_schema
+        return record_schema(decoder)
+
+    @classmethod
+    def open_reader(cls, split: KinesisSplit, request: ReadRequest) -> KinesisSplitReader:
+        from .planner import settings_from_dict
+        from .reader import KinesisSplitReader
+        info = request.plan.source_info  # region and endpoint are not secrets: the plan has them
+        props = {**{k: info[k] for k in ("region", "endpoint_url") if info.get(k)},
+                 **request.properties}
+        arns = request.options.get("consumer_arns") or {}
+        return KinesisSplitReader(split, properties=props, decoder=request.decoder,
+                                  staging=request.staging, fault=request.fault,
+                                  settings=settings_from_dict(info.get("polling")),
+                                  consumer_arn=arns.get(split.stream))
+
+    # -- commit -----------------------------------------------------------------------------
+    @classmethod
+    def next_positions(cls, plan: ReadPlan, summaries: dict[int, dict[str, Any]],
+                       base: dict[str, Any]) -> dict[str, Any]:
+        from .checkpoint import next_positions
+        return next_positions(plan, summaries, base)
+
+    @classmethod
+    def describe_position(cls, position: Any) -> str:
+        from .positions import position_from_dict
+        if isinstance(position, dict) and "type" in position:
+            return position_from_dict(position).describe()
+        return str(position)

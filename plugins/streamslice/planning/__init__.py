@@ -1,0 +1,1 @@
+"""Planning: the ReadPlan, the run planner, interval bounds and range splitting."""

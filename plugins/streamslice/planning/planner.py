@@ -1,0 +1,44 @@
+"""Turn a configured source + run context into a ReadPlan (the driver side, before Spark)."""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..sources import PlanRequest
+from ..timeutil import from_ms
+from .plan import Interval, OutputTarget, ReadPlan
+
+if TYPE_CHECKING:
+    from ..commit.checkpoint import Checkpoint
+    from ..config.pipeline import Decoding
+    from ..sources import Mode, Source
+
+
+def partition_name(mode: str, interval: Interval | None = None, batch: int | None = None,
+                   run_id: str | None = None) -> str:
+    """The output partition a run publishes to, relative to the pipeline's dataset."""
+    if mode == "interval":
+        assert interval is not None
+        return "interval=" + from_ms(interval.start).strftime("%Y%m%dT%H%M%SZ")
+    if mode == "incremental":
+        return f"batch={batch:08d}"
+    return "run=" + "".join(c if c.isalnum() or c in "-_." else "_" for c in (run_id or "manual"))
+
+
+def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | None = None,
+             output: OutputTarget | None = None, interval: Interval | None = None,
+             checkpoint: Checkpoint | None = None, run_id: str | None = None,
+             properties: dict[str, Any] | None = None, now_ms: int | None = None) -> ReadPlan:
+    """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state."""
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    props = properties if properties is not None else source.client_properties()
+    planned = source.plan(PlanRequest(mode=mode, properties=props, now_ms=now_ms,
+                                      interval=interval, checkpoint=checkpoint))
+    batch = (checkpoint.batch if checkpoint else 0) + 1 if mode == "incremental" else None
+    return ReadPlan(
+        pipeline=pipeline, source=source.kind, mode=mode, planned_at=now_ms,
+        splits=planned.splits, partition=partition_name(mode, interval, batch, run_id),
+        output=output, run_id=run_id, interval=interval, batch=batch,
+        base_checkpoint=checkpoint.to_dict() if checkpoint else None,
+        next_positions=planned.next_positions, gaps=planned.gaps,
+        decode=decode.to_dict() if decode else {}, source_info=planned.info)

@@ -1,0 +1,1 @@
+"""Reading: the split-reader loop shared by every source, decoding, staging, summaries."""

@@ -1,0 +1,79 @@
+"""The split-reader loop every source shares (FLIP-27's SourceReader): fetch → decode → dead
+letters → Arrow batches, then the split's summary and dead letters to the staging area.
+
+A source's reader says how to fetch raw batches, which positions a raw batch holds and how it
+becomes Arrow; this loop does the rest, the same way for every source.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
+
+import pyarrow as pa
+
+from .. import faults
+from ..errors import DecodeError, StreamsliceError
+from .stats import SplitStats
+
+if TYPE_CHECKING:
+    from .decode import Decoder
+    from .staging import Staging
+
+
+class SplitReader(ABC):
+    dead_letter_schema: ClassVar[pa.Schema]
+
+    def __init__(self, split: Any, *, decoder: Decoder, staging: Staging | None = None,
+                 fault: str | None = None) -> None:
+        self.split, self.decoder, self.staging, self.fault = split, decoder, staging, fault
+        self.stats = SplitStats(split)
+        self._dead: list[pa.RecordBatch] = []
+
+    @abstractmethod
+    def fetch(self) -> Iterable[Any]:
+        """Raw batches from the split's start until its stop; never a short read."""
+
+    @abstractmethod
+    def positions(self, raw: Any) -> list[Any]:
+        """The positions (offsets, sequence numbers) a raw batch holds, in order."""
+
+    @abstractmethod
+    def to_arrow(self, raw: Any) -> pa.RecordBatch | None:
+        """Kept, decoded records of a raw batch (dead letters go to ``dead_letters``)."""
+
+    def summary_extra(self) -> dict[str, Any]:
+        """Source-specific figures for the split's summary."""
+        return {}
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        try:
+            for raw in self.fetch():
+                self.stats.scanned(self.positions(raw))
+                batch = self.to_arrow(raw)
+                if batch is not None and batch.num_rows:
+                    yield batch
+                faults.check("read", self.split.id, self.stats.d["scanned"], self.fault)
+        except StreamsliceError as exc:
+            if exc.split is None:
+                exc.split = self.split.id
+            raise
+        self.stats.reached_stop()
+        self.stats.note(**self.summary_extra())
+        if self.staging is not None:
+            self.staging.finish_split(self.split.id, self._dead, self.dead_letter_schema,
+                                      self.stats.to_dict())
+
+    def failed_rows(self, errors: dict[int, str], rows: int,
+                    describe: Callable[[int], str]) -> tuple[list[int], list[int]]:
+        """Rows that did not decode and rows that did, or DecodeError when the pipeline says
+        ``on_error: fail``. ``describe(row)`` names a row's position."""
+        if errors and self.decoder.on_error == "fail":
+            row = min(errors)
+            raise DecodeError(f"{self.split.key} {describe(row)}: {errors[row]} "
+                              "(format.on_error is fail)", split=self.split.id)
+        bad = sorted(errors)
+        return bad, [i for i in range(rows) if i not in errors]
+
+    def dead_letters(self, batch: pa.RecordBatch) -> None:
+        self.stats.dead_letters(batch.num_rows)
+        self._dead.append(batch)

@@ -1,0 +1,191 @@
+"""The Source contract (FLIP-27's split enumerator and reader factory, as one class per source)
+and the registry of sources.
+
+A source package (``kafka/``, ``kinesis/``) implements ``Source`` once and is registered in
+``SOURCES`` by one line. Nothing outside the source packages branches on the source kind: the
+config reads the block named after a registered kind, the planner calls ``plan``, Spark
+executors call ``open_reader`` with the split the plan holds, the commit verifies with
+``verify_columns`` and advances with ``next_positions``, the CLI resets with
+``reset_positions``.
+"""
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .commit.checkpoint import Checkpoint
+    from .config.fields import Fields
+    from .planning.plan import Interval, ReadPlan
+    from .reading.decode import Decoder
+    from .reading.loop import SplitReader
+    from .reading.staging import Staging
+
+Mode = Literal["interval", "incremental", "bounded"]
+
+# kind → "module:Class"; imported on first use, so a Kafka run never loads boto3.
+SOURCES: dict[str, str] = {
+    "kafka": "streamslice.kafka.source:KafkaSource",
+    "kinesis": "streamslice.kinesis.source:KinesisSource",
+}
+
+
+def source_class(kind: str) -> type[Source]:
+    try:
+        module, _, name = SOURCES[kind].partition(":")
+    except KeyError:
+        raise ValueError(f"unknown source {kind!r} (known: {', '.join(SOURCES)})") from None
+    cls: type[Source] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+@dataclass
+class PlanRequest:
+    """What one run asks of its source."""
+
+    mode: Mode
+    properties: dict[str, Any]
+    now_ms: int
+    interval: Interval | None = None
+    checkpoint: Checkpoint | None = None
+
+
+@dataclass
+class SourcePlan:
+    """What a source's planner returns, the same shape for every source."""
+
+    splits: list[Any]
+    gaps: list[dict[str, Any]] = field(default_factory=list)
+    next_positions: dict[str, Any] = field(default_factory=dict)  # {} when readers decide
+    info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
+
+
+@dataclass
+class ReadRequest:
+    """What an executor has for one split: the plan, client properties and read options."""
+
+    plan: ReadPlan
+    properties: dict[str, Any]
+    decoder: Decoder
+    staging: Staging | None = None
+    fault: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResetTarget:
+    """Where a reset points the checkpoint: positions per split key, and source state."""
+
+    positions: dict[str, Any]
+    source_state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LifecycleTask:
+    """A task a source needs around the read (Kinesis EFO registration). ``callable`` is a
+    dotted path into the Airflow glue, so the core never imports Airflow."""
+
+    task_id: str
+    callable: str
+    role: Literal["before_setup", "setup", "teardown"]
+    doc: str
+
+
+class Source(ABC):
+    """One configured source. Instances are frozen dataclasses parsed from the YAML block."""
+
+    kind: ClassVar[str]
+    option_prefix: ClassVar[str]  # client properties as Spark options: "kafka." / "aws."
+    conn_type: ClassVar[str]  # the Airflow connection type ``conn_id`` refers to
+    conn_id: str | None
+
+    # -- configuration ----------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def parse(cls, f: Fields, mode: str, pipeline: str) -> Source:
+        """The source's YAML block (``f``) → a validated source."""
+
+    @classmethod
+    @abstractmethod
+    def from_options(cls, options: dict[str, str]) -> tuple[Source, dict[str, Any]]:
+        """Spark data source options (lower-cased keys) → (source, client properties)."""
+
+    @abstractmethod
+    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Client properties: ``resolved`` (from a connection) overlaid by the YAML's own."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """What is read, in a few words (topics, streams)."""
+
+    @abstractmethod
+    def describe_where(self) -> str:
+        """Where it is read from (brokers, region)."""
+
+    @abstractmethod
+    def describe_bounds(self, mode: str) -> str:
+        """How a run's start and stop are chosen, for the DAG docs."""
+
+    @abstractmethod
+    def describe_start(self) -> str:
+        """Where a first run starts."""
+
+    # -- planning (driver) -------------------------------------------------------------------
+    @abstractmethod
+    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+        """Every partition / shard this source reads now, as split keys."""
+
+    @abstractmethod
+    def plan(self, request: PlanRequest) -> SourcePlan:
+        """Resolve start and stop into concrete splits for one run."""
+
+    @abstractmethod
+    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+        """A reset target (as the CLI takes it) → the checkpoint it means."""
+
+    def lifecycle_tasks(self) -> list[LifecycleTask]:
+        return []
+
+    def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
+        """Options for the readers, from the config and the setup tasks' results."""
+        return {}
+
+    def after_commit(self, positions: dict[str, Any], properties: dict[str, Any]) -> None:
+        """Reporting after the checkpoint advanced (e.g. a consumer-group mirror)."""
+
+    # -- reading (executors: these only get the plan) --------------------------------------
+    @classmethod
+    @abstractmethod
+    def split_from_dict(cls, data: dict[str, Any]) -> Any:
+        """A split as the plan's JSON holds it → the split object."""
+
+    @classmethod
+    @abstractmethod
+    def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
+        """The Arrow schema of the records this source's readers produce."""
+
+    @classmethod
+    @abstractmethod
+    def open_reader(cls, split: Any, request: ReadRequest) -> SplitReader:
+        """A reader for one split."""
+
+    # -- commit ---------------------------------------------------------------------------
+    verify_columns: ClassVar[tuple[tuple[str, ...], str | None]]
+    """(columns naming a split key, position column to range-check or None)."""
+
+    @classmethod
+    def next_positions(cls, plan: ReadPlan, summaries: dict[int, dict[str, Any]],
+                       base: dict[str, Any]) -> dict[str, Any]:
+        """The checkpoint positions after ``plan`` committed. By default the plan knows them;
+        a source whose readers decide (Kinesis) overrides this."""
+        merged = dict(base)
+        merged.update(plan.next_positions)
+        return merged
+
+    @classmethod
+    def describe_position(cls, position: Any) -> str:
+        return str(position)

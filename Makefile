@@ -7,13 +7,22 @@ STAMP  := $(VENV)/.installed
 
 NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-.PHONY: demo test venv tools lock bench clean
+.PHONY: demo test test-fast lint venv tools lock bench clean
 
 demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
 
-test: venv tools
+# Lint and type-check first: either failing fails the test run.
+test: venv tools lint
 	$(BIN)/python -m pytest
+
+# The unit tests alone (pure logic, no services): seconds.
+test-fast: venv
+	$(BIN)/python -m pytest -q tests/unit
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # Debian packages the tests and the benchmark use (a headless browser for the UI test, kcat
 # as a benchmark baseline), and the pinned Node packages (the local Kinesis server).

@@ -175,7 +175,8 @@ def main():
                                       TOPIC),
                                      ("d streamslice confluent-kafka (warm)", "confluent-kafka",
                                       TOPIC),
-                                     ("d streamslice kafka-python (subset)", "kafka-python", SMALL)):
+                                     ("d streamslice kafka-python (subset)", "kafka-python",
+                                      SMALL)):
             n, secs, jvm = streamslice_read(broker.bootstrap, client, work / "out", topic)
             results[label] = (n, secs)
             runs.append((label, jvm))

@@ -260,7 +260,8 @@ class AirflowServices:
             "AIRFLOW__CORE__PARALLELISM": "4", "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
             # SQLite has one writer: wait for the lock rather than fail at once.
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "devtools.airflow_db.SQLITE_CONNECT_ARGS",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS":
+                "devtools.airflow_db.SQLITE_CONNECT_ARGS",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"})
         self.env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
         self.env.update(env or {})

@@ -1,6 +1,8 @@
 """Operator alerts: what is worth waking someone for, decided by pure rules over a run's
 manifest and the pipeline's recent history. Delivery (SNS, log, any Airflow notifier) is the
 Airflow glue's business."""
+from __future__ import annotations
+
 import json
 from dataclasses import asdict, dataclass, field
 
@@ -14,9 +16,9 @@ class Alert:
     kind: str
     pipeline: str
     message: str
-    run_id: str = None
-    interval: dict = None  # {"start": ISO, "end": ISO}
-    link: str = None
+    run_id: str | None = None
+    interval: dict | None = None  # {"start": ISO, "end": ISO}
+    link: str | None = None
     details: dict = field(default_factory=dict)
 
     @property
@@ -30,21 +32,24 @@ class Alert:
 @dataclass(frozen=True)
 class AlertRules:
     notifiers: tuple = ()  # ({"type": "sns", …}, {"class": "pkg.mod.Notifier", "args": {…}})
-    lag_records: int = None  # Kafka: records behind the high watermark at plan time
-    lag_millis: int = None  # Kinesis: MillisBehindLatest
-    dead_letters: int = None  # a run with at least this many dead letters
-    empty_intervals: int = None  # this many consecutive empty runs
-    deadline: int = None  # ms a run may take
+    lag_records: int | None = None  # Kafka: records behind the high watermark at plan time
+    lag_millis: int | None = None  # Kinesis: MillisBehindLatest
+    dead_letters: int | None = None  # a run with at least this many dead letters
+    empty_intervals: int | None = None  # this many consecutive empty runs
+    deadline: int | None = None  # ms a run may take
 
 
 def parse_alerts(f):
     """The ``alerts:`` block (``f`` is a Fields)."""
     notifiers = []
     for i, item in enumerate(f.raw("notifiers", []) or []):
-        if not isinstance(item, dict) or len(item) != 1:
+        shape_ok = isinstance(item, dict) and (
+            len(item) == 1 or (set(item) == {"class", "args"}))
+        if not shape_ok:
             raise f.error(f"entry {i + 1} must be one of {{sns: …}}, {{log: {{}}}} or "
                           "{class: pkg.Notifier, args: …}", "notifiers")
-        (kind, spec), = item.items()
+        kind = "class" if "class" in item else next(iter(item))
+        spec = item[kind]
         spec = spec or {}
         if kind == "sns":
             if not isinstance(spec, dict) or not spec.get("topic_arn"):
@@ -60,8 +65,11 @@ def parse_alerts(f):
             if not isinstance(spec, str) or "." not in spec:
                 raise f.error(f"entry {i + 1}: class must be a dotted path to an Airflow "
                               "notifier", "notifiers")
-            notifiers.append({"type": "class", "class": spec,
-                              "args": item.get("args", {})})
+            args = item.get("args") or {}
+            if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
+                raise f.error(f"entry {i + 1}: args must map the notifier's keyword "
+                              "arguments to values", "notifiers")
+            notifiers.append({"type": "class", "class": spec, "args": dict(args)})
         else:
             raise f.error(f"entry {i + 1}: {kind!r} is not sns, log or class", "notifiers")
     rules = AlertRules(

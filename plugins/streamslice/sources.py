@@ -154,7 +154,7 @@ class Source(ABC):
         """Options for the readers, from the config and the setup tasks' results."""
         return {}
 
-    def after_commit(self, positions: dict[str, Any], properties: dict[str, Any]) -> None:
+    def after_commit(self, positions: dict[str, Any], properties: dict[str, Any]) -> None:  # noqa: B027
         """Reporting after the checkpoint advanced (e.g. a consumer-group mirror)."""
 
     # -- reading (executors: these only get the plan) --------------------------------------

@@ -39,7 +39,8 @@ def parse_iso(text):
     try:
         return to_ms(datetime.fromisoformat(text.strip()))
     except ValueError:
-        raise ValueError(f"{text!r} is not an ISO-8601 timestamp (e.g. 2024-05-01T00:00:00Z)") from None
+        raise ValueError(f"{text!r} is not an ISO-8601 timestamp "
+                         "(e.g. 2024-05-01T00:00:00Z)") from None
 
 
 def parse_timestamp_ms(value):

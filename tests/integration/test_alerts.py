@@ -2,6 +2,8 @@
 local moto_server, read back from a subscribed SQS queue. Real Airflow (dag.test), real broker,
 real Spark."""
 
+import json
+
 import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -68,7 +70,7 @@ def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerti
         assert alert["link"].endswith(f"/dags/{cfg.name}/runs/" +
                                       run.run_id.replace(":", "%3A").replace("+", "%2B"))
 
-    for i in range(10):  # then offsets 40..44 expire before the next run reads them
+    for _ in range(10):  # then offsets 40..44 expire before the next run reads them
         p.produce(topic, value=b'{"n": 1}', partition=0)
     p.flush(30)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # keep it alive for the future
@@ -111,3 +113,35 @@ def test_consecutive_empty_intervals_alert(broker, spark, airflow_db, alerting):
     assert alert["details"]["empty_runs"] == 2
     assert alert["interval"] == {"start": "2024-05-01T02:00:00.000Z",
                                  "end": "2024-05-01T03:00:00.000Z"}
+
+
+def test_a_class_notifier_gets_its_args(broker, spark, airflow_db, tmp_path):
+    """``{class: pkg.Notifier, args: {…}}`` as the README shows it: the notifier is built
+    with the args and receives the alert through Airflow."""
+    topic = unique("classy")
+    create_topic(broker.bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    p.produce(topic, value=b'{"n": 1}')
+    p.produce(topic, value=b"not json")
+    p.flush(30)
+    sink = tmp_path / "alerts.jsonl"
+    cfg = write_pipeline(unique("classy"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+format:
+  value: json
+  schema: {{n: long}}
+alerts:
+  dead_letters: 1
+  notifiers:
+    - class: tests.support.alerts.FileNotifier
+      args: {{path: "{sink}", label: on-call}}
+output:
+  path: {tmp_path / "lake"}
+""")
+    run_dag(cfg)
+    got = [json.loads(line) for line in sink.read_text().splitlines()]
+    assert got == [{"label": "on-call", "kind": "dead_letters", "pipeline": cfg.name}]

@@ -4,14 +4,16 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import PIPELINES_DIR, ROOT
-from tests.support.kinesis import create_stream
+from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import run_dag, unique, write_pipeline
 
 pytestmark = pytest.mark.integration
@@ -117,3 +119,64 @@ def test_efo_list_and_sweep(kinesis):
     finally:
         for key in env_keys:
             os.environ.pop(key)
+
+
+def test_kinesis_offsets_reset_then_runs_read_from_there(kinesis, spark, airflow_db, tmp_path):
+    """Resets to TRIM_HORIZON, a timestamp, explicit sequence numbers and LATEST, each followed
+    by a run that reads exactly from there."""
+    client = kinesis.client()
+    stream = unique("reset")
+    create_stream(client, stream, 1)
+    cfg = write_pipeline(unique("kreset"), f"""
+mode: incremental
+retries: 0
+kinesis:
+  stream: {stream}
+  region: us-east-1
+  endpoint_url: {kinesis.endpoint}
+  credentials: {{access_key_id: test, secret_access_key: test}}
+format:
+  value: string
+output:
+  path: {tmp_path}
+""")
+    dataset = cfg.output.dataset(cfg.name)
+
+    def run_and_read(batch):
+        run_dag(cfg)
+        table = ds.dataset(f"{dataset}/batch={batch:08d}").to_table()
+        return sorted(table.column("data").to_pylist())
+
+    def reset(*args):
+        out = cli("offsets", "reset", cfg.name, *args, "--json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    def send(prefix, n):
+        return [seq for _, seq in put(client, stream, [f"{prefix}{i}".encode() for i in range(n)])]
+
+    send("a", 3)
+    assert run_and_read(1) == ["a0", "a1", "a2"]
+    cp = reset("--to", "TRIM_HORIZON")
+    assert cp["positions"] == {} and cp["source_state"]["initial_position"] == \
+        {"type": "TRIM_HORIZON"} and cp["batch"] == 1
+    assert run_and_read(2) == ["a0", "a1", "a2"]
+
+    time.sleep(1.2)
+    mark = int(time.time() * 1000)
+    time.sleep(0.3)
+    b = send("b", 4)
+    reset("--to", str(mark))
+    assert run_and_read(3) == ["b0", "b1", "b2", "b3"]
+
+    key = f"{stream}:shardId-000000000000"
+    cp = reset("--offsets", json.dumps({key: b[2]}))
+    assert cp["positions"] == {key: {"at": b[2]}}
+    assert run_and_read(4) == ["b2", "b3"]
+
+    reset("--to", "LATEST")
+    send("c", 2)
+    assert run_and_read(5) == ["c0", "c1"]
+
+    bad = cli("offsets", "reset", cfg.name, "--offsets", json.dumps({f"{stream}:nope": "1"}))
+    assert bad.returncode == 1 and "is not a shard this pipeline reads" in bad.stderr

@@ -35,3 +35,26 @@ def sns_to_sqs():
 def aws_conn(moto):
     return json.dumps({"conn_type": "aws", "login": "test", "password": "test",
                        "extra": {"region_name": "us-east-1", "endpoint_url": moto.endpoint}})
+
+
+try:
+    from airflow.sdk import BaseNotifier
+except ImportError:  # unit tests without Airflow never load the notifier
+    BaseNotifier = object
+
+
+class FileNotifier(BaseNotifier):
+    """A user's own notifier, as a pipeline names it: ``{class: …, args: {path, label}}``.
+    Appends each alert, with the label it was configured with, to a JSON-lines file."""
+
+    template_fields = ()
+
+    def __init__(self, path, label):
+        super().__init__()
+        self.path, self.label = path, label
+
+    def notify(self, context):
+        alert = context["streamslice_alert"]
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"label": self.label, "kind": alert.kind,
+                                "pipeline": alert.pipeline}) + "\n")

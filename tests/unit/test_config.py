@@ -3,8 +3,14 @@ import pytest
 
 from streamslice.config import load_pipelines, parse_pipeline
 from streamslice.errors import ConfigError
-from streamslice.kafka.positions import (Committed, Earliest, IntervalEnd, Latest, Specified,
-                                         Timestamp)
+from streamslice.kafka.positions import (
+    Committed,
+    Earliest,
+    IntervalEnd,
+    Latest,
+    Specified,
+    Timestamp,
+)
 
 GOOD = """\
 mode: incremental

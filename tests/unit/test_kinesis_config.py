@@ -1,10 +1,9 @@
 """The kinesis block: native keys, Flink consumer properties mapped onto them, clear errors."""
 import pytest
 
-from streamslice.kinesis.positions import ArrivedBefore, AtTimestamp
-
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
+from streamslice.kinesis.positions import ArrivedBefore, AtTimestamp
 
 NATIVE = """\
 mode: incremental

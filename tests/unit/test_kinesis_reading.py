@@ -10,8 +10,8 @@ from streamslice.kinesis.client import Backoff
 from streamslice.kinesis.deaggregate import deaggregate
 from streamslice.kinesis.efo import subscribe
 from streamslice.kinesis.planner import _check_trimmed
-from streamslice.kinesis.positions import AfterSequenceNumber, TrimHorizon
 from streamslice.kinesis.polling import PollingSettings, ShardRead, poll
+from streamslice.kinesis.positions import AfterSequenceNumber, TrimHorizon
 from streamslice.kinesis.split import KinesisSplit
 
 T0 = 1_714_521_600_000

@@ -2,10 +2,10 @@
 by the integration tests). The fake answers offset look-ups from an in-memory log."""
 import pytest
 
+from streamslice.commit.checkpoint import Checkpoint
 from streamslice.config import parse_pipeline
 from streamslice.errors import DataLossError, PlanError, SourceError
 from streamslice.kafka.admin import TopicPartition
-from streamslice.commit.checkpoint import Checkpoint
 from streamslice.kafka.planner import plan_kafka as _plan_kafka
 from streamslice.planning.plan import Interval
 from streamslice.sources import PlanRequest

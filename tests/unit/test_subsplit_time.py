@@ -1,8 +1,14 @@
 import pytest
 
 from streamslice.planning.subsplit import subsplit
-from streamslice.timeutil import (java_to_strptime, parse_date_string_ms, parse_duration_ms,
-                                  parse_epoch_seconds_ms, parse_flexible_ms, parse_timestamp_ms)
+from streamslice.timeutil import (
+    java_to_strptime,
+    parse_date_string_ms,
+    parse_duration_ms,
+    parse_epoch_seconds_ms,
+    parse_flexible_ms,
+    parse_timestamp_ms,
+)
 
 
 @pytest.mark.parametrize("start, stop, most", [(0, 10, 3), (5, 1005, 100), (0, 7, 7),

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from ..commit.manifest import read_manifest
-from ..errors import ConfigError, StreamsliceError
 from ..config.schedule import intervals_between
+from ..errors import ConfigError, StreamsliceError
 from ..planning.planner import partition_name
 from ..timeutil import from_ms, iso
 

@@ -18,7 +18,7 @@ CALLBACK = "streamslice.airflow.deadline.deadline_missed"
 def deadline_for(cfg):
     if not cfg.alerts or not cfg.alerts.deadline:
         return None
-    from airflow.sdk import AsyncCallback, DeadlineAlert, DeadlineReference
+    from airflow.sdk import AsyncCallback, DeadlineAlert, DeadlineReference  # type: ignore[attr-defined]
     return DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT,
                          interval=timedelta(milliseconds=cfg.alerts.deadline),
                          callback=AsyncCallback(CALLBACK, kwargs={"pipeline_file": cfg.file}))

@@ -27,4 +27,5 @@ def dag_doc(cfg):
 
 
 def error_doc(err):
-    return f"# Invalid pipeline file\n\n```\n{err}\n```\n\nFix the file; run `streamslice validate`."
+    return (f"# Invalid pipeline file\n\n```\n{err}\n```\n\n"
+            "Fix the file; run `streamslice validate`.")

@@ -3,10 +3,13 @@ help, and the original error kept on the Airflow exception for the failure alert
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ..errors import StreamsliceError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 log = logging.getLogger("streamslice")
 

@@ -27,8 +27,12 @@ def build_dags(folder):
 
 
 def _timetable(cfg):
-    from airflow.sdk import (CronDataIntervalTimetable, CronTriggerTimetable,
-                             DeltaDataIntervalTimetable, DeltaTriggerTimetable)
+    from airflow.sdk import (
+        CronDataIntervalTimetable,
+        CronTriggerTimetable,
+        DeltaDataIntervalTimetable,
+        DeltaTriggerTimetable,
+    )
     if not cfg.schedule:
         return None
     delta = schedule_delta_ms(cfg.schedule)

@@ -34,7 +34,8 @@ class Checkpoint:
     def from_dict(cls, data: dict[str, Any] | None) -> Checkpoint | None:
         if not data:
             return None
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+        known: dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
 
 
 def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,

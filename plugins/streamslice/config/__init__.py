@@ -1,6 +1,13 @@
 """Pipeline files: YAML → a validated, typed ``PipelineConfig``."""
-from .pipeline import (Decoding, Output, PipelineConfig, SparkSettings, load_pipeline,
-                       load_pipelines, parse_pipeline)
+from .pipeline import (
+                       Decoding,
+                       Output,
+                       PipelineConfig,
+                       SparkSettings,
+                       load_pipeline,
+                       load_pipelines,
+                       parse_pipeline,
+)
 
 __all__ = ["Decoding", "Output", "PipelineConfig", "SparkSettings", "load_pipeline",
            "load_pipelines", "parse_pipeline"]

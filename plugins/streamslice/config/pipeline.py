@@ -37,7 +37,7 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 class Decoding:
     value: str = "raw"
     key: str = "raw"
-    schema: tuple = ()  # ((name, type), ...) for json
+    schema: tuple[tuple[str, str], ...] = ()  # ((name, type), ...) for json
     on_error: str = "dead_letter"  # or "fail"
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def load_pipelines(folder):
             configs.append(load_pipeline(path))
         except ConfigError as exc:
             errors.append(exc)
-    names = {}
+    names: dict[str, str] = {}
     for cfg in configs:
         if cfg.name in names:
             errors.append(ConfigError(f"pipeline name {cfg.name!r} is also used by "
@@ -222,7 +222,7 @@ def _schedule(f, mode):
 
 def _decoding(f):
     value = f.str("value", "raw", choices=VALUE_FORMATS)
-    schema = ()
+    schema: tuple[tuple[str, str], ...] = ()
     if f.has("schema"):
         if value != "json":
             raise f.error("is only used with value: json", "schema")

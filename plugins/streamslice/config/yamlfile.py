@@ -1,12 +1,14 @@
 """Load YAML keeping the line of every key, so config errors can say ``file:line``."""
+from __future__ import annotations
+
 import yaml
 
 
 class LineDict(dict):
     """A mapping that remembers the 1-based line of each key (``key_lines``) and of itself."""
 
-    line = None
-    key_lines = None
+    line: int | None = None
+    key_lines: dict | None = None
 
 
 class _Loader(yaml.SafeLoader):

@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 
 from ..timeutil import INTERVAL_START
-from .positions import Committed, IntervalEnd, Latest, Timestamp, parse_position
+from .positions import Committed, IntervalEnd, Latest, Position, Timestamp, parse_position
 from .properties import check_bootstrap_servers
-from .subscriber import PartitionSet, TopicList, TopicPattern, parse_partition
+from .subscriber import PartitionSet, Subscriber, TopicList, TopicPattern, parse_partition
 
 CLIENTS = ("confluent-kafka", "kafka-python")
 
@@ -34,7 +34,7 @@ def parse_kafka(f, mode: str, pipeline_name: str):
         for t in topics:
             if not isinstance(t, str) or not t.strip():
                 raise f.error(f"{t!r} is not a topic name", "topics")
-        subscriber = TopicList(tuple(topics))
+        subscriber: Subscriber = TopicList(tuple(topics))
     elif given[0] == "topic_pattern":
         pattern = f.str("topic_pattern")
         try:
@@ -51,7 +51,8 @@ def parse_kafka(f, mode: str, pipeline_name: str):
             if f.has(key):
                 raise f.error("is set by the run's data interval in mode interval; remove it "
                               "(use mode incremental for offset-driven reads)", key)
-        start, stop = Timestamp(INTERVAL_START), IntervalEnd()
+        start: Position = Timestamp(INTERVAL_START)
+        stop: Position = IntervalEnd()
     else:
         start = f.parse("start", parse_position, Committed())
         if not isinstance(start, Committed):

@@ -29,7 +29,8 @@ def plan_kafka(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> 
         late_from, owned = (ctx.offsets_at(tps, ms) for ms in bounds.ownership().values())
 
     starts, gaps = _check_data_loss(starts, log_start, end, source.on_data_loss)
-    splits, next_positions = [], {}
+    splits: list[KafkaSplit] = []
+    next_positions: dict[str, int] = {}
     for tp in tps:
         start, stop = starts[tp], stops[tp]
         if stop > end[tp]:

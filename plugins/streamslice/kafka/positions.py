@@ -86,7 +86,7 @@ class IntervalEnd:
 @dataclass(frozen=True)
 class Specified:
     offsets: dict  # "topic:partition" → offset
-    default: object = field(default_factory=Earliest)  # for partitions not listed
+    default: Position = field(default_factory=Earliest)  # for partitions not listed
 
     def resolve(self, tps, ctx):
         listed = {tp: self.offsets[tp.key] for tp in tps if tp.key in self.offsets}
@@ -101,7 +101,7 @@ class Specified:
 class Committed:
     """The pipeline's own checkpoint; partitions without one start from ``fallback``."""
 
-    fallback: object = field(default_factory=Earliest)
+    fallback: Position = field(default_factory=Earliest)
 
     def resolve(self, tps, ctx):
         saved = ctx.checkpoint or {}

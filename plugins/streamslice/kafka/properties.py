@@ -39,6 +39,7 @@ def kafka_python_kwargs(properties):
         if name not in _TO_KAFKA_PYTHON:
             raise ValueError(f"client property {name!r} is not supported with client kafka-python")
         target = _TO_KAFKA_PYTHON[name]
+        assert target is not None
         if target == "bootstrap_servers":
             value = [s.strip() for s in str(value).split(",") if s.strip()]
         elif target == "security_protocol":

@@ -2,7 +2,7 @@
 decode → Arrow record batches, on the shared loop (``reading.loop``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,6 +13,8 @@ from ..reading.loop import SplitReader
 from .fetch import RawBatch, fetch
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ..planning.plan import Interval
     from ..reading.staging import Staging
     from .split import KafkaSplit

@@ -75,7 +75,8 @@ def call(fn, what, backoff, *, retry_on=RETRYABLE, passthrough=(), sleep=time.sl
                 attempt += 1
                 continue
             raise SourceError(f"Kinesis {what} failed: {code}: "
-                              f"{exc.response.get('Error', {}).get('Message', '')}".rstrip(": "))
+                              f"{exc.response.get('Error', {}).get('Message', '')}".rstrip(": ")
+                              ) from None
         except BotoCoreError as exc:
             if attempt < backoff.max_retries:
                 sleep(backoff.delay_s(attempt))

@@ -3,12 +3,27 @@ from __future__ import annotations
 
 from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
-from ..timeutil import (DEFAULT_JAVA_DATE_FORMAT, INTERVAL_END, INTERVAL_START,
-                        parse_date_string_ms, parse_duration_ms, parse_epoch_seconds_ms)
+from ..timeutil import (
+    DEFAULT_JAVA_DATE_FORMAT,
+    INTERVAL_END,
+    INTERVAL_START,
+    parse_date_string_ms,
+    parse_duration_ms,
+    parse_epoch_seconds_ms,
+)
 from .client import DEFAULT_BACKOFF, Backoff
 from .polling import PollingSettings
-from .positions import (ArrivedBefore, AtTimestamp, Latest, Position, SequenceNumbers,
-                        ShardEnd, Stop, Tip, TrimHorizon)
+from .positions import (
+    ArrivedBefore,
+    AtTimestamp,
+    Latest,
+    Position,
+    SequenceNumbers,
+    ShardEnd,
+    Stop,
+    Tip,
+    TrimHorizon,
+)
 
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER",
              "AFTER_SEQUENCE_NUMBER")

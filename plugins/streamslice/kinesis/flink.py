@@ -2,6 +2,9 @@
 
 What we support maps one to one; anything else is rejected with its key named, so a user
 porting a Flink job learns exactly what does not carry over."""
+from __future__ import annotations
+
+from typing import Any
 
 _INITPOS = {"TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"}
 _REGISTRATION = {"LAZY": "per_run", "EAGER": "keep", "NONE": "none"}
@@ -28,7 +31,10 @@ _NOT_FOR_BOUNDED = {
 def flink_to_native(props):
     if not isinstance(props, dict):
         raise ValueError("must map Flink consumer property names to values")
-    out, efo, polling, retries = {}, {}, {}, {}
+    out: dict[str, Any] = {}
+    efo: dict[str, Any] = {}
+    polling: dict[str, Any] = {}
+    retries: dict[str, Any] = {}
     initpos = timestamp = provider = None
     for key, value in props.items():
         value_s = str(value).strip()

@@ -14,8 +14,15 @@ from ..planning.bounds import bounds_for
 from ..sources import SourcePlan
 from .client import DEFAULT_BACKOFF, call, error_code, make_client
 from .polling import iterator_args
-from .positions import (AfterSequenceNumber, AtSequenceNumber, PlanTime, Position,
-                        TrimHorizon, from_checkpoint, position_from_dict)
+from .positions import (
+    AfterSequenceNumber,
+    AtSequenceNumber,
+    PlanTime,
+    Position,
+    TrimHorizon,
+    from_checkpoint,
+    position_from_dict,
+)
 from .split import KinesisSplit
 
 if TYPE_CHECKING:
@@ -71,7 +78,8 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
     gaps: list[dict[str, Any]] = []
     pending, expired = [], []
     info: dict[str, Any] = {"reader": source.reader, "streams": {},
-                            "region": props.get("region"), "endpoint_url": props.get("endpoint_url"),
+                            "region": props.get("region"),
+                            "endpoint_url": props.get("endpoint_url"),
                             "polling": settings_to_dict(source.polling)}
     if incremental:
         info["initial_position"] = initial.to_dict()

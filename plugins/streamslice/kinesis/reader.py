@@ -2,7 +2,7 @@
 on the shared loop (``reading.loop``); the summary carries MillisBehindLatest."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -14,6 +14,8 @@ from .efo import subscribe
 from .polling import PollingSettings, ShardRead, arrival_ms, poll
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ..reading.staging import Staging
     from .split import KinesisSplit
 

@@ -3,6 +3,8 @@
 A record that does not decode is never dropped: it is reported with its reason so the reader
 can send it to the dead-letter output (or fail, when the pipeline says so).
 """
+from __future__ import annotations
+
 import json
 from datetime import datetime, timezone
 
@@ -48,7 +50,7 @@ class Decoder:
         if self.value_format == "string":
             out, errors = _utf8(values, "value")
             return [out], errors
-        columns = [[] for _ in self._convert]
+        columns: list[list] = [[] for _ in self._convert]
         errors = {}
         for row, raw in enumerate(values):
             try:
@@ -68,7 +70,8 @@ class Decoder:
 
 
 def _utf8(items, what):
-    out, errors = [], {}
+    out: list = []
+    errors: dict[int, str] = {}
     for row, raw in enumerate(items):
         if raw is None:
             out.append(None)

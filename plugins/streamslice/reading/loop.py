@@ -7,15 +7,17 @@ becomes Arrow; this loop does the rest, the same way for every source.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import faults
 from ..errors import DecodeError, StreamsliceError
 from .stats import SplitStats
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    import pyarrow as pa
+
     from .decode import Decoder
     from .staging import Staging
 

@@ -52,4 +52,5 @@ class SplitStats:
 
 def _pos(split, name):
     value = getattr(split, name, None)
-    return value if not hasattr(value, "to_dict") else value.to_dict()
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if to_dict is not None else value

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import faults
 from ..errors import StreamsliceError, from_text
-from ..planning.plan import ReadPlan
 from ..reading.staging import Staging
 from ..sources import source_class
+
+if TYPE_CHECKING:
+    from ..planning.plan import ReadPlan
 
 
 def run_read(spark, plan: ReadPlan, staging_uri: str, *,

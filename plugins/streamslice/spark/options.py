@@ -7,8 +7,8 @@ and ``onDecodeError``.
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
 from ..config.options import client_properties, json_option
+from ..errors import ConfigError
 from ..planning.plan import ReadPlan
 
 __all__ = ["client_properties", "plan_from_options"]

@@ -1,0 +1,65 @@
+"""Interval arithmetic (as Airflow's data-interval timetables lay intervals out) and error
+kinds that survive a process boundary."""
+import pytest
+
+from streamslice import errors
+from streamslice.config.schedule import interval_containing, interval_width_ms, intervals_between
+from streamslice.planning.bounds import IntervalBounds
+from streamslice.planning.plan import Interval
+
+H, D = 3_600_000, 86_400_000
+MAY1 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
+
+
+class Cfg:
+    def __init__(self, schedule, start_date=MAY1, lateness=0):
+        self.schedule, self.start_date, self.allowed_lateness = schedule, start_date, lateness
+
+
+@pytest.mark.parametrize("schedule, at, start, end", [
+    ("@hourly", MAY1 + 90 * 60_000, MAY1 + H, MAY1 + 2 * H),
+    ("@hourly", MAY1 + H, MAY1 + H, MAY1 + 2 * H),  # a boundary starts its interval
+    ("0 */6 * * *", MAY1 + 7 * H, MAY1 + 6 * H, MAY1 + 12 * H),
+    ("@daily", MAY1 + 5, MAY1, MAY1 + D),
+    ("15m", MAY1 + 16 * 60_000, MAY1 + 15 * 60_000, MAY1 + 30 * 60_000),
+])
+def test_interval_containing(schedule, at, start, end):
+    iv = interval_containing(Cfg(schedule), at)
+    assert (iv.start, iv.end) == (start, end)
+
+
+def test_duration_schedules_count_from_the_start_date():
+    iv = interval_containing(Cfg("10m", start_date=MAY1 + 3 * 60_000), MAY1 + 14 * 60_000)
+    assert (iv.start, iv.end) == (MAY1 + 13 * 60_000, MAY1 + 23 * 60_000)
+
+
+def test_monthly_widths_follow_the_calendar():
+    assert interval_width_ms("@monthly", MAY1) == 31 * D
+    assert interval_width_ms("@monthly", MAY1 + 31 * D) == 30 * D  # June
+
+
+def test_intervals_between_covers_every_overlapping_interval():
+    ivs = intervals_between(Cfg("@hourly", lateness=60_000), MAY1 + 30 * 60_000, MAY1 + 3 * H)
+    assert [(i.start - MAY1) // H for i in ivs] == [0, 1, 2]
+    assert all(i.allowed_lateness == 60_000 for i in ivs)
+    with pytest.raises(ValueError, match="empty or reversed"):
+        intervals_between(Cfg("@hourly"), MAY1, MAY1)
+
+
+def test_interval_bounds():
+    b = IntervalBounds(Interval(1_000, 2_000, allowed_lateness=300))
+    assert (b.start, b.end, b.read_until, b.late_from, b.owned_until) == \
+        (1_000, 2_000, 2_300, 1_300, 2_000)
+    assert b.time("data_interval_start") == 1_000 and b.time("data_interval_end") == 2_000
+
+
+@pytest.mark.parametrize("exc", [
+    errors.DataLossError("records expired", split=3), errors.SourceError("t:0: down"),
+    errors.DecodeError("bad json", split=0), errors.CommitError("verify"),
+    errors.ConfigError("bad option"), errors.InjectedFault("boom", split=1),
+])
+def test_error_kinds_cross_a_process_boundary_as_one_line(exc):
+    text = f"py4j.Py4JJavaError: An error occurred\nTraceback...\nRuntimeError: {exc.to_line()}\n"
+    back = errors.from_text(text)
+    assert type(back) is type(exc) and back.split == exc.split
+    assert str(back) == str(exc) and errors.from_text("no marker here") is None

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PlanError
-from ..timeutil import INTERVAL_END, INTERVAL_START
+from ..timeutil import INTERVAL_START
 
 if TYPE_CHECKING:
     from .plan import Interval
@@ -68,11 +68,6 @@ class IntervalBounds:
         """The timestamps whose positions an event-time plan needs."""
         return {"late_from": self.late_from, "owned_until": self.owned_until}
 
-    def classify(self, timestamps: pa.Array, offsets: pa.Array, late_from: int,
-                 owned_until: int) -> tuple[pa.Array, pa.Array]:
-        """Masks (on_time, late) over record timestamps (ms) and offsets."""
-        return classify(timestamps, offsets, self.interval, late_from, owned_until)
-
 
 def bounds_for(interval: Interval | None) -> IntervalBounds | None:
     return IntervalBounds(interval) if interval is not None else None
@@ -97,5 +92,3 @@ def classify(timestamps, offsets, interval: Interval, late_from: int, owned_unti
     late = pc.and_(pc.and_(pc.less(ts, s), pc.less(off, owned_until)), arrived_late)
     return on_time, late
 
-
-__all__ = ["IntervalBounds", "bounds_for", "classify", "resolve_time", "INTERVAL_END"]

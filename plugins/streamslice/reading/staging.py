@@ -76,12 +76,6 @@ class Staging:
         files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(".parquet")]
         return sum(pq.read_metadata(p, filesystem=self.fs).num_rows for p in files)
 
-    def read_dead_letters(self):
-        files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(".parquet")]
-        if not files:
-            return None
-        return pa.concat_tables([pq.read_table(p, filesystem=self.fs) for p in sorted(files)])
-
     def _list(self, sub):
         sel = pafs.FileSelector(self._path(sub), allow_not_found=True)
         return self.fs.get_file_info(sel)

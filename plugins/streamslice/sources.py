@@ -100,6 +100,7 @@ class Source(ABC):
 
     kind: ClassVar[str]
     option_prefix: ClassVar[str]  # client properties as Spark options: "kafka." / "aws."
+    options: ClassVar[tuple[str, ...]]  # the source's own Spark option names
     conn_type: ClassVar[str]  # the Airflow connection type ``conn_id`` refers to
     conn_id: str | None
 

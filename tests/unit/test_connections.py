@@ -34,8 +34,8 @@ output: {path: /x}
     assert kp["security_protocol"] == "SASL_SSL" and kp["sasl_mechanism"] == "SCRAM-SHA-512"
     assert kp["sasl_plain_username"] == "svc-user" and kp["ssl_cafile"] == "/etc/ca.pem"
     assert kp["ssl_check_hostname"] is True
-    with pytest.raises(ValueError, match="'sasl.oauthbearer.config' is not supported with "
-                                         "client kafka-python"):
+    with pytest.raises(ValueError, match="'sasl.oauthbearer.config' is not supported by the "
+                                         "planning client"):
         kafka_python_kwargs({"sasl.oauthbearer.config": "x"})
 
 

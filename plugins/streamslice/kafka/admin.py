@@ -1,7 +1,7 @@
 """The planning client: partition metadata and offset look-ups through kafka-python."""
 import logging
 
-from ..errors import SourceError
+from ..errors import ConfigError, SourceError
 from .properties import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,10 @@ class KafkaAdmin:
         from kafka import KafkaConsumer
         from kafka.errors import KafkaError, KafkaTimeoutError
         self.servers = properties.get("bootstrap.servers")
-        kwargs = kafka_python_kwargs(properties)
+        try:
+            kwargs = kafka_python_kwargs(properties)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         kwargs.setdefault("request_timeout_ms", max(timeout_ms, 11_000))
         try:
             self._consumer = KafkaConsumer(enable_auto_commit=False, group_id=None,

@@ -20,11 +20,24 @@ _TO_KAFKA_PYTHON = {
     "isolation.level": "isolation_level",
     "fetch.max.bytes": "fetch_max_bytes",
     "max.partition.fetch.bytes": "max_partition_fetch_bytes",
+    "metadata.max.age.ms": "metadata_max_age_ms",
+    "socket.receive.buffer.bytes": "receive_buffer_bytes",
+    "socket.send.buffer.bytes": "send_buffer_bytes",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "connections.max.idle.ms": "connections_max_idle_ms",
+    "api.version.request.timeout.ms": None,
+    "socket.timeout.ms": None,
 }
 
-# Properties only the read path cares about; planning ignores them quietly.
+# Properties only the read path (or group membership) cares about; planning ignores them.
 _READ_ONLY = {"fetch.min.bytes", "fetch.wait.max.ms", "queued.max.messages.kbytes",
-              "queued.min.messages", "receive.message.max.bytes", "check.crcs"}
+              "queued.min.messages", "receive.message.max.bytes", "check.crcs", "group.id",
+              "session.timeout.ms", "heartbeat.interval.ms", "fetch.error.backoff.ms",
+              "socket.keepalive.enable", "client.rack", "enable.partition.eof",
+              "partition.assignment.strategy", "group.instance.id",
+              "topic.metadata.refresh.interval.ms", "statistics.interval.ms"}
 
 
 def kafka_python_kwargs(properties):
@@ -37,9 +50,11 @@ def kafka_python_kwargs(properties):
             out["ssl_check_hostname"] = str(value).lower() == "https"
             continue
         if name not in _TO_KAFKA_PYTHON:
-            raise ValueError(f"client property {name!r} is not supported with client kafka-python")
+            raise ValueError(f"client property {name!r} is not supported by the planning "
+                             "client (kafka-python), which reads metadata and offsets")
         target = _TO_KAFKA_PYTHON[name]
-        assert target is not None
+        if target is None:
+            continue
         if target == "bootstrap_servers":
             value = [s.strip() for s in str(value).split(",") if s.strip()]
         elif target == "security_protocol":

@@ -24,10 +24,13 @@ _META = [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64(
          ("timestamp", TS), ("timestampType", pa.int32())]
 
 
-def record_schema(decoder: Decoder, interval_mode: bool) -> pa.Schema:
-    """Columns as Spark's Kafka source names them; json values become top-level fields."""
-    fields = [pa.field("key", decoder.key_field().type), *decoder.value_fields(), *_META,
-              pa.field("headers", HEADERS)]
+def record_schema(decoder: Decoder, interval_mode: bool,
+                  include_headers: bool = True) -> pa.Schema:
+    """Columns as Spark's Kafka source names them; json values become top-level fields;
+    ``headers`` as with Spark's ``includeHeaders``."""
+    fields = [pa.field("key", decoder.key_field().type), *decoder.value_fields(), *_META]
+    if include_headers:
+        fields.append(pa.field("headers", HEADERS))
     if interval_mode:
         fields.append(pa.field("is_late", pa.bool_()))
     return pa.schema(fields)
@@ -44,13 +47,18 @@ class KafkaSplitReader(SplitReader):
                  client: str = "confluent-kafka", decoder: Decoder | None = None,
                  interval: Interval | None = None, staging: Staging | None = None,
                  batch_size: int = 10_000, idle_timeout_s: float = 60.0,
-                 fault: str | None = None) -> None:
+                 fault: str | None = None, include_headers: bool = True) -> None:
         super().__init__(split, decoder=decoder or Decoder(), staging=staging, fault=fault)
         self.properties, self.client, self.interval = properties, client, interval
         self.batch_size, self.idle_timeout_s = batch_size, idle_timeout_s
-        self.schema = record_schema(self.decoder, interval is not None)
+        self.schema = record_schema(self.decoder, interval is not None, include_headers)
+        self.include_headers = include_headers
 
     def fetch(self) -> Iterable[RawBatch]:
+        if self.split.late:  # Spark-option reads bind earliest/latest/timestamps now
+            from .late import bind
+            self.split = bind(self.split, self.properties)
+            self.stats.note(start=self.split.start, stop=self.split.stop)
         return fetch(self.client, self.split, self.properties, batch_size=self.batch_size,
                      idle_timeout_s=self.idle_timeout_s)
 
@@ -95,7 +103,9 @@ class KafkaSplitReader(SplitReader):
         count = len(offsets)
         arrays += [pa.repeat(pa.scalar(self.split.topic, pa.string()), count),
                    pa.repeat(pa.scalar(self.split.partition, pa.int32()), count),
-                   offsets, _ts(ts), cols["timestampType"], _headers(cols["headers"])]
+                   offsets, _ts(ts), cols["timestampType"]]
+        if self.include_headers:
+            arrays.append(_headers(cols["headers"]))
         if late is not None:
             arrays.append(late)
         self.stats.kept(offsets, ts, late, payload)

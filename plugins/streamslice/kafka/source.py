@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SourceError
 from ..sources import ReadRequest, ResetTarget, Source, SourcePlan
+from .options import OPTIONS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
     from ..reading.decode import Decoder
     from ..sources import PlanRequest
+    from .options import SparkRead
     from .positions import Position as KafkaPosition
     from .reader import KafkaSplitReader
     from .split import KafkaSplit
@@ -33,9 +35,11 @@ class KafkaSource(Source):
     on_data_loss: str = "fail"
     max_records_per_split: int = 1_000_000
     commit_group: str | None = None  # mirrors progress for lag monitors; never read back
+    spark: SparkRead | None = None  # a read given as Spark's Kafka options (kafka.options)
 
     kind = "kafka"
     option_prefix = "kafka."
+    options = OPTIONS
     conn_type = "kafka"
     verify_columns = (("topic", "partition"), "offset")
 
@@ -66,10 +70,12 @@ class KafkaSource(Source):
     def describe_bounds(self, mode: str) -> str:
         if mode == "interval":
             return "`data_interval_start` → `data_interval_end` by record timestamp"
+        if self.spark is not None:
+            return f"{self.spark.start.option} → {self.spark.stop.option}"
         return f"{self.start.describe()} → {self.stop.describe()}"
 
     def describe_start(self) -> str:
-        return self.start.describe()
+        return self.start.describe() if self.start is not None else "the options' start"
 
     # -- planning ---------------------------------------------------------------------------
     def _admin(self, properties: dict[str, Any]):
@@ -82,7 +88,10 @@ class KafkaSource(Source):
 
     def plan(self, request: PlanRequest) -> SourcePlan:
         from .planner import plan_kafka
+        from .spark_read import plan_spark_read
         with self._admin(request.properties) as admin:
+            if self.spark is not None:
+                return plan_spark_read(self, admin, request)
             return plan_kafka(self, admin, request)
 
     def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
@@ -131,7 +140,8 @@ class KafkaSource(Source):
     @classmethod
     def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
         from .reader import record_schema
-        return record_schema(decoder, plan.mode == "interval")
+        return record_schema(decoder, plan.mode == "interval",
+                             plan.source_info.get("include_headers", True))
 
     @classmethod
     def open_reader(cls, split: KafkaSplit, request: ReadRequest) -> KafkaSplitReader:
@@ -140,4 +150,6 @@ class KafkaSource(Source):
         return KafkaSplitReader(split, properties=request.properties,
                                 client=client or "confluent-kafka", decoder=request.decoder,
                                 interval=request.plan.interval, staging=request.staging,
-                                fault=request.fault)
+                                fault=request.fault,
+                                include_headers=request.plan.source_info.get("include_headers",
+                                                                             True))

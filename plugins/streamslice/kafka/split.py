@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -18,6 +19,7 @@ class KafkaSplit:
     high_watermark: int = 0
     late_from: int | None = None
     owned_until: int | None = None
+    late: dict[str, Any] | None = None  # unresolved start/stop, bound when read (kafka.late)
 
     @property
     def key(self) -> str:

@@ -28,11 +28,16 @@ class TopicList:
 
 @dataclass(frozen=True)
 class TopicPattern:
+    """Flink's ``setTopicPattern`` (the YAML's ``topic_pattern``) matches whole topic names;
+    Spark's ``subscribePattern`` finds the pattern anywhere in a name (``search``)."""
+
     pattern: str
+    search: bool = False
 
     def partitions(self, admin):
         regex = re.compile(self.pattern)
-        topics = [t for t in admin.topics() if regex.fullmatch(t)]
+        match = regex.search if self.search else regex.fullmatch
+        topics = [t for t in admin.topics() if match(t)]
         if not topics:
             raise SourceError(f"no topic on {admin.servers} matches pattern {self.pattern!r}")
         return [tp for topic in topics for tp in admin.partitions(topic)]

@@ -83,6 +83,8 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
                             "polling": settings_to_dict(source.polling)}
     if incremental:
         info["initial_position"] = initial.to_dict()
+    if source.reader == "efo" and source.efo_registration == "none":
+        info["consumer_arns"] = dict(source.efo_consumer_arns)  # ARNs are not secrets
     for ref in source.streams:
         name, arn = stream_names(client, ref)
         info["streams"][name] = arn

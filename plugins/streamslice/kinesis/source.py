@@ -43,6 +43,8 @@ class KinesisSource(Source):
 
     kind = "kinesis"
     option_prefix = "aws."
+    options = ("streamName", "startingPosition", "startingTimestamp", "endingTimestamp",
+               "region", "endpointUrl", "consumerArns")
     conn_type = "aws"
     verify_columns = (("stream", "shardId"), None)
 
@@ -141,7 +143,7 @@ class KinesisSource(Source):
         info = request.plan.source_info  # region and endpoint are not secrets: the plan has them
         props = {**{k: info[k] for k in ("region", "endpoint_url") if info.get(k)},
                  **request.properties}
-        arns = request.options.get("consumer_arns") or {}
+        arns = request.options.get("consumer_arns") or info.get("consumer_arns") or {}
         return KinesisSplitReader(split, properties=props, decoder=request.decoder,
                                   staging=request.staging, fault=request.fault,
                                   settings=settings_from_dict(info.get("polling")),

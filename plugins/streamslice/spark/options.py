@@ -1,21 +1,41 @@
 """Data source options → ReadPlan. No PySpark imports: this is plain option parsing.
 
-Either ``plan`` (a ReadPlan as JSON, as the Airflow DAG passes it) or a source's own options
-(``Source.from_options``: Spark's Kafka option names for Kafka), plus the decoding options
-every source shares: ``valueFormat``, ``keyFormat``, ``schema`` (JSON ``{"field": "type"}``)
-and ``onDecodeError``.
+Either ``plan`` (a ReadPlan as JSON, as the Airflow DAG passes it: it stays fixed, which is how
+a DAG run reads exactly what it planned) or a source's own options (``Source.from_options``:
+Spark's Kafka option names for Kafka), plus the decoding options every source shares:
+``valueFormat``, ``keyFormat``, ``schema`` (JSON ``{"field": "type"}``) and
+``onDecodeError``. Option names are checked strictly: a misspelt one would silently read
+another range, so it fails naming the closest known option.
 """
 from __future__ import annotations
+
+import difflib
+import json
 
 from ..config.options import client_properties, json_option
 from ..errors import ConfigError
 from ..planning.plan import ReadPlan
 
-__all__ = ["client_properties", "plan_from_options"]
+__all__ = ["client_properties", "plan_from_options", "check_names"]
+
+DECODING = ("valueFormat", "keyFormat", "schema", "onDecodeError")
+INTERNAL = ("plan", "staging", "readOptions", "injectFault", "pipeline")
+
+
+def check_names(opts: dict[str, str], kind: str, known: tuple[str, ...], prefix: str) -> None:
+    names = {n.lower(): n for n in (*known, *DECODING, *INTERNAL)}
+    for key in opts:
+        if key in names or key.startswith(prefix):
+            continue
+        close = difflib.get_close_matches(key, list(names), n=1, cutoff=0.6)
+        hint = f" (did you mean {names[close[0]]}?)" if close else ""
+        raise ConfigError(f"unknown option {key!r} for streamslice-{kind}{hint}; options are "
+                          f"{', '.join(sorted(known))}, {', '.join(DECODING)} and "
+                          f"{prefix}* client properties")
 
 
 def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
-    from ..config.pipeline import Decoding
+    from ..config.pipeline import FIELD_TYPES, KEY_FORMATS, VALUE_FORMATS, Decoding
     from ..planning.planner import plan_run
     from ..sources import source_class
     opts = {k.lower(): v for k, v in options.items()}
@@ -24,10 +44,34 @@ def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
             return ReadPlan.from_json(opts["plan"])
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"option plan is not a streamslice ReadPlan: {exc}") from None
-    source, props = source_class(kind).from_options(opts)
+    cls = source_class(kind)
+    check_names(opts, kind, cls.options, cls.option_prefix)
+    source, props = cls.from_options(opts)
     schema = json_option(opts, "schema") if "schema" in opts else {}
-    decode = Decoding(value=opts.get("valueformat", "json" if schema else "raw"),
-                      key=opts.get("keyformat", "raw"), schema=tuple(schema.items()),
-                      on_error=opts.get("ondecodeerror", "fail"))
+    for name, typ in schema.items():
+        if typ not in FIELD_TYPES:
+            raise ConfigError(f"option schema: field {name!r}: type {typ!r} is not one of "
+                              f"{', '.join(FIELD_TYPES)}")
+    value = _choice(opts, "valueFormat", VALUE_FORMATS, "json" if schema else "raw")
+    if value == "json" and not schema:
+        raise ConfigError("option valueFormat json needs option schema (a JSON object of "
+                          "field → type)")
+    if schema and value != "json":
+        raise ConfigError("option schema is only used with valueFormat json")
+    decode = Decoding(value=value, key=_choice(opts, "keyFormat", KEY_FORMATS, "raw"),
+                      schema=tuple(schema.items()),
+                      on_error=_choice(opts, "onDecodeError", ("fail", "dead_letter"), "fail"))
     return plan_run(source, pipeline=opts.get("pipeline", "adhoc"), mode="bounded",
                     decode=decode, properties=props)
+
+
+def _choice(opts: dict[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
+    value = opts.get(name.lower(), default)
+    if value not in allowed:
+        raise ConfigError(f"option {name}: {value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+def read_options(options: dict[str, str]) -> dict:
+    """The ``readOptions`` JSON the read job passes (Source.read_options)."""
+    return json.loads(options.get("readoptions") or "{}")

@@ -1,0 +1,141 @@
+"""Planning a read given as Spark's Kafka options (``kafka.options``), the way Spark's
+``KafkaOffsetReaderAdmin`` and ``KafkaOffsetRangeCalculator`` do it.
+
+Without ``minPartitions`` / ``maxRecordsPerPartition`` every partition is one split whose
+start and stop stay unresolved (``earliest``, ``latest``, timestamps) until a task reads it
+(``kafka.late``), so each action on the DataFrame sees the topic as it is then. With them,
+offsets are resolved now and ranges divided as Spark divides them.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, DataLossError, PlanError
+from ..sources import SourcePlan
+from .options import EARLIEST, LATEST, Side, spark_tp
+from .split import KafkaSplit
+
+if TYPE_CHECKING:
+    from ..sources import PlanRequest
+    from .admin import KafkaAdmin, TopicPartition
+    from .options import SparkRead
+    from .source import KafkaSource
+
+
+def plan_spark_read(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> SourcePlan:
+    read = source.spark
+    assert read is not None
+    tps = source.subscriber.partitions(admin)
+    keys = [tp.key for tp in tps]
+    for s in (read.start, read.stop):
+        check_covers(s, keys)
+    info = {"bootstrap_servers": source.bootstrap_servers, "client": source.client,
+            "include_headers": read.include_headers}
+    if read.min_partitions is None and read.max_records_per_partition is None:
+        late = {"no_match": read.no_match, "fail_on_data_loss": read.fail_on_data_loss}
+        splits = [KafkaSplit(id=i, topic=tp.topic, partition=tp.partition, start=EARLIEST,
+                             stop=LATEST, late={**late, "start": read.start.for_partition(tp.key),
+                                                "stop": read.stop.for_partition(tp.key)})
+                  for i, tp in enumerate(tps)]
+        return SourcePlan(splits=splits, info=info)
+    low, high = admin.beginning_offsets(tps), admin.end_offsets(tps)
+    ranges = []
+    for tp in tps:
+        start = resolve(admin, tp, read.start, low, high, read, starting=True)
+        stop = resolve(admin, tp, read.stop, low, high, read, starting=False)
+        if start < low[tp]:
+            if read.fail_on_data_loss:
+                raise DataLossError(lost(tp.key, start, low[tp]))
+            start = low[tp]
+        check_range(tp.key, start, stop, high[tp])
+        ranges.append((tp, start, stop))
+    splits = []
+    for tp, lo, hi in divide(ranges, read):
+        splits.append(KafkaSplit(id=len(splits), topic=tp.topic, partition=tp.partition,
+                                 start=lo, stop=hi, log_start=low[tp], high_watermark=high[tp]))
+    return SourcePlan(splits=splits, info=info)
+
+
+def check_covers(side: Side, keys: list[str]) -> None:
+    """Spark: "If startingOffsets contains specific offsets, you must specify all
+    TopicPartitions." (also for endingOffsets and the by-timestamp options)."""
+    if side.kind not in ("offsets", "timestamps") or set(side.offsets) == set(keys):
+        return
+    given = ", ".join(sorted(spark_tp(k) for k in side.offsets))
+    assigned = ", ".join(sorted(spark_tp(k) for k in keys))
+    raise ConfigError(f"If {side.option} contains specific offsets, you must specify all "
+                      f"TopicPartitions. Use -1 for latest, -2 for earliest. Specified: "
+                      f"[{given}] Assigned: [{assigned}]")
+
+
+def resolve(admin, tp: TopicPartition, side: Side, low: dict, high: dict, read: SparkRead, *,
+            starting: bool) -> int:
+    spec = side.for_partition(tp.key)
+    if "offset" in spec:
+        off = spec["offset"]
+        return low[tp] if off == EARLIEST else high[tp] if off == LATEST else off
+    ms = spec["timestamp"]
+    found = admin.offsets_for_times({tp: ms}, ends={tp: None})[tp]
+    if found is None:
+        if starting and read.no_match == "error":
+            raise PlanError(no_match(tp.key, ms))
+        return int(high[tp])
+    return int(found)
+
+
+def no_match(key: str, ms: int) -> str:
+    return (f"No offset matched from request of topic-partition {spark_tp(key)} and timestamp "
+            f"{ms} (set startingOffsetsByTimestampStrategy to latest to start at the end "
+            "instead)")
+
+
+def lost(key: str, start: int, low: int) -> str:
+    return (f"{key}: records expired between offset {start} and {low}: some data may have "
+            "been lost because they are not available in Kafka any more (set the option "
+            "failOnDataLoss to false to start at the earliest available offset)")
+
+
+def check_range(key: str, start: int, stop: int, high: int) -> None:
+    topic, _, part = key.rpartition(":")
+    if start > stop:
+        raise PlanError(f"Beginning offset {start} is after the ending offset {stop} for topic "
+                        f"{topic} partition {part}. You either provided an invalid fromOffset, "
+                        "or the Kafka topic has been damaged")
+    if stop > high:
+        raise PlanError(f"{key}: ending offset {stop} is beyond the latest offset {high}; a "
+                        "batch read cannot wait for records not yet written")
+
+
+def divide(ranges: list[tuple[Any, int, int]], read: SparkRead) -> list[tuple[Any, int, int]]:
+    """Spark's ``KafkaOffsetRangeCalculator.getRanges`` (empty ranges are dropped)."""
+    ranges = [r for r in ranges if r[2] - r[1] > 0]
+    if read.max_records_per_partition:
+        cap = read.max_records_per_partition
+        ranges = [p for r in ranges for p in _split(r, math.ceil((r[2] - r[1]) / cap))]
+    want = read.min_partitions
+    if want and want > len(ranges):
+        total = sum(hi - lo for _, lo, hi in ranges)
+        unsplit = [r for r in ranges if _parts(r[2] - r[1], total, want) == 1]
+        split_total = total - sum(hi - lo for _, lo, hi in unsplit)
+        split_min = max(want - len(unsplit), 1)
+        ranges = [p for r in ranges
+                  for p in _split(r, _parts(r[2] - r[1], split_total, split_min))]
+    return [r for r in ranges if r[2] - r[1] > 0]
+
+
+def _parts(size: int, total: int, min_parts: int) -> int:
+    # Scala's math.round: half up.
+    return max(int(math.floor(size / total * min_parts + 0.5)), 1) if total else 1
+
+
+def _split(r: tuple[Any, int, int], parts: int) -> list[tuple[Any, int, int]]:
+    tp, start, until = r
+    remaining, out = until - start, []
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        end = min(start + this, until)
+        out.append((tp, start, end))
+        start = end
+    return out

@@ -68,8 +68,8 @@ def parser():
         c.add_argument("--endpoint-url")
         c.add_argument("--json", action="store_true")
         if name == "sweep":
-            c.add_argument("--prefix", required=True, help="consumer name prefix (a pipeline's "
-                           "efo.consumer_name)")
+            c.add_argument("--prefix", required=True, help="a pipeline's efo.consumer_name: "
+                           "only its per-run consumers (<name>-<run hash>) are swept")
             c.add_argument("--older-than", default="1h")
         c.set_defaults(run=fn)
 
@@ -251,7 +251,11 @@ def cmd_efo_sweep(args):
     from .timeutil import parse_duration_ms
     client = _kinesis_client(args)
     _, arn = stream_names(client, args.stream)
-    gone = sweep(client, arn, args.prefix, parse_duration_ms(args.older_than) / 1000)
+    try:
+        older = parse_duration_ms(args.older_than) / 1000
+    except ValueError as exc:
+        raise ConfigError(f"--older-than: {exc}") from None
+    gone = sweep(client, arn, args.prefix, older)
     emit(args, gone, "\n".join(f"deregistered {n}" for n in gone) or "nothing to sweep")
 
 

@@ -104,18 +104,22 @@ def test_efo_list_and_sweep(kinesis):
     client = kinesis.client()
     stream = unique("cli-efo")
     arn = create_stream(client, stream, 1)
-    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-cli-old")
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-cli-0123456789")
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-cli-team-b")
     args = ["--region", "us-east-1", "--endpoint-url", kinesis.endpoint]
     env_keys = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
     os.environ.update(env_keys)
     try:
         listed = json.loads(cli("efo", "list", stream, *args, "--json").stdout)
-        assert [c["ConsumerName"] for c in listed] == ["ss-cli-old"]
-        import time
+        assert sorted(c["ConsumerName"] for c in listed) == ["ss-cli-0123456789",
+                                                             "ss-cli-team-b"]
         time.sleep(1.5)
+        bad = cli("efo", "sweep", stream, "--prefix", "ss-cli", "--older-than", "banana", *args)
+        assert bad.returncode == 1 and "--older-than: 'banana' is not a duration" in bad.stderr
         swept = cli("efo", "sweep", stream, "--prefix", "ss-cli", "--older-than", "1s", *args)
-        assert swept.returncode == 0 and "deregistered ss-cli-old" in swept.stdout
-        assert "0 of 20 consumers" in cli("efo", "list", stream, *args).stdout
+        assert swept.returncode == 0, swept.stderr
+        assert swept.stdout.strip() == "deregistered ss-cli-0123456789"  # not another pipeline's
+        assert "1 of 20 consumers" in cli("efo", "list", stream, *args).stdout
     finally:
         for key in env_keys:
             os.environ.pop(key)

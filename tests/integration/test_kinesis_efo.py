@@ -128,9 +128,10 @@ def test_the_21st_consumer_is_refused_clearly(efo_stream, spark, airflow_db, tmp
 
 def test_sweeper_removes_a_leaked_consumer(efo_stream, spark, airflow_db, tmp_path):
     client, stream, arn, _ = efo_stream
-    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test-crashedrun")
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test-00c0ffee00")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="someone-else")
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test-team-b")
     time.sleep(2.5)
     cfg = pipeline(stream, tmp_path, extra="    sweep_older_than: 2s\n")
     run_dag(cfg)
-    assert list(consumers(client, arn)) == ["someone-else"]
+    assert sorted(consumers(client, arn)) == ["someone-else", "ss-test-team-b"]

@@ -58,3 +58,19 @@ def test_reset_keeps_the_batch_counter_and_replaces_source_state():
     assert (out.positions, out.batch, out.run_id) == ({}, 4, "reset to TRIM_HORIZON")
     assert out.source_state == {"initial_position": {"type": "TRIM_HORIZON"}}
     assert reset(None, ResetTarget({"t:0": 0})).batch == 0
+
+
+def test_a_retry_after_its_own_checkpoint_write_is_recognised():
+    """A crash right after the checkpoint write: the retry of the same run finds the
+    checkpoint it wrote and does not report "the checkpoint moved"."""
+    from streamslice.kafka.split import KafkaSplit
+    plan = ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
+                    splits=[KafkaSplit(0, "t", 0, 0, 5)], partition="batch=00000001", batch=1,
+                    next_positions={"t:0": 5})
+    written = advance(None, plan, now_ms=1, run_id="run-1")
+    assert advance(written, plan, now_ms=2, run_id="run-1") is written
+    import pytest
+
+    from streamslice.errors import CommitError
+    with pytest.raises(CommitError, match="checkpoint moved"):
+        advance(written, plan, now_ms=3, run_id="run-2")

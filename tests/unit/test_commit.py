@@ -114,3 +114,13 @@ def test_checkpoint_advances_only_from_the_planned_base():
     with pytest.raises(CommitError, match="checkpoint moved since this run was planned"):
         advance(second, make_plan(2, base=first.to_dict()), now_ms=3)
     assert Checkpoint.from_dict(json.loads(json.dumps(second.to_dict()))) == second
+
+
+def test_a_crash_after_the_rename_leaves_a_retry_that_still_succeeds(tmp_path):
+    """The partition is in place but part of the staging area survived (the crash came before
+    its removal): the retry finds its own manifest instead of failing verification."""
+    plan = make_plan(dataset=str(tmp_path / "ds"))
+    st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
+    first = publish_once(plan, st, run_id="r1", now_ms=1)
+    (tmp_path / "staging" / "_summary").mkdir(parents=True)  # what the crash left behind
+    assert publish_once(plan, st, run_id="r1", now_ms=2) == first

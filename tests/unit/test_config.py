@@ -154,3 +154,33 @@ def test_folder_reports_each_bad_file_and_keeps_good_ones(tmp_path):
     configs, errors = load_pipelines(tmp_path)
     assert [c.name for c in configs] == ["good"]
     assert len(errors) == 1 and str(errors[0]).startswith(f"{tmp_path / 'bad.yaml'}:1: mode:")
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("end_date: 2023-01-01T00:00:00Z\n", "end_date: must be after start_date"),
+])
+def test_an_end_date_before_the_start_date_is_refused(extra, message):
+    with pytest.raises(ConfigError, match=message):
+        parse(INTERVAL + extra)
+
+
+@pytest.mark.parametrize("kafka_extra, message", [
+    ("  start: {offsets: {'orders:0': 50}}\n  stop: {offsets: {'orders:0': 10}}\n",
+     "kafka.stop: orders:0: offset 10 is below the start offset 50"),
+    ("  max_records_per_split: 1000000000000000000000000000000\n",
+     "kafka.max_records_per_split: must be at most 9223372036854775807"),
+])
+def test_offsets_that_cross_and_absurd_numbers_are_refused(kafka_extra, message):
+    text = ("mode: incremental\nkafka:\n  bootstrap_servers: a:1\n  topics: [orders]\n"
+            f"{kafka_extra}output: {{path: /x}}\n")
+    with pytest.raises(ConfigError, match=message):
+        parse(text)
+
+
+def test_sub_second_schedules_are_refused():
+    """Partitions are named to the second: 600ms intervals would overwrite each other."""
+    text = INTERVAL.replace('"@hourly"', "600ms")
+    assert "600ms" in text
+    with pytest.raises(ConfigError, match="'600ms' is not a whole number of seconds"):
+        parse(text)
+    parse(INTERVAL.replace('"@hourly"', "3600s"))

@@ -112,3 +112,20 @@ def test_resets():
         reset_target({"offsets": {"s:shardId-0": "abc"}}, keys, 7)
     with pytest.raises(ConfigError, match="give TRIM_HORIZON, LATEST"):
         reset_target("yesterday", keys, 7)
+
+
+def test_the_sweeper_matches_only_a_pipelines_own_run_consumers():
+    from streamslice.kinesis.consumers import is_run_consumer, run_consumer_name
+    assert is_run_consumer("orders", run_consumer_name("orders", "manual__2024"))
+    for other in ("orders-eu", "orders-eu-0123456789", "orders-team-b", "orders-0123"):
+        assert not is_run_consumer("orders", other)
+
+
+def test_a_consumer_name_must_leave_room_for_the_run_suffix():
+    from streamslice.config import parse_pipeline
+    text = ("mode: incremental\nkinesis:\n  stream: s\n  reader: efo\n  efo:\n"
+            "    consumer_name: {}\noutput: {{path: /x}}\n")
+    parse_pipeline(text.format("c" * 117))
+    with pytest.raises(ConfigError, match="kinesis.efo.consumer_name: is 118 characters; at "
+                                          "most 117"):
+        parse_pipeline(text.format("c" * 118))

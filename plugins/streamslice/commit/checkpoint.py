@@ -53,6 +53,9 @@ def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
         state["initial_position"] = plan.source_info["initial_position"]
     if plan.mode == "incremental":
         base = Checkpoint.from_dict(plan.base_checkpoint)
+        if (current is not None and run_id is not None and current.run_id == run_id
+                and current.partition == plan.partition and current.batch == plan.batch):
+            return current  # an earlier try of this run advanced it before a crash
         if _identity(current) != _identity(base):
             raise CommitError(
                 f"the checkpoint moved since this run was planned (planned from batch "

@@ -37,8 +37,14 @@ def staging_for(plan: ReadPlan, attempt: str) -> Staging:
 def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
                  now_ms: int) -> dict[str, Any]:
     """Publish the staged output and return its manifest, or recognise that an earlier try of
-    the same plan already published it (its staging area is gone then)."""
+    the same plan already published it: a crash after the publish may have left part of the
+    staging area behind, so the published manifest is checked first."""
     publisher = publisher_for(target_of(plan))
+    published = publisher.published_manifest(plan)
+    if published and published.get("plan_id") == plan_id(plan):
+        log.info("%s was already published by an earlier try of this run.", plan.partition)
+        clean_attempts(plan)
+        return published
     if staging.fs.get_file_info(staging.root).type != pafs.FileType.NotFound:
         figures = verify(plan, staging)
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
@@ -46,10 +52,6 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
         publisher.publish(plan, staging, manifest)
         clean_attempts(plan)
         return manifest
-    published = publisher.published_manifest(plan)
-    if published and published.get("plan_id") == plan_id(plan):
-        log.info("%s was already published by an earlier try of this run.", plan.partition)
-        return published
     raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "
                       "published from this plan; clear the read task to read it again")
 

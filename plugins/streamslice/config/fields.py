@@ -50,7 +50,7 @@ class Fields:
             raise self.error(f"{value!r} is not one of: {', '.join(choices)}", key)
         return value
 
-    def int(self, key, default=_MISSING, minimum=None):
+    def int(self, key, default=_MISSING, minimum=None, maximum=2**63 - 1):
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -58,6 +58,8 @@ class Fields:
             raise self.error(f"must be a whole number, got {_kind(value)}", key)
         if minimum is not None and value < minimum:
             raise self.error(f"must be at least {minimum}, got {value}", key)
+        if maximum is not None and value > maximum:
+            raise self.error(f"must be at most {maximum}, got {value}", key)
         return value
 
     def bool(self, key, default=_MISSING):

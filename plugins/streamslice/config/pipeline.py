@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..sources import Source
 
 MODES = ("interval", "incremental")
+MAX_FILE_BYTES = 1024 * 1024
 VALUE_FORMATS = ("raw", "string", "json")
 KEY_FORMATS = ("raw", "string")
 FIELD_TYPES = ("string", "int", "long", "double", "float", "boolean", "timestamp", "binary")
@@ -89,9 +90,19 @@ def load_pipeline(path):
     """Parse and validate one pipeline file."""
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"is larger than {MAX_FILE_BYTES // 1024} KiB; a pipeline file is a "
+                          "few KiB", file=str(path))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                          f"{exc.start})", file=str(path), line=line) from None
     return parse_pipeline(text, file=str(path), default_name=path.stem)
 
 
@@ -104,6 +115,9 @@ def load_pipelines(folder):
             configs.append(load_pipeline(path))
         except ConfigError as exc:
             errors.append(exc)
+        except Exception as exc:  # a file must never take the other pipelines down with it
+            errors.append(ConfigError(f"cannot be loaded: {type(exc).__name__}: {exc}",
+                                      file=str(path)))
     names: dict[str, str] = {}
     for cfg in configs:
         if cfg.name in names:
@@ -116,9 +130,11 @@ def load_pipelines(folder):
 def parse_pipeline(text, file="<string>", default_name="pipeline", project_root=None):
     try:
         data = yamlfile.load(text)
+    except RecursionError:
+        raise ConfigError("invalid YAML: nested too deeply", file=file) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        reason = getattr(exc, "problem", None) or str(exc)
+        reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise ConfigError(f"invalid YAML: {reason}", file=file,
                           line=mark.line + 1 if mark else None) from None
     if not isinstance(data, dict):
@@ -154,6 +170,10 @@ def parse_pipeline(text, file="<string>", default_name="pipeline", project_root=
         spark=_spark(f.child("spark")),
         alerts=parse_alerts(f.child("alerts")),
     )
+    if cfg.start_date is not None and cfg.end_date is not None \
+            and cfg.end_date <= cfg.start_date:
+        raise f.error("must be after start_date (otherwise no run would ever be scheduled)",
+                      "end_date")
     if mode == "incremental" and cfg.max_active_runs != 1:
         raise f.error("must be 1 in mode incremental: runs continue from each other's "
                       "checkpoint", "max_active_runs")
@@ -208,7 +228,13 @@ def _schedule(f, mode):
     if not isinstance(value, str):
         raise f.error("must be a cron expression, a preset such as '@hourly', or a duration "
                       "such as '15m'", "schedule")
-    if schedule_delta_ms(value):
+    delta = schedule_delta_ms(value)
+    if delta:
+        if delta % 1000:
+            # Partitions are named to the second (interval=YYYYMMDDTHHMMSSZ): two intervals
+            # in one second would publish to the same partition and the second replace the first.
+            raise f.error(f"{value!r} is not a whole number of seconds; interval partitions "
+                          "are named to the second", "schedule")
         return value.strip()
     cron = PRESETS.get(value.strip(), value.strip())
     if cron.startswith("@"):

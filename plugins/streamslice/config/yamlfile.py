@@ -41,9 +41,47 @@ def _keep_text(loader, node):
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _keep_text)
 
 
+MAX_NODES = 100_000  # after expanding aliases: a pipeline file is a few hundred
+
+
+class TooLarge(yaml.YAMLError):
+    pass
+
+
 def load(text):
-    """Parse YAML text; raises yaml.YAMLError (with a mark) on bad syntax or duplicate keys."""
-    return yaml.load(text, Loader=_Loader)
+    """Parse YAML text; raises yaml.YAMLError (with a mark) on bad syntax or duplicate keys,
+    and TooLarge when aliases would expand it beyond MAX_NODES ("billion laughs")."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_size(root):
+    sizes = {}
+
+    def size(node):
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        sizes[key] = 1  # a recursive alias counts once
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(n) for n in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        if total > MAX_NODES:
+            raise TooLarge(f"the document expands to more than {MAX_NODES} values (nested "
+                           "aliases?); a pipeline file is far smaller")
+        sizes[key] = total
+        return total
+
+    size(root)
 
 
 def line_of(mapping, key=None):

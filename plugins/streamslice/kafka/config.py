@@ -63,6 +63,7 @@ def parse_kafka(f, mode: str, pipeline_name: str):
         if isinstance(start.fallback, Timestamp) and isinstance(start.fallback.at, str):
             raise f.error(f"{start.fallback.at} needs mode interval", "start")
 
+    _check_offsets(f, start, stop)
     from .source import KafkaSource
     source = KafkaSource(
         subscriber=subscriber, start=start, stop=stop,
@@ -91,3 +92,15 @@ def _as_list(items):
     if not isinstance(items, list) or not items:
         raise ValueError("must be a non-empty list of topic:partition")
     return items
+
+
+def _check_offsets(f, start, stop):
+    """Explicit start and stop offsets for the same partition must not cross."""
+    from .positions import Specified
+    first = getattr(start, "fallback", start)
+    if not isinstance(first, Specified) or not isinstance(stop, Specified):
+        return
+    for key, until in sorted(stop.offsets.items()):
+        if key in first.offsets and until < first.offsets[key]:
+            raise f.error(f"{key}: offset {until} is below the start offset "
+                          f"{first.offsets[key]}", "stop")

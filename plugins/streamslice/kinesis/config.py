@@ -1,6 +1,8 @@
 """The ``kinesis:`` block of a pipeline file (native names, or a Flink consumer-config map)."""
 from __future__ import annotations
 
+import re
+
 from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
 from ..timeutil import (
@@ -87,7 +89,7 @@ def parse_kinesis(f, mode, pipeline_name):
         region=f.str("region", None), endpoint_url=f.str("endpoint_url", None),
         conn_id=f.str("conn_id", None), credentials=_credentials(f),
         reader=reader, efo_registration=registration,
-        efo_consumer_name=efo.str("consumer_name", f"streamslice-{pipeline_name}"),
+        efo_consumer_name=_consumer_name(efo, pipeline_name),
         efo_consumer_arns=dict(arns),
         efo_sweep_after_ms=efo.parse("sweep_older_than", parse_duration_ms, 3_600_000),
         polling=_polling(f.child("polling"), f.child("retries")),
@@ -169,3 +171,15 @@ def _polling(p, r):
     p.done()
     return settings
 
+
+
+def _consumer_name(efo, pipeline_name):
+    """Kinesis allows 128 characters; per-run consumers add an 11-character run suffix."""
+    name = efo.str("consumer_name", f"streamslice-{pipeline_name}")
+    if not re.fullmatch(r"[a-zA-Z0-9_.-]+", name):
+        raise efo.error(f"{name!r} may hold only letters, digits, '_', '.' and '-'",
+                        "consumer_name")
+    if len(name) > 117:
+        raise efo.error(f"is {len(name)} characters; at most 117 (Kinesis allows 128, and "
+                        "per-run consumers add an 11-character suffix)", "consumer_name")
+    return name

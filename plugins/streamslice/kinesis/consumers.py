@@ -7,6 +7,7 @@ Strategies (Flink's ``flink.stream.efo.registration``):
   ``none`` (Flink NONE): the consumer ARN comes from the config; no calls.
 """
 import hashlib
+import re
 import time
 
 from ..errors import SourceError
@@ -107,14 +108,20 @@ def deregister(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=t
     return True
 
 
-def sweep(client, stream_arn, prefix, older_than_s, *, now=None, sleep=time.sleep):
-    """Deregister consumers named ``<prefix>-…`` created more than ``older_than_s`` ago
-    (left over from crashed runs); returns their names."""
+def is_run_consumer(name, consumer_name):
+    """Whether ``consumer_name`` is one of ``name``'s per-run consumers (``<name>-<10 hex>``),
+    not another pipeline's consumer that merely starts with the same letters."""
+    return re.fullmatch(re.escape(name) + r"-[0-9a-f]{10}", consumer_name) is not None
+
+
+def sweep(client, stream_arn, name, older_than_s, *, now=None, sleep=time.sleep):
+    """Deregister ``name``'s per-run consumers created more than ``older_than_s`` ago (left
+    over from crashed runs); returns their names."""
     now = now if now is not None else time.time()
     gone = []
     for c in list_consumers(client, stream_arn):
         created = c["ConsumerCreationTimestamp"].timestamp()
-        if c["ConsumerName"].startswith(prefix + "-") and now - created > older_than_s:
+        if is_run_consumer(name, c["ConsumerName"]) and now - created > older_than_s:
             deregister(client, stream_arn, c["ConsumerName"], sleep=sleep)
             gone.append(c["ConsumerName"])
     return gone

@@ -63,7 +63,7 @@ def load(text):
 
 
 def _check_size(root):
-    sizes = {}
+    sizes: dict[int, int] = {}
 
     def size(node):
         key = id(node)

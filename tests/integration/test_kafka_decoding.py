@@ -56,3 +56,35 @@ output:
     assert {r["offset"]: r["value"] for r in dead}[3] == b"{not json"
     manifest = json.load(open(f"{part}/_manifest.json"))
     assert manifest["dead_letters"] == 4 and manifest["records"] == 16
+
+
+def test_values_that_cannot_become_rows_are_dead_letters_not_crashes(broker, spark,
+                                                                        airflow_db):
+    """Values that used to crash the Spark job on every re-run (OverflowError, OSError,
+    RecursionError, UnicodeEncodeError) are dead letters with their reason."""
+    topic = unique("hostile")
+    create_topic(broker.bootstrap, topic, 1)
+    hostile = [b'{"id": 99999999999999999999999, "ts": 0, "name": "a"}',
+               b'{"id": 1, "ts": 1e20, "name": "b"}', b"[" * 100_000,
+               b'{"id": 2, "ts": 0, "name": "\\ud800"}']
+    good = [json.dumps({"id": i, "ts": i, "name": f"n{i}"}).encode() for i in range(3)]
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for value in good[:1] + hostile + good[1:]:
+        p.produce(topic, value=value, partition=0)
+    p.flush(30)
+    cfg = write_pipeline(unique("hostile"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+format:
+  value: json
+  schema: {{id: long, ts: timestamp, name: string}}
+output:
+  path: {os.environ["AIRFLOW_HOME"]}/../lake
+""")
+    run_dag(cfg)
+    from streamslice.commit.manifest import read_manifest
+    manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")
+    assert (manifest["records"], manifest["dead_letters"]) == (3, 4)

@@ -6,7 +6,7 @@ can send it to the dead-letter output (or fail, when the pipeline says so).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 
@@ -17,6 +17,10 @@ ARROW_TYPES = {"string": pa.string(), "int": pa.int32(), "long": pa.int64(),
                "double": pa.float64(), "float": pa.float32(), "boolean": pa.bool_(),
                "timestamp": TS, "binary": pa.binary()}
 _INT32 = (-2**31, 2**31 - 1)
+_INT64 = (-2**63, 2**63 - 1)
+_FLOAT32_MAX = 3.4028234663852886e38
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_TS_RANGE_MS = (-62_135_596_800_000, 253_402_300_799_999)  # years 1 to 9999
 
 
 class Decoder:
@@ -64,6 +68,12 @@ class Decoder:
                 errors[row] = f"invalid JSON: {exc}" if isinstance(exc, json.JSONDecodeError) \
                     else str(exc)
                 decoded = [None] * len(columns)
+            except RecursionError:
+                errors[row] = "invalid JSON: nested too deeply"
+                decoded = [None] * len(columns)
+            except Exception as exc:  # a value must never take the reader down
+                errors[row] = f"cannot decode: {type(exc).__name__}: {str(exc)[:200]}"
+                decoded = [None] * len(columns)
             for col, v in zip(columns, decoded):
                 col.append(v)
         return columns, errors
@@ -97,29 +107,50 @@ def _converter(typ):
     is_num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
     is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
     if typ == "string":
-        return check(lambda v: isinstance(v, str), str)
+        return check(lambda v: isinstance(v, str) and _unicode(v), str)
     if typ == "int":
         return check(lambda v: is_int(v) and _INT32[0] <= v <= _INT32[1], int)
     if typ == "long":
-        return check(is_int, int)
-    if typ in ("double", "float"):
-        return check(is_num, float)
+        return check(lambda v: is_int(v) and _INT64[0] <= v <= _INT64[1], int)
+    if typ == "double":
+        return check(lambda v: is_num(v) and _float_ok(v, None), float)
+    if typ == "float":
+        return check(lambda v: is_num(v) and _float_ok(v, _FLOAT32_MAX), float)
     if typ == "boolean":
         return check(lambda v: isinstance(v, bool), bool)
     if typ == "binary":
-        return check(lambda v: isinstance(v, str), lambda v: v.encode("utf-8"))
+        return check(lambda v: isinstance(v, str) and _unicode(v), lambda v: v.encode("utf-8"))
     if typ == "timestamp":
         def ts(v, name):
             if v is None:
                 return None
             try:
                 ms = parse_iso(v) if isinstance(v, str) else (int(v) if is_num(v) else None)
-            except ValueError:
+            except (ValueError, OverflowError):
                 ms = None
-            if ms is None:
+            if ms is None or not _TS_RANGE_MS[0] <= ms <= _TS_RANGE_MS[1]:
                 raise ValueError(f"field {name!r}: expected timestamp (ISO-8601 or epoch ms), "
                                  f"got {json.dumps(v)[:40]}")
-            return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+            return _EPOCH + timedelta(milliseconds=ms)
         return ts
     raise ValueError(f"unknown type {typ!r}")
 
+
+
+def _unicode(text: str) -> bool:
+    """JSON can carry lone surrogates (\\ud800) that no UTF-8 column can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _float_ok(value: float, limit: float | None) -> bool:
+    """Finite floats within the column's range (NaN and ±Infinity are kept as they are)."""
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return False
+    return limit is None or number != number or abs(number) == float("inf") or \
+        abs(number) <= limit

@@ -4,7 +4,7 @@ spark-submit-able (the package ships with --py-files), and runnable as a plain s
 starts Spark in-process on local[*]:
 
   spark-submit --master spark://host:7077 --py-files streamslice.zip jobs/bounded_read.py \
-      --plan plan.json --staging file:///lake/pipeline=p/_staging/batch=00000001/try1 \
+      --plan plan.json --staging file:///lake/_streamslice/pipeline=p/staging/batch=00000001/try1 \
       --properties client.json
 
 Client properties (credentials) come from a file, never the command line. Exit status 0 on

@@ -99,7 +99,7 @@ def evaluate(rules, manifest, empty_streak=0):
                     f"{rules.lag_millis} ms)", {"millis_behind_latest": max(behind)}))
     if rules.dead_letters is not None and manifest["dead_letters"] >= rules.dead_letters:
         out.append(("dead_letters", f"{manifest['dead_letters']} records failed to decode and "
-                    f"went to {manifest['partition']}/_dead_letter (threshold "
+                    f"went to the dead letters of {manifest['partition']} (threshold "
                     f"{rules.dead_letters})", {"dead_letters": manifest["dead_letters"]}))
     if rules.empty_intervals is not None and empty_streak >= rules.empty_intervals:
         out.append(("empty_intervals", f"{empty_streak} consecutive runs read no records",

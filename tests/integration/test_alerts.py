@@ -64,7 +64,8 @@ def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerti
     lag, dead = one(alerts, "lag"), one(alerts, "dead_letters")
     assert lag["details"]["lag_records"] == 40 and "threshold 30" in lag["message"]
     assert lag["interval"] is None  # incremental runs have no data interval to report
-    assert dead["details"]["dead_letters"] == 1 and "_dead_letter" in dead["message"]
+    assert dead["details"]["dead_letters"] == 1
+    assert "dead letters of batch=00000001" in dead["message"]
     for alert in (lag, dead):
         assert alert["pipeline"] == cfg.name and alert["run_id"] == run.run_id
         assert alert["link"].endswith(f"/dags/{cfg.name}/runs/" +

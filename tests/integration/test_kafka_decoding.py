@@ -46,7 +46,11 @@ output:
     good = ds.dataset(part, format="parquet").to_table()
     assert sorted(good.column("offset").to_pylist()) == [i for i in range(20) if i not in BAD]
     assert good.column("headers").to_pylist()[0] == [{"key": "source", "value": b"test"}]
-    dead = pq.read_table(f"{part}/_dead_letter").to_pylist()
+    from streamslice.commit.manifest import read_manifest
+    dead_uri = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")["dead_letter_uri"]
+    assert dead_uri.endswith(f"/_streamslice/pipeline={cfg.name}/dead_letter/batch=00000001")
+    assert not any(p.endswith("_dead_letter") for p in os.listdir(part))  # only data there
+    dead = pq.read_table(dead_uri).to_pylist()
     reasons = {r["offset"]: r["error"] for r in dead}
     assert sorted(reasons) == sorted(BAD)
     assert reasons[3].startswith("invalid JSON")

@@ -115,6 +115,8 @@ def test_crash_inside_spark_job_then_rerun_is_exactly_once(broker, spark, airflo
     rows = _published(cfg)["batch=00000001"]
     assert sorted(rows) == sorted((p, o) for p, o, _ in sent)
     assert len(set(rows)) == len(rows)
-    dataset = cfg.output.dataset(cfg.name)
-    leftovers = os.listdir(f"{dataset}/_staging") if os.path.exists(f"{dataset}/_staging") else []
+    work = f"{cfg.output.path}/_streamslice/pipeline={cfg.name}/staging"
+    leftovers = os.listdir(work) if os.path.exists(work) else []
     assert leftovers == [], "failed attempts left staging behind"
+    dataset = cfg.output.dataset(cfg.name)
+    assert sorted(os.listdir(dataset)) == ["batch=00000001"]  # only data under the dataset

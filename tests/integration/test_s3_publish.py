@@ -20,10 +20,10 @@ def test_publish_to_s3_by_copy(sns_queue, monkeypatch):
         monkeypatch.setenv(key, value)
     moto.client("s3").create_bucket(Bucket="lake")
     dataset = "s3://lake/pipeline=p"
-    plan = ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
-                    splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001",
-                    output=OutputTarget(dataset))
-    for attempt in ("a1", "a2"):
+    for planned_at, attempt in enumerate(("a1", "a2")):  # a replan replaces the partition
+        plan = ReadPlan(pipeline="p", source="kafka", mode="incremental",
+                        planned_at=planned_at, splits=[KafkaSplit(0, "t", 0, 0, 3)],
+                        partition="batch=00000001", output=OutputTarget(dataset))
         staging = staging_for(plan, attempt)
         table = pa.table({"topic": ["t"] * 3, "partition": pa.array([0] * 3, pa.int32()),
                           "offset": pa.array([0, 1, 2], pa.int64())})
@@ -38,5 +38,5 @@ def test_publish_to_s3_by_copy(sns_queue, monkeypatch):
         pafs.FileSelector("lake/pipeline=p/batch=00000001")))
     assert names == ["_manifest.json", "part-a2.parquet"]
     assert read_manifest(dataset, "batch=00000001")["records"] == 3
-    assert fs.get_file_info("lake/pipeline=p/_staging/batch=00000001/a2").type == \
+    assert fs.get_file_info("lake/_streamslice/pipeline=p/staging/batch=00000001").type == \
         pafs.FileType.NotFound

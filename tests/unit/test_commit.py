@@ -103,7 +103,29 @@ def test_republish_replaces_the_partition(tmp_path):
         publish_once(plan, st, run_id="r", now_ms=0)
     files = sorted(p.name for p in (tmp_path / "ds" / "batch=00000001").iterdir())
     assert files == ["_manifest.json", "part-0.parquet"]
-    assert not any(p.name == "_trash" and any(p.iterdir()) for p in (tmp_path / "ds").iterdir())
+    assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == ["batch=00000001"]
+    assert list((tmp_path / "_streamslice" / "ds" / "trash").iterdir()) == []
+
+
+def test_trash_a_crash_left_is_removed_and_dead_letters_live_outside_the_dataset(tmp_path):
+    plan = make_plan(dataset=str(tmp_path / "ds"))
+    crashed = tmp_path / "_streamslice" / "ds" / "trash" / "batch=00000001-deadbeef"
+    crashed.mkdir(parents=True)
+    (crashed / "old.parquet").write_bytes(b"old rows")
+    st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
+    dead = pa.table({"value": [b"x"], "error": ["bad"]})
+    (tmp_path / "staging" / "_dead_letter").mkdir()
+    pq.write_table(dead, tmp_path / "staging" / "_dead_letter" / "split-00000.parquet")
+    sums = good_summaries(plan)
+    sums[0]["dead_letters"] = 1
+    st.write_summary(0, sums[0])
+    manifest = publish_once(plan, st, run_id="r", now_ms=0)
+    assert not crashed.exists()
+    assert manifest["dead_letter_uri"] == str(tmp_path / "_streamslice/ds/dead_letter/"
+                                                         "batch=00000001")
+    assert pq.read_table(manifest["dead_letter_uri"]).num_rows == 1
+    assert sorted(p.name for p in (tmp_path / "ds" / "batch=00000001").iterdir()) == \
+        ["_manifest.json", "part-0.parquet"]
 
 
 def test_checkpoint_advances_only_from_the_planned_base():

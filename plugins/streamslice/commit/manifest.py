@@ -29,6 +29,8 @@ def build_manifest(plan: ReadPlan, figures: dict[str, Any], *, run_id: str | Non
         "partition": plan.partition, "plan_id": plan_id(plan), "run_id": run_id,
         "committed_at": committed_at, "records": figures["records"],
         "dead_letters": figures["dead_letters"],
+        "dead_letter_uri": plan.output.dead_letters(plan.partition)
+        if plan.output and figures["dead_letters"] else None,
         "late_records": sum(s.get("late", 0) for s in summaries),
         "min_timestamp": min((s["min_timestamp"] for s in ts), default=None),
         "max_timestamp": max((s["max_timestamp"] for s in ts), default=None),

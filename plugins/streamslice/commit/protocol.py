@@ -29,9 +29,8 @@ def target_of(plan: ReadPlan) -> OutputTarget:
 
 
 def staging_for(plan: ReadPlan, attempt: str) -> Staging:
-    """The staging area of one read attempt: ``<dataset>/_staging/<partition>/<attempt>``."""
-    dataset = target_of(plan).dataset.rstrip("/")
-    return Staging(f"{dataset}/_staging/{plan.partition}/{attempt}")
+    """The staging area of one read attempt: ``<work>/staging/<partition>/<attempt>``."""
+    return Staging(f"{target_of(plan).work}/staging/{plan.partition}/{attempt}")
 
 
 def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
@@ -58,7 +57,7 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
 
 def clean_attempts(plan: ReadPlan) -> None:
     """Staging left by failed tries of the same partition."""
-    fs, root = pafs.FileSystem.from_uri(target_of(plan).dataset.rstrip("/"))
-    path = f"{root}/_staging/{plan.partition}"
+    fs, work = pafs.FileSystem.from_uri(target_of(plan).work)
+    path = f"{work}/staging/{plan.partition}"
     if fs.get_file_info(path).type == pafs.FileType.Directory:
         fs.delete_dir(path)

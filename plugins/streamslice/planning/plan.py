@@ -30,6 +30,16 @@ class OutputTarget:
     compression: str = "snappy"
     publisher: str = "files"  # a key of commit.publishers.PUBLISHERS
 
+    @property
+    def work(self) -> str:
+        """Staging, trash and dead letters: ``<root>/_streamslice/<dataset name>``, a sibling
+        of the dataset, so nothing but data is under the dataset for any reader's glob."""
+        root, _, name = self.dataset.rstrip("/").rpartition("/")
+        return f"{root}/_streamslice/{name}"
+
+    def dead_letters(self, partition: str) -> str:
+        return f"{self.work}/dead_letter/{partition}"
+
 
 @dataclass
 class ReadPlan:

@@ -1,12 +1,16 @@
 """Partitions as directories of files (parquet, json, orc), on a file system or object store.
 
-``DirectoryRename`` (file systems): the old partition is set aside, the new one renamed in,
-then the old one removed. Readers see the old or the new, never a mix; a crash in between
-leaves the partition absent until the retry re-publishes it.
+``DirectoryRename`` (file systems): the old partition is set aside in the work area's trash,
+the new one renamed in, then the old one removed. Readers see the old or the new, never a mix;
+a crash in between leaves the partition absent until the retry re-publishes it, and trash a
+crash left behind is removed by the next publish of that partition.
 
 ``ObjectStoreCopy`` (S3 and other stores that cannot rename a directory): the old partition
 is removed and the new files copied in with ``_manifest.json`` last, so the manifest marks a
 complete partition; readers that do not check it can see a partition half copied.
+
+Dead letters go to ``<work>/dead_letter/<partition>/`` before the data, outside the dataset:
+only records are under the dataset (see ``OutputTarget.work``).
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ class DirectoryRename:
     def __init__(self, output: OutputTarget) -> None:
         self.output = output
         self.fs, self.root = pafs.FileSystem.from_uri(output.dataset.rstrip("/"))
+        self.work = pafs.FileSystem.from_uri(output.work)[1]
 
     def uri(self, plan: ReadPlan) -> str:
         return f"{self.output.dataset.rstrip('/')}/{plan.partition}"
@@ -36,18 +41,20 @@ class DirectoryRename:
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
         fs = staging.fs
-        data, dead = f"{staging.root}/{DATA}", f"{staging.root}/{DEAD_LETTER}"
+        self.publish_dead_letters(plan, staging)
+        data = f"{staging.root}/{DATA}"
         if fs.get_file_info(data).type == pafs.FileType.NotFound:
             fs.create_dir(data, recursive=True)  # an empty run still publishes its partition
-        if fs.get_file_info(dead).type == pafs.FileType.Directory:
-            fs.move(dead, f"{data}/{DEAD_LETTER}")
         with fs.open_output_stream(f"{data}/{MANIFEST}") as out:
             out.write(manifest_bytes(manifest))
         target = f"{self.root}/{plan.partition}"
         fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        trash = f"{self.root}/_trash/{plan.partition.replace('/', '_')}-{uuid.uuid4().hex[:8]}"
+        name = plan.partition.replace("/", "_")
+        trash_dir = f"{self.work}/trash"
+        fs.create_dir(trash_dir, recursive=True)
+        self.empty_trash(trash_dir, name)  # what a crash during an earlier publish left
+        trash = f"{trash_dir}/{name}-{uuid.uuid4().hex[:8]}"
         if fs.get_file_info(target).type != pafs.FileType.NotFound:
-            fs.create_dir(f"{self.root}/_trash", recursive=True)
             fs.move(target, trash)
         fs.move(data, target)
         if fs.get_file_info(trash).type != pafs.FileType.NotFound:
@@ -55,19 +62,37 @@ class DirectoryRename:
         fs.delete_dir(staging.root)
         return self.uri(plan)
 
+    def publish_dead_letters(self, plan: ReadPlan, staging: Staging) -> None:
+        """Replace the partition's dead letters with the staged ones (copied: the staging area
+        stays whole until the data is in place)."""
+        fs, dest = staging.fs, pafs.FileSystem.from_uri(self.output.dead_letters(
+            plan.partition))[1]
+        if fs.get_file_info(dest).type != pafs.FileType.NotFound:
+            fs.delete_dir(dest)
+        source = f"{staging.root}/{DEAD_LETTER}"
+        for info in fs.get_file_info(pafs.FileSelector(source, allow_not_found=True)):
+            if info.type == pafs.FileType.File:
+                fs.create_dir(dest, recursive=True)
+                fs.copy_file(info.path, f"{dest}/{info.base_name}")
+
+    def empty_trash(self, trash_dir: str, name: str) -> None:
+        for info in self.fs.get_file_info(pafs.FileSelector(trash_dir, allow_not_found=True)):
+            if info.base_name.startswith(f"{name}-"):
+                self.fs.delete_dir(info.path)
+
 
 class ObjectStoreCopy(DirectoryRename):
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
         fs = staging.fs
+        self.publish_dead_letters(plan, staging)
         target = f"{self.root}/{plan.partition}"
         if fs.get_file_info(target).type != pafs.FileType.NotFound:
             fs.delete_dir(target)
-        for sub, dest in ((f"{staging.root}/{DATA}", target),
-                          (f"{staging.root}/{DEAD_LETTER}", f"{target}/{DEAD_LETTER}")):
-            selector = pafs.FileSelector(sub, recursive=True, allow_not_found=True)
-            for info in fs.get_file_info(selector):
-                if info.type == pafs.FileType.File:
-                    fs.copy_file(info.path, dest + info.path[len(sub):])
+        sub = f"{staging.root}/{DATA}"
+        for info in fs.get_file_info(pafs.FileSelector(sub, recursive=True,
+                                                       allow_not_found=True)):
+            if info.type == pafs.FileType.File:
+                fs.copy_file(info.path, target + info.path[len(sub):])
         with fs.open_output_stream(f"{target}/{MANIFEST}") as out:
             out.write(manifest_bytes(manifest))
         fs.delete_dir(staging.root)

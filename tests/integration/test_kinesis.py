@@ -205,3 +205,46 @@ def test_stream_by_arn_with_kpl_aggregated_records(kinesis, spark):
                   for r in df.collect())
     assert rows == [("p", None, b"plain", stream), ("user-0", 0, b"payload-0", stream),
                     ("user-1", 1, b"payload-1", stream), ("user-2", 2, b"payload-2", stream)]
+
+
+def test_wrong_kinesis_input_is_refused_before_reading(kinesis, monkeypatch):
+    """A mistyped shard id or a sequence number that is not in its shard is refused when the
+    run plans; a missing stream, no region or a bad endpoint is one clear, non-transient
+    error, not a botocore traceback."""
+    from streamslice.config import parse_pipeline
+    from streamslice.errors import ConfigError, PlanError
+    from streamslice.planning.planner import plan_run
+    client = kinesis.client()
+    stream = unique("wrong")
+    create_stream(client, stream, 1)
+    (_, seq), = put(client, stream, [b"x"])
+
+    def plan(start="TRIM_HORIZON", name=stream, endpoint=kinesis.endpoint, region="us-east-1"):
+        cfg = parse_pipeline(f"""
+mode: incremental
+kinesis:
+  stream: {name}
+  {f"region: {region}" if region else ""}
+  endpoint_url: {endpoint}
+  credentials: {{access_key_id: test, secret_access_key: test}}
+  start: {start}
+output: {{path: /tmp/unused}}
+""")
+        return plan_run(cfg.source, pipeline="p", mode="incremental",
+                        properties=cfg.source.client_properties())
+
+    assert len(plan(f"{{AT_SEQUENCE_NUMBER: {{shardId-000000000000: '{seq}'}}}}").splits) == 1
+    with pytest.raises(ConfigError, match="'shardId-000000000009' is not a shard of"):
+        plan("{AT_SEQUENCE_NUMBER: {shardId-000000000009: '1'}}")
+    bogus = str(int(seq) + 10 ** 20)
+    with pytest.raises(ConfigError, match=f"sequence number {bogus} is not in shard"):
+        plan(f"{{AFTER_SEQUENCE_NUMBER: {{shardId-000000000000: '{bogus}'}}}}")
+    with pytest.raises(PlanError, match="Kinesis stream 'nope-123' does not exist"):
+        plan(name="nope-123")
+    with pytest.raises(ConfigError, match="kinesis.endpoint_url: Invalid endpoint"):
+        plan(endpoint="not-a-url")
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    with pytest.raises(ConfigError, match="no AWS region"):
+        plan(region=None)

@@ -63,3 +63,18 @@ def test_error_kinds_cross_a_process_boundary_as_one_line(exc):
     back = errors.from_text(text)
     assert type(back) is type(exc) and back.split == exc.split
     assert str(back) == str(exc) and errors.from_text("no marker here") is None
+
+
+def test_a_dead_spark_jvm_is_named_and_retried():
+    from streamslice.spark.job import unwrap
+    err = unwrap(ConnectionRefusedError("[Errno 111] Connection refused"))
+    assert isinstance(err, errors.SourceError) and err.transient
+    assert str(err).startswith("the Spark JVM is gone (killed, or out of memory?)")
+
+
+def test_a_missing_topic_shows_close_matches_not_every_topic():
+    from streamslice.kafka.admin import topic_hint
+    topics = [f"t{i}" for i in range(50)] + ["orders"]
+    assert topic_hint("order", topics) == " (did you mean orders?)"
+    assert topic_hint("zzzzzz", topics).endswith("and 41 more)")
+    assert topic_hint("x", []) == " (it has no topics)"

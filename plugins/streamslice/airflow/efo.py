@@ -44,10 +44,21 @@ def efo_register_task(pipeline_file: str, **context: Any) -> dict[str, str]:
         cfg = load_pipeline(pipeline_file)
         client, streams = _client_and_streams(cfg)
         name = consumer_name(cfg.source, context["run_id"])
-        arns = {}
-        for stream, stream_arn in streams:
-            arns[stream] = register(client, stream_arn, name)
-            log.info("Consumer %s is ACTIVE on %s: %s", name, stream, arns[stream])
+        arns: dict[str, str] = {}
+        try:
+            for stream, stream_arn in streams:
+                arns[stream] = register(client, stream_arn, name)
+                log.info("Consumer %s is ACTIVE on %s: %s", name, stream, arns[stream])
+        except Exception:
+            # A failed setup gets no teardown: undo what this task registered (per_run only;
+            # a kept consumer is meant to stay).
+            if cfg.source.efo_registration == "per_run":
+                for stream, stream_arn in streams:
+                    if stream in arns:
+                        deregister(client, stream_arn, name)
+                        log.warning("Deregistered %s from %s after the failed setup", name,
+                                    stream)
+            raise
         return arns
 
 

@@ -1,10 +1,25 @@
 """The planning client: partition metadata and offset look-ups through kafka-python."""
 import logging
 
-from ..errors import ConfigError, SourceError
+from ..errors import ConfigError, PlanError, SourceError
 from .properties import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
+# kafka-python logs every failed connection attempt with a traceback; our one clear error
+# says the same once.
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+def topic_hint(topic, existing, shown=10):
+    """Close matches first, then at most ``shown`` of the existing topics."""
+    import difflib
+    if not existing:
+        return " (it has no topics)"
+    close = difflib.get_close_matches(topic, existing, n=3, cutoff=0.6)
+    if close:
+        return f" (did you mean {', '.join(close)}?)"
+    more = f" and {len(existing) - shown} more" if len(existing) > shown else ""
+    return f" (it has {', '.join(existing[:shown])}{more})"
 
 
 class TopicPartition(tuple):
@@ -79,9 +94,8 @@ class KafkaAdmin:
         parts = self._call(f"describing topic {topic!r}",
                            self._consumer.partitions_for_topic, topic)
         if not parts:
-            existing = ", ".join(self.topics()) or "none"
-            raise SourceError(f"topic {topic!r} does not exist on {self.servers} "
-                              f"(existing topics: {existing})")
+            raise PlanError(f"topic {topic!r} does not exist on {self.servers}"
+                            f"{topic_hint(topic, self.topics())}")
         return [TopicPartition(topic, p) for p in sorted(parts)]
 
     def _tps(self, tps):

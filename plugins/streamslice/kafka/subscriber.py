@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..errors import SourceError
+from ..errors import PlanError, SourceError
 from .admin import TopicPartition
 
 
@@ -56,7 +56,7 @@ class PartitionSet:
             if tp.topic not in known:
                 known[tp.topic] = set(admin.partitions(tp.topic))
             if tp not in known[tp.topic]:
-                raise SourceError(f"partition {tp.key} does not exist on {admin.servers} "
+                raise PlanError(f"partition {tp.key} does not exist on {admin.servers} "
                                   f"(topic {tp.topic!r} has {len(known[tp.topic])} partitions)")
         return list(self.assigned)
 

@@ -4,7 +4,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from ..errors import SourceError
+from ..errors import ConfigError, SourceError
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,14 @@ def make_client(props=None):
         kwargs.update(aws_access_key_id=props["access_key_id"],
                       aws_secret_access_key=props.get("secret_access_key"),
                       aws_session_token=props.get("session_token") or None)
-    return boto3.client("kinesis", **{k: v for k, v in kwargs.items() if v is not None})
+    from botocore.exceptions import NoRegionError
+    try:
+        return boto3.client("kinesis", **{k: v for k, v in kwargs.items() if v is not None})
+    except NoRegionError:
+        raise ConfigError("no AWS region: set kinesis.region, the AWS connection's "
+                          "region_name, or AWS_DEFAULT_REGION") from None
+    except ValueError as exc:  # botocore: "Invalid endpoint: …"
+        raise ConfigError(f"kinesis.endpoint_url: {exc}") from None
 
 
 def error_code(exc):

@@ -161,7 +161,7 @@ def _polling(p, r):
         backoff[api] = Backoff(max_retries=b.int("max_retries", d.max_retries, minimum=0),
                                base_ms=b.parse("backoff_base", parse_duration_ms, d.base_ms),
                                max_ms=b.parse("backoff_max", parse_duration_ms, d.max_ms),
-                               exponent=float(b.raw("backoff_exponent", d.exponent)))
+                               exponent=b.parse("backoff_exponent", _exponent, d.exponent))
         b.done()
     settings = PollingSettings(max_records=p.int("max_records", 10_000, minimum=1),
                                interval_ms=p.parse("interval", parse_duration_ms, 200),
@@ -183,3 +183,15 @@ def _consumer_name(efo, pipeline_name):
         raise efo.error(f"is {len(name)} characters; at most 117 (Kinesis allows 128, and "
                         "per-run consumers add an 11-character suffix)", "consumer_name")
     return name
+
+
+def _exponent(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{value!r} is not a number")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number (e.g. 1.5)") from None
+    if not 1 <= number <= 10:
+        raise ValueError(f"{number} is outside 1..10")
+    return number

@@ -78,5 +78,7 @@ def _confirm_end(client, split, settings, state):
 
 
 def _network(exc):
+    """A dropped connection (the event stream ended early): resubscribe."""
     from botocore.exceptions import BotoCoreError
-    return isinstance(exc, (BotoCoreError, ConnectionError, OSError))
+    from urllib3.exceptions import HTTPError
+    return isinstance(exc, (BotoCoreError, ConnectionError, OSError, HTTPError))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DataLossError, SourceError
+from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
 from ..sources import SourcePlan
 from .client import DEFAULT_BACKOFF, call, error_code, make_client
@@ -19,6 +19,7 @@ from .positions import (
     AtSequenceNumber,
     PlanTime,
     Position,
+    SequenceNumbers,
     TrimHorizon,
     from_checkpoint,
     position_from_dict,
@@ -39,7 +40,7 @@ def stream_names(client, ref):
                     StreamName=name)["StreamDescriptionSummary"]
     except Exception as exc:
         if error_code(exc) == "ResourceNotFoundException":
-            raise SourceError(f"Kinesis stream {name!r} does not exist") from None
+            raise PlanError(f"Kinesis stream {name!r} does not exist") from None
         raise
     return name, desc["StreamARN"]
 
@@ -85,6 +86,7 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
         info["initial_position"] = initial.to_dict()
     if source.reader == "efo" and source.efo_registration == "none":
         info["consumer_arns"] = dict(source.efo_consumer_arns)  # ARNs are not secrets
+    all_shards: dict[str, str] = {}  # shard id → stream
     for ref in source.streams:
         name, arn = stream_names(client, ref)
         info["streams"][name] = arn
@@ -92,6 +94,7 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
                         if at.bounds is not None else None)
         shards = list_shards(client, name, shard_filter)
         listed = {s["ShardId"] for s in shards}
+        all_shards.update((sid, name) for sid in listed)
         for shard in shards:
             sid = shard["ShardId"]
             key = f"{name}:{sid}"
@@ -118,6 +121,8 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
             stream, _, sid = key.partition(":")
             if stream == name and sid not in listed and not value.get("finished"):
                 expired.append(key)
+    if isinstance(initial, SequenceNumbers) and not checkpoint:
+        check_sequence_numbers(client, initial.seqs, all_shards)
     if expired:
         gap = [{"key": k, "from": checkpoint[k], "to": None,
                 "reason": "shard expired before it was read to its end"} for k in expired]
@@ -138,6 +143,30 @@ def initial_position(source: KinesisSource, request: PlanRequest, at: PlanTime) 
     if request.mode != "interval" and state and state.get("initial_position"):
         return position_from_dict(state["initial_position"])
     return source.start.resolve(at)
+
+
+# AWS answers InvalidArgumentException; some emulators ResourceNotFoundException (the shard
+# itself was checked just before).
+_NOT_IN_SHARD = ("InvalidArgumentException", "ResourceNotFoundException")
+
+
+def check_sequence_numbers(client, seqs: dict[str, str], shards: dict[str, str]) -> None:
+    """Sequence numbers a user gave must name shards that exist and lie in them: a mistyped
+    shard id would otherwise be read from its start, a wrong number fail only mid-read."""
+    for sid, seq in sorted(seqs.items()):
+        if sid not in shards:
+            raise ConfigError(f"kinesis.start: {sid!r} is not a shard of "
+                              f"{', '.join(sorted(set(shards.values())))} (shards: "
+                              f"{', '.join(sorted(shards)[:10])})")
+        try:
+            call(client.get_shard_iterator, f"GetShardIterator({sid})",
+                 DEFAULT_BACKOFF["get_shard_iterator"], passthrough=_NOT_IN_SHARD,
+                 **iterator_args(shards[sid], sid, AtSequenceNumber(seq)))
+        except Exception as exc:
+            if error_code(exc) not in _NOT_IN_SHARD:
+                raise
+            raise ConfigError(f"kinesis.start: sequence number {seq} is not in shard {sid} of "
+                              f"{shards[sid]}") from None
 
 
 def settings_to_dict(settings):

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
-from ..errors import StreamsliceError, from_text
+from ..errors import SourceError, StreamsliceError, from_text
 from ..reading.staging import Staging
 from ..sources import source_class
 
@@ -40,6 +40,8 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
     return Staging(staging_uri).data_uri
 
 
+_JVM_GONE = re.compile(r"Answer from Java side is empty|Error while sending or receiving|"
+                       r"\[Errno 111\] Connection refused|Py4JNetworkError")
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Fault)): (.+)$", re.M)
 
 
@@ -51,6 +53,9 @@ def unwrap(exc: BaseException) -> StreamsliceError:
     ours = from_text(text)
     if ours is not None:
         return ours
+    if _JVM_GONE.search(text) or type(exc).__name__.startswith("Py4JNetwork"):
+        return SourceError("the Spark JVM is gone (killed, or out of memory?); the read will be "
+                           f"retried: {text.splitlines()[0][:200] if text else type(exc).__name__}")
     python = [m for m in _PYTHON_ERROR.findall(text)
               if not m[0].startswith(("org.", "java.", "py4j.", "scala."))]
     if python:

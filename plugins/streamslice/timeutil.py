@@ -86,45 +86,10 @@ def _check_range(ms, original):
     return ms
 
 
-_JAVA_TOKENS = [
-    ("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"),
-    ("mm", "%M"), ("ss", "%S"), ("SSS", "%f"), ("XXX", "%z"), ("XX", "%z"), ("X", "%z"),
-    ("Z", "%z"), ("EEE", "%a"), ("MMM", "%b"),
-]
-
-
-def java_to_strptime(pattern):
-    """Translate the SimpleDateFormat subset people use for timestamps into a strptime format."""
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "'":
-            end = pattern.find("'", i + 1)
-            if end < 0:
-                raise ValueError(f"unclosed quote in date format {pattern!r}")
-            out.append(pattern[i + 1:end].replace("%", "%%") or "'")
-            i = end + 1
-            continue
-        for token, directive in sorted(_JAVA_TOKENS, key=lambda t: -len(t[0])):
-            if pattern.startswith(token, i):
-                out.append(directive)
-                i += len(token)
-                break
-        else:
-            if ch.isalpha():
-                raise ValueError(f"date format {pattern!r}: pattern letter {ch!r} is not supported")
-            out.append("%%" if ch == "%" else ch)
-            i += 1
-    return "".join(out)
-
-
 def parse_date_string_ms(text, java_format=DEFAULT_JAVA_DATE_FORMAT):
     """A date string in a Java SimpleDateFormat pattern → epoch ms (no zone means UTC)."""
-    fmt = java_to_strptime(java_format)
-    try:
-        return to_ms(datetime.strptime(str(text).strip(), fmt))
-    except ValueError:
-        raise ValueError(f"{text!r} does not match the date format {java_format!r}") from None
+    from .javadate import parse_java_date_ms
+    return parse_java_date_ms(text, java_format)
 
 
 def parse_duration_ms(value):

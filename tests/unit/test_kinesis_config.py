@@ -114,3 +114,20 @@ output:
 """).source
     assert src.start == AtTimestamp("data_interval_start")
     assert src.stop == ArrivedBefore("data_interval_end")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("flink.shard.getrecords.maxrecordcount", "20000",
+     "flink.shard.getrecords.maxrecordcount: must be at most 10000"),
+    ("flink.shard.getrecords.backoff.expconst", "abc",
+     "flink.shard.getrecords.backoff.expconst: 'abc' is not a number"),
+    ("flink.stream.initpos.timestamp", "yesterday",
+     "flink.stream.initpos.timestamp: 'yesterday' does not match the date format"),
+])
+def test_flink_key_errors_name_the_key_the_user_wrote(key, value, message):
+    extra = "    flink.stream.initpos: AT_TIMESTAMP\n" if "initpos" in key else ""
+    text = ("mode: incremental\nkinesis:\n  stream: s\n  flink_properties:\n"
+            f"    {key}: \"{value}\"\n{extra}output: {{path: /x}}\n")
+    with pytest.raises(ConfigError, match=message) as info:
+        parse(text)
+    assert "kinesis.polling" not in str(info.value)

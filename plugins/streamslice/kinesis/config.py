@@ -5,6 +5,7 @@ import re
 
 from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
+from ..errors import ConfigError
 from ..timeutil import (
     DEFAULT_JAVA_DATE_FORMAT,
     INTERVAL_END,
@@ -34,6 +35,22 @@ REGISTRATIONS = ("per_run", "keep", "none")
 
 def parse_kinesis(f, mode, pipeline_name):
     flink = f.raw("flink_properties", None)
+    try:
+        return _parse_kinesis(f, mode, pipeline_name, flink)
+    except ConfigError as exc:
+        if not isinstance(flink, dict) or not exc.field:
+            raise
+        from .flink import flink_origin
+        native = exc.field.removeprefix(f"{f.path}.")
+        origin = flink_origin(native, [str(k) for k in flink])
+        if origin is None:
+            raise
+        # Name the key the user wrote, not the native field it was translated to.
+        raise ConfigError(f"{origin}: {exc.reason}", file=exc.file, line=exc.line,
+                          field=f"{f.path}.flink_properties") from None
+
+
+def _parse_kinesis(f, mode, pipeline_name, flink):
     if flink is not None:
         from .flink import flink_to_native
         try:

@@ -109,7 +109,10 @@ def _retry(key, value, retries):
             if field == "max_retries":
                 retries.setdefault(api, {})[field] = _int(key, value)
             elif field == "backoff_exponent":
-                retries.setdefault(api, {})[field] = float(value)
+                try:
+                    retries.setdefault(api, {})[field] = float(value)
+                except ValueError:
+                    raise ValueError(f"{key}: {value!r} is not a number") from None
             else:
                 retries.setdefault(api, {})[field] = f"{_int(key, value)}ms"
             return True
@@ -121,3 +124,32 @@ def _int(key, value):
         return int(value)
     except ValueError:
         raise ValueError(f"{key}: {value!r} is not a whole number") from None
+
+
+_ORIGINS = {"region": "aws.region", "endpoint_url": "aws.endpoint",
+            "credentials": "aws.credentials.provider", "start": "flink.stream.initpos",
+            "timestamp_format": "flink.stream.timestamp.date.format",
+            "reader": "flink.stream.recordpublisher",
+            "efo.registration": "flink.stream.efo.registration",
+            "efo.consumer_name": "flink.stream.efo.consumername",
+            "efo.consumer_arn": "flink.stream.efo.consumerarn.",
+            "polling.max_records": "flink.shard.getrecords.maxrecordcount",
+            "polling.interval": "flink.shard.getrecords.intervalmillis"}
+
+
+def flink_origin(native: str, given: list[str]) -> str | None:
+    """The Flink key the user wrote that became the native field ``native`` (relative to the
+    kinesis block, e.g. ``polling.max_records``), if any."""
+    wanted = _ORIGINS.get(native)
+    if native.startswith("retries."):
+        _, api, field = (native.split(".") + ["", ""])[:3]
+        prefixes = [p for p, a in _RETRY_APIS.items() if a == api]
+        keys = [f"{p}.{k}" for p in prefixes for k, f in _RETRY_FIELDS.items() if f == field]
+        return next((k for k in keys if k in given), None)
+    if native == "start":
+        if "flink.stream.initpos.timestamp" in given:
+            return "flink.stream.initpos.timestamp"
+    if wanted is None:
+        return None
+    return next((k for k in given if k == wanted or (wanted.endswith(".") and
+                                                     k.startswith(wanted))), None)

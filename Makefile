@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-.PHONY: demo test test-fast lint venv tools lock bench clean
+.PHONY: demo test test-fast test-chaos lint venv tools lock bench clean
 
 demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
@@ -19,6 +19,10 @@ test: venv tools lint
 # The unit tests alone (pure logic, no services): seconds.
 test-fast: venv
 	$(BIN)/python -m pytest -q tests/unit
+
+# Process kills at every phase of a run, then recovery (also part of `make test`).
+test-chaos: venv
+	$(BIN)/python -m pytest -q -m chaos
 
 lint: venv
 	$(BIN)/ruff check .

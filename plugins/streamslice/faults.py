@@ -1,8 +1,12 @@
-"""Fault injection for crash tests: ``STREAMSLICE_INJECT_FAULT=point[:split=N][:after=M]``.
+"""Fault injection for crash tests:
+``STREAMSLICE_INJECT_FAULT=point[:split=N][:after=M][:action=kill]``.
 
-A no-op unless the variable is set. Points: ``read`` (inside a reader, after M records of split
-N), ``before_publish`` and ``after_publish`` (in the commit step). Spark executors inherit the
-environment, so a test can make a read fail where a real crash would.
+A no-op unless the variable is set. Points: ``plan`` (after the plan is saved), ``read``
+(inside a reader, after M records of split N), ``before_publish``, ``publish_swap`` (the old
+partition set aside, the new one not yet in place), ``after_publish`` and ``after_checkpoint``.
+The default action raises ``InjectedFault``; ``kill`` sends SIGKILL to the whole process group
+(the run, its Spark JVM and Python workers), as an operator's ``kill -9`` would. Spark
+executors inherit the environment, so a test can make a read fail where a real crash would.
 """
 from __future__ import annotations
 
@@ -34,4 +38,7 @@ def check(point: str, split: int | None = None, records: int = 0,
         return
     if records < int(opts.get("after", 0)):
         return
+    if opts.get("action") == "kill":
+        import signal
+        os.killpg(os.getpgrp(), signal.SIGKILL)
     raise InjectedFault(f"injected fault at {point} (STREAMSLICE_INJECT_FAULT)", split=split)

@@ -54,6 +54,7 @@ def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
             log.warning("Data loss skipped (on_data_loss: skip): %s", gap)
         data = plan.to_dict()
         context["task_state_store"].set("plan", data)
+        faults.check("plan")
         return data
 
 
@@ -102,6 +103,7 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
                              positions=positions)
         assert checkpoint is not None
         store.put(checkpoint)
+        faults.check("after_checkpoint")
         cfg.source.after_commit(checkpoint.positions, source_properties(cfg.source))
         from .alerting import after_commit
         after_commit(cfg, manifest, context, context["asset_state_store"][asset])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from ... import faults
 from ...reading.staging import DATA, DEAD_LETTER
 from ..manifest import MANIFEST, manifest_bytes, read_manifest
 
@@ -56,6 +57,7 @@ class DirectoryRename:
         trash = f"{trash_dir}/{name}-{uuid.uuid4().hex[:8]}"
         if fs.get_file_info(target).type != pafs.FileType.NotFound:
             fs.move(target, trash)
+            faults.check("publish_swap")
         fs.move(data, target)
         if fs.get_file_info(trash).type != pafs.FileType.NotFound:
             fs.delete_dir(trash)

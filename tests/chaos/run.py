@@ -1,0 +1,90 @@
+"""One pipeline run in its own process, driven the way the DAG drives it (plan → read →
+commit), with the checkpoint in a JSON file instead of Airflow's asset state and the read done
+by streamslice's split readers writing Parquet into the staging area as the Spark job does.
+The chaos tests start it in a new process group and let a fault SIGKILL the whole group.
+
+  python -m tests.chaos.run PIPELINE.yaml STATE_DIR RUN_ID TRY [INTERVAL_START_MS]
+"""
+import json
+import os
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
+    from streamslice import faults
+    from streamslice.airflow.tasks import output_target
+    from streamslice.commit.checkpoint import Checkpoint, advance
+    from streamslice.commit.protocol import publish_once, staging_for
+    from streamslice.config import load_pipeline
+    from streamslice.config.schedule import interval_containing
+    from streamslice.planning.plan import ReadPlan
+    from streamslice.planning.planner import plan_run
+    from streamslice.reading.decode import Decoder
+    from streamslice.sources import ReadRequest, source_class
+
+    cfg = load_pipeline(pipeline_file)
+    checkpoint_file = os.path.join(state_dir, "checkpoint.json")
+    plan_file = os.path.join(state_dir, f"plan-{run_id}.json")
+
+    def load_checkpoint():
+        if not os.path.exists(checkpoint_file):
+            return None
+        with open(checkpoint_file) as f:
+            return Checkpoint.from_dict(json.load(f))
+
+    if os.path.exists(plan_file):  # a retry of the run reads what the first try planned
+        with open(plan_file) as f:
+            plan = ReadPlan.from_json(f.read())
+    else:
+        interval = interval_containing(cfg, int(interval_start)) if interval_start else None
+        plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
+                        output=output_target(cfg), interval=interval,
+                        checkpoint=load_checkpoint(), run_id=run_id,
+                        properties=cfg.source.client_properties())
+        write_atomic(plan_file, plan.to_json())
+        faults.check("plan")
+
+    staging = staging_for(plan, f"{run_id}-try{try_number}")
+    source = source_class(plan.source)
+    request = ReadRequest(plan=plan, properties=cfg.source.client_properties(),
+                          decoder=Decoder.from_dict(plan.decode), staging=staging,
+                          fault=faults.current())
+    staging.fs.create_dir(staging.data_uri.split("://")[-1], recursive=True)
+    for split in plan.splits:
+        reader = source.open_reader(split, request)
+        batches = list(reader.batches())
+        table = pa.Table.from_batches(batches, reader.schema)
+        pq.write_table(table, f"{staging.root}/data/part-{split.id:05d}.parquet")
+
+    now = int(time.time() * 1000)
+    manifest = publish_once(plan, staging, run_id=run_id, now_ms=now)
+    faults.check("after_publish")
+    current = load_checkpoint()
+    summaries = {s["split"]: s for s in manifest["splits"]}
+    positions = source.next_positions(plan, summaries, current.positions if current else {})
+    new = advance(current, plan, now_ms=now, run_id=run_id, positions=positions)
+    write_atomic(checkpoint_file, json.dumps(new.to_dict()))
+    faults.check("after_checkpoint")
+    print(json.dumps({"partition": plan.partition, "records": manifest["records"]}))
+
+
+def write_atomic(path, text):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    from streamslice.errors import StreamsliceError
+    try:
+        main(*sys.argv[1:])
+    except StreamsliceError as exc:
+        print(exc.to_line(), file=sys.stderr)
+        sys.exit(2)

@@ -146,3 +146,15 @@ def test_a_crash_after_the_rename_leaves_a_retry_that_still_succeeds(tmp_path):
     first = publish_once(plan, st, run_id="r1", now_ms=1)
     (tmp_path / "staging" / "_summary").mkdir(parents=True)  # what the crash left behind
     assert publish_once(plan, st, run_id="r1", now_ms=2) == first
+
+
+def test_a_cleared_run_with_its_saved_plan_republishes(tmp_path):
+    """Reprocessing a run (Airflow clears it; the plan is reused) stages a complete new
+    attempt: it replaces the partition rather than yielding to the earlier publish."""
+    plan = make_plan(dataset=str(tmp_path / "ds"))
+    first = publish_once(plan, stage(tmp_path, GOOD_ROWS, good_summaries(plan)),
+                         run_id="r1", now_ms=1)
+    again = publish_once(plan, stage(tmp_path, GOOD_ROWS, good_summaries(plan)),
+                         run_id="r1", now_ms=2)
+    assert (first["committed_at"], again["committed_at"]) == (1, 2)
+    assert read_manifest(str(tmp_path / "ds"), "batch=00000001")["committed_at"] == 2

@@ -36,21 +36,31 @@ def staging_for(plan: ReadPlan, attempt: str) -> Staging:
 def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
                  now_ms: int) -> dict[str, Any]:
     """Publish the staged output and return its manifest, or recognise that an earlier try of
-    the same plan already published it: a crash after the publish may have left part of the
-    staging area behind, so the published manifest is checked first."""
+    the same plan already published it. A complete staging area is always published (a
+    cleared or reprocessed run replaces its partition); one a crash left incomplete after the
+    publish yields to the manifest that try published."""
     publisher = publisher_for(target_of(plan))
     published = publisher.published_manifest(plan)
-    if published and published.get("plan_id") == plan_id(plan):
-        log.info("%s was already published by an earlier try of this run.", plan.partition)
-        clean_attempts(plan)
-        return published
+    ours = published if published and published.get("plan_id") == plan_id(plan) else None
     if staging.fs.get_file_info(staging.root).type != pafs.FileType.NotFound:
-        figures = verify(plan, staging)
+        try:
+            figures = verify(plan, staging)
+        except CommitError:
+            if ours is None:
+                raise
+            log.info("%s was published by an earlier try of this run; its staging area was "
+                     "left incomplete by a crash.", plan.partition)
+            clean_attempts(plan)
+            return ours
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
         faults.check("before_publish")
         publisher.publish(plan, staging, manifest)
         clean_attempts(plan)
         return manifest
+    if ours is not None:
+        log.info("%s was already published by an earlier try of this run.", plan.partition)
+        clean_attempts(plan)
+        return ours
     raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "
                       "published from this plan; clear the read task to read it again")
 

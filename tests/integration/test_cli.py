@@ -37,6 +37,14 @@ def test_validate_reports_each_bad_file_with_its_line(tmp_path):
     assert f"error  {tmp_path / 'bad.yaml'}:5: kafka.strat: unknown key 'strat'" in out.stdout
     data = json.loads(cli("validate", "--json", folder=tmp_path).stdout)
     assert data["valid"] == ["good"] and len(data["errors"]) == 1
+    # Bytes that are not UTF-8 and an alias bomb are one line each, not a traceback or a hang.
+    from tests.unit.test_pipeline_files_fuzz import BAD_FILES
+    for name in ("latin1", "bomb"):
+        (tmp_path / f"{name}.yaml").write_bytes(BAD_FILES[name][0])
+    out = cli("validate", folder=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr + out.stdout
+    assert f"error  {tmp_path / 'latin1.yaml'}:1: is not UTF-8 text" in out.stdout
+    assert f"error  {tmp_path / 'bomb.yaml'}: " in out.stdout and "ok     good" in out.stdout
 
 
 def test_plan_offsets_show_and_reset(broker, spark, airflow_db):

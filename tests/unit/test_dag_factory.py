@@ -66,3 +66,16 @@ def test_an_interval_is_read_only_once_closed_with_its_lateness():
         _wait_until_closed(Interval(now - 3_600_000, now - 60_000, 600_000))
     assert info.value.reschedule_date == datetime.fromtimestamp((now + 540_000) / 1000,
                                                                 tz=timezone.utc)
+
+
+def test_bad_bytes_and_alias_bombs_become_their_own_error_dags(tmp_path):
+    """A non-UTF-8 file used to make the whole DAG file fail to import, and an alias bomb to
+    hang it: now each is a config-error DAG and the good pipeline is still there."""
+    from tests.unit.test_pipeline_files_fuzz import BAD_FILES, GOOD
+    (tmp_path / "good.yaml").write_text(GOOD)
+    for name in ("latin1", "bomb"):
+        (tmp_path / f"{name}.yaml").write_bytes(BAD_FILES[name][0])
+    dags = build_dags(tmp_path)
+    assert sorted(dags) == ["bomb", "good", "latin1"]
+    assert "config-error" in dags["bomb"].tags and "config-error" in dags["latin1"].tags
+    assert "config-error" not in dags["good"].tags

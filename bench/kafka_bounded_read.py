@@ -102,7 +102,6 @@ def kcat(bootstrap, n):
 
 
 def streamslice_read(bootstrap, client, out_dir, topic=TOPIC):
-    from streamslice.airflow.tasks import output_target
     from streamslice.commit.protocol import staging_for
     from streamslice.commit.verify import verify
     from streamslice.config import parse_pipeline
@@ -123,7 +122,8 @@ output:
     spark = spark_session()
     jvm = time.perf_counter() - jvm
     start = time.perf_counter()
-    plan = plan_run(cfg.source, pipeline="bench", mode="incremental", output=output_target(cfg),
+    plan = plan_run(cfg.source, pipeline="bench", mode="incremental",
+                    output=cfg.output.target(cfg.name),
                     properties=cfg.source.client_properties())
     staging = staging_for(plan, f"{client}-{time.time_ns()}")
     run_read(spark, plan, staging.uri, properties=cfg.source.client_properties(),

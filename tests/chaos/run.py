@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 
 def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     from streamslice import faults
-    from streamslice.airflow.tasks import output_target
     from streamslice.commit.checkpoint import Checkpoint, advance
     from streamslice.commit.protocol import publish_once, staging_for
     from streamslice.config import load_pipeline
@@ -42,7 +41,7 @@ def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     else:
         interval = interval_containing(cfg, int(interval_start)) if interval_start else None
         plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
-                        output=output_target(cfg), interval=interval,
+                        output=cfg.output.target(cfg.name), interval=interval,
                         checkpoint=load_checkpoint(), run_id=run_id,
                         properties=cfg.source.client_properties())
         write_atomic(plan_file, plan.to_json())

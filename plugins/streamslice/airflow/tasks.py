@@ -13,7 +13,7 @@ from .. import faults
 from ..commit.checkpoint import advance
 from ..commit.protocol import publish_once, staging_for
 from ..config import load_pipeline
-from ..planning.plan import Interval, OutputTarget, ReadPlan
+from ..planning.plan import Interval, ReadPlan
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
 from ..sources import source_class
@@ -23,11 +23,6 @@ from .hooks import source_properties
 from .store import TaskCheckpointStore, output_asset
 
 log = logging.getLogger("streamslice")
-
-
-def output_target(cfg) -> OutputTarget:
-    return OutputTarget(dataset=cfg.output.dataset(cfg.name), format=cfg.output.format,
-                        compression=cfg.output.compression)
 
 
 def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
@@ -45,8 +40,9 @@ def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
             _wait_until_closed(interval)
         checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
         plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
-                        output=output_target(cfg), interval=interval, checkpoint=checkpoint,
-                        run_id=context["run_id"], properties=source_properties(cfg.source))
+                        output=cfg.output.target(cfg.name), interval=interval,
+                        checkpoint=checkpoint, run_id=context["run_id"],
+                        properties=source_properties(cfg.source))
         log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
                  plan.total_records_hint, plan.partition,
                  {s.key: s.lag for s in plan.splits})

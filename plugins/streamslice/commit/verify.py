@@ -65,7 +65,7 @@ def staged_counts(plan: ReadPlan, staging: Staging) -> dict[str, dict[str, Any]]
     info = staging.fs.get_file_info(f"{staging.root}/{DATA}")
     if info.type == pafs.FileType.NotFound:
         return {}
-    output_format = plan.output.format if plan.output else "parquet"
+    output_format = plan.output.file_format if plan.output else "parquet"
     dataset = ds.dataset(f"{staging.root}/{DATA}", format=output_format,
                          filesystem=staging.fs, exclude_invalid_files=True)
     cols = list(group) + ([position] if position else [])

@@ -14,6 +14,7 @@ import yaml
 
 from ..alerts import AlertRules, parse_alerts
 from ..errors import ConfigError
+from ..planning.plan import OutputTarget
 from ..sources import SOURCES, source_class
 from ..timeutil import parse_duration_ms, parse_timestamp_ms
 from . import yamlfile
@@ -28,7 +29,8 @@ MAX_FILE_BYTES = 1024 * 1024
 VALUE_FORMATS = ("raw", "string", "json")
 KEY_FORMATS = ("raw", "string")
 FIELD_TYPES = ("string", "int", "long", "double", "float", "boolean", "timestamp", "binary")
-OUTPUT_FORMATS = ("parquet", "json", "orc")
+TABLE_FORMATS = ("iceberg", "delta")
+OUTPUT_FORMATS = ("parquet", "json", "orc", *TABLE_FORMATS)
 RUNNERS = ("local", "spark-submit", "emr-serverless")
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -51,9 +53,23 @@ class Output:
     path: str  # absolute path or URL of the dataset root
     format: str = "parquet"
     compression: str = "snappy"
+    table: str | None = None  # iceberg: namespace.table; delta: the table's URI
+    catalog: dict[str, str] = field(default_factory=dict)  # iceberg: pyiceberg properties
 
     def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
+
+    def target(self, pipeline: str) -> OutputTarget:
+        """Where and how a run of ``pipeline`` publishes (recorded in its plan)."""
+        publisher = self.format if self.format in TABLE_FORMATS else "files"
+        table = self.table
+        if self.format == "delta" and not table:
+            table = self.dataset(pipeline)  # the dataset folder is the Delta table
+        if self.format == "iceberg" and not table:
+            table = "streamslice." + re.sub(r"[^A-Za-z0-9_]", "_", pipeline)
+        return OutputTarget(dataset=self.dataset(pipeline), format=self.format,
+                            compression=self.compression, publisher=publisher, table=table,
+                            catalog=dict(self.catalog))
 
 
 @dataclass(frozen=True)
@@ -273,8 +289,30 @@ def _output(f, root):
     path = f.str("path", "output")
     if "://" not in path and not os.path.isabs(path):
         path = os.path.normpath(os.path.join(root, path))
-    out = Output(path=path, format=f.str("format", "parquet", choices=OUTPUT_FORMATS),
-                 compression=f.str("compression", "snappy"))
+    fmt = f.str("format", "parquet", choices=OUTPUT_FORMATS)
+    table = f.str("table", None)
+    catalog = f.raw("catalog", None)
+    if table and fmt not in TABLE_FORMATS:
+        raise f.error(f"is only used with format {' or '.join(TABLE_FORMATS)}", "table")
+    if catalog is not None and fmt != "iceberg":
+        raise f.error("is only used with format iceberg", "catalog")
+    if fmt == "iceberg":
+        if table and not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+", table):
+            raise f.error(f"{table!r} is not namespace.table", "table")
+        if catalog is None:
+            if "://" in path and not path.startswith("file://"):
+                raise f.error("is required for an iceberg table outside the local file system "
+                              "(pyiceberg catalog properties: type sql, rest or glue, …)",
+                              "catalog")
+            local = path.removeprefix("file://")
+            catalog = {"type": "sql", "uri": f"sqlite:///{local}/_streamslice/iceberg.db",
+                       "warehouse": f"file://{local}"}
+        if not isinstance(catalog, dict) or "type" not in catalog:
+            raise f.error("must map pyiceberg catalog properties, with type (sql, rest, glue)",
+                          "catalog")
+        catalog = {str(k): str(v) for k, v in catalog.items()}
+    out = Output(path=path, format=fmt, compression=f.str("compression", "snappy"),
+                 table=table, catalog=catalog or {})
     f.done()
     return out
 

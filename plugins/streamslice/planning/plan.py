@@ -29,6 +29,13 @@ class OutputTarget:
     format: str = "parquet"
     compression: str = "snappy"
     publisher: str = "files"  # a key of commit.publishers.PUBLISHERS
+    table: str | None = None  # iceberg: namespace.table; delta: the table's URI
+    catalog: dict[str, str] = field(default_factory=dict)  # iceberg catalog properties
+
+    @property
+    def file_format(self) -> str:
+        """What the read job stages: table formats take Parquet files."""
+        return self.format if self.publisher == "files" else "parquet"
 
     @property
     def work(self) -> str:

@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
+from ..commit.publishers import PARTITION_COLUMN
 from ..errors import SourceError, StreamsliceError, from_text
 from ..reading.staging import Staging
 from ..sources import source_class
@@ -29,10 +30,13 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
     prefix = source_class(plan.source).option_prefix
     for key, value in (properties or {}).items():
         reader = reader.option(prefix + key, str(value))
-    fmt, compression = ((plan.output.format, plan.output.compression) if plan.output
+    fmt, compression = ((plan.output.file_format, plan.output.compression) if plan.output
                         else ("parquet", "snappy"))
     try:
         df = reader.load()
+        if plan.output and plan.output.publisher != "files":  # tables partition by it
+            from pyspark.sql.functions import lit
+            df = df.withColumn(PARTITION_COLUMN, lit(plan.partition))
         (df.write.mode("overwrite").format(fmt).option("compression", compression)
          .save(Staging(staging_uri).data_uri))
     except Exception as exc:  # Spark wraps executor errors; surface ours with their kind

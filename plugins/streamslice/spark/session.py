@@ -32,7 +32,9 @@ def spark_session(master="local[*]", conf=None, app_name="streamslice"):
         builder = builder.master(master)
     builder = (builder.config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.maxConcurrentOutputFileWriters", "4"))
+               .config("spark.sql.maxConcurrentOutputFileWriters", "4")
+               # INT64 microseconds, which every reader and table format takes (not INT96)
+               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"))
     if master:  # under spark-submit, --py-files ships the package to the executors
         builder = builder.config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
     if master and master.startswith("local"):  # a local job needs no address beyond loopback

@@ -17,7 +17,12 @@ if TYPE_CHECKING:
 # OutputTarget.publisher → "module:Class", imported on first use.
 PUBLISHERS: dict[str, str] = {
     "files": "streamslice.commit.publishers.files:FilesPublisher",
+    "iceberg": "streamslice.commit.publishers.iceberg:IcebergPublisher",
+    "delta": "streamslice.commit.publishers.delta:DeltaPublisher",
 }
+# Table publishers partition by this column (the run's partition name, e.g. interval=…), so
+# replacing an interval is a partition overwrite.
+PARTITION_COLUMN = "streamslice_partition"
 
 
 class Publisher(Protocol):

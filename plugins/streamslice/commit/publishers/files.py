@@ -65,17 +65,7 @@ class DirectoryRename:
         return self.uri(plan)
 
     def publish_dead_letters(self, plan: ReadPlan, staging: Staging) -> None:
-        """Replace the partition's dead letters with the staged ones (copied: the staging area
-        stays whole until the data is in place)."""
-        fs, dest = staging.fs, pafs.FileSystem.from_uri(self.output.dead_letters(
-            plan.partition))[1]
-        if fs.get_file_info(dest).type != pafs.FileType.NotFound:
-            fs.delete_dir(dest)
-        source = f"{staging.root}/{DEAD_LETTER}"
-        for info in fs.get_file_info(pafs.FileSelector(source, allow_not_found=True)):
-            if info.type == pafs.FileType.File:
-                fs.create_dir(dest, recursive=True)
-                fs.copy_file(info.path, f"{dest}/{info.base_name}")
+        publish_dead_letters(self.output, plan, staging)
 
     def empty_trash(self, trash_dir: str, name: str) -> None:
         for info in self.fs.get_file_info(pafs.FileSelector(trash_dir, allow_not_found=True)):
@@ -105,3 +95,23 @@ def FilesPublisher(output: OutputTarget) -> DirectoryRename:
     """Rename where the file system can, copy with the manifest last where it cannot."""
     fs, _ = pafs.FileSystem.from_uri(output.dataset.rstrip("/"))
     return DirectoryRename(output) if fs.type_name == "local" else ObjectStoreCopy(output)
+
+
+def publish_dead_letters(output: OutputTarget, plan: ReadPlan, staging: Staging) -> None:
+    """Replace the partition's dead letters with the staged ones (copied: the staging area
+    stays whole until the data is in place)."""
+    fs, dest = staging.fs, pafs.FileSystem.from_uri(output.dead_letters(plan.partition))[1]
+    if fs.get_file_info(dest).type != pafs.FileType.NotFound:
+        fs.delete_dir(dest)
+    source = f"{staging.root}/{DEAD_LETTER}"
+    for info in fs.get_file_info(pafs.FileSelector(source, allow_not_found=True)):
+        if info.type == pafs.FileType.File:
+            fs.create_dir(dest, recursive=True)
+            fs.copy_file(info.path, f"{dest}/{info.base_name}")
+
+
+def staged_files(staging: Staging) -> list[str]:
+    """The Parquet files the read job staged (paths on ``staging.fs``)."""
+    selector = pafs.FileSelector(f"{staging.root}/{DATA}", recursive=True, allow_not_found=True)
+    return sorted(i.path for i in staging.fs.get_file_info(selector)
+                  if i.type == pafs.FileType.File and i.base_name.endswith(".parquet"))

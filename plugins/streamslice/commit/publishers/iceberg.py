@@ -1,0 +1,118 @@
+"""Apache Iceberg tables through pyiceberg: one atomic catalog commit per run.
+
+The table is partitioned by identity on the run's partition name (``interval=…`` or
+``batch=…``). A run moves the Parquet files Spark staged into the table's data folder and, in
+one transaction, deletes the partition's rows and registers the new files (``add_files``:
+nothing is rewritten). Readers see the old partition or the new one. Every snapshot records
+the pipeline, run id, plan id, the end position of every split and the manifest in its summary,
+which is how a retry finds its own commit instead of committing twice.
+"""
+from __future__ import annotations
+
+import uuid
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs as pafs
+
+from ...errors import CommitError
+from . import PARTITION_COLUMN
+from .files import publish_dead_letters, staged_files
+from .tables import commit_properties, manifest_from, table_schema
+
+if TYPE_CHECKING:
+    from ...planning.plan import OutputTarget, ReadPlan
+    from ...reading.staging import Staging
+
+
+class IcebergPublisher:
+    def __init__(self, output: OutputTarget) -> None:
+        from pyiceberg.catalog import load_catalog
+        self.output = output
+        assert output.table is not None
+        self.identifier = output.table
+        props = dict(output.catalog)
+        name = props.pop("name", "streamslice")  # SQL catalogs key their tables by it
+        if props.get("type") == "sql" and props.get("uri", "").startswith("sqlite:///"):
+            folder = props["uri"].removeprefix("sqlite:///").rsplit("/", 1)[0]
+            pafs.LocalFileSystem().create_dir(folder, recursive=True)
+        try:
+            self.catalog = load_catalog(name, **props)
+        except Exception as exc:
+            raise CommitError(f"cannot open the Iceberg catalog ({props.get('type')}): "
+                              f"{type(exc).__name__}: {exc}") from None
+
+    def uri(self, plan: ReadPlan) -> str:
+        return f"iceberg:{self.identifier}/{plan.partition}"
+
+    def _table(self, plan: ReadPlan, create: bool):
+        from pyiceberg.exceptions import NoSuchTableError
+        try:
+            return self.catalog.load_table(self.identifier)
+        except NoSuchTableError:
+            if not create:
+                return None
+        namespace = self.identifier.rsplit(".", 1)[0]
+        self.catalog.create_namespace_if_not_exists(namespace)
+        table = self.catalog.create_table_if_not_exists(self.identifier,
+                                                        schema=table_schema(plan))
+        if not table.spec().fields:
+            with table.update_spec() as spec:
+                spec.add_identity(PARTITION_COLUMN)
+        return self.catalog.load_table(self.identifier)
+
+    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+        table = self._table(plan, create=False)
+        if table is None:
+            return None
+        for snapshot in reversed(table.snapshots()):
+            props = snapshot.summary.additional_properties if snapshot.summary else {}
+            found = manifest_from(props, plan)
+            if found is not None:
+                return found
+        return None
+
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
+        publish_dead_letters(self.output, plan, staging)
+        table = self._table(plan, create=True)
+        self._evolve(table, plan)
+        table = self.catalog.load_table(self.identifier)
+        files = self._move_into_table(table, plan, staging)
+        props = commit_properties(plan, manifest)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Delete operation did not match any records"
+            with table.transaction() as tx:  # one catalog commit: old rows out, new files in
+                tx.delete(f"{PARTITION_COLUMN} == '{plan.partition}'",
+                          snapshot_properties=props)
+                if files:
+                    tx.add_files(files, snapshot_properties=props)
+        staging.fs.delete_dir(staging.root)
+        return self.uri(plan)
+
+    def _evolve(self, table, plan: ReadPlan) -> None:
+        """A new nullable column evolves the table; a type change Iceberg cannot promote is
+        refused."""
+        try:
+            with table.update_schema() as update:
+                update.union_by_name(table_schema(plan))
+        except Exception as exc:
+            raise CommitError(f"incompatible schema change for Iceberg table "
+                              f"{self.identifier}: {exc}") from None
+
+    def _move_into_table(self, table, plan: ReadPlan, staging: Staging) -> list[str]:
+        """Staged files → the table's data folder (renamed where one file system holds both,
+        copied otherwise); returns their URIs."""
+        location = table.location().rstrip("/")
+        fs, root = pafs.FileSystem.from_uri(location)
+        folder = f"{root}/data/{PARTITION_COLUMN}={plan.partition}"
+        fs.create_dir(folder, recursive=True)
+        out = []
+        for path in staged_files(staging):
+            name = f"{uuid.uuid4().hex[:12]}-{path.rsplit('/', 1)[-1]}"
+            if fs.type_name == staging.fs.type_name:
+                staging.fs.move(path, f"{folder}/{name}")
+            else:
+                pafs.copy_files(path, f"{folder}/{name}", source_filesystem=staging.fs,
+                                destination_filesystem=fs)
+            out.append(f"{location}/data/{PARTITION_COLUMN}={plan.partition}/{name}")
+        return out

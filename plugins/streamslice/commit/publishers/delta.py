@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 from ...errors import CommitError
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
-from .tables import commit_properties, manifest_from, table_schema
+from .tables import check_compatible, commit_properties, manifest_from, table_schema
 
 if TYPE_CHECKING:
     from ...planning.plan import OutputTarget, ReadPlan
@@ -56,6 +56,9 @@ class DeltaPublisher:
         txns = [Transaction(app_id=plan.pipeline, version=plan.batch)] if plan.batch else None
         props = CommitProperties(custom_metadata=commit_properties(plan, manifest),
                                  app_transactions=txns)
+        if DeltaTable.is_deltatable(self.table_uri):
+            existing = pa.schema(DeltaTable(self.table_uri).schema().to_arrow())
+            check_compatible(existing, schema, self.table_uri)
         try:
             if DeltaTable.is_deltatable(self.table_uri):  # replace the partition, one commit
                 write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],

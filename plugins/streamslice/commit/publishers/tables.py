@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ...errors import CommitError
 from ...reading.decode import Decoder
 from ...sources import source_class
 from ..manifest import plan_id
@@ -42,3 +43,30 @@ def manifest_from(properties: dict[str, Any], plan: ReadPlan) -> dict[str, Any] 
         return None
     data: dict[str, Any] = json.loads(properties[f"{PREFIX}manifest"])
     return data
+
+
+_PROMOTIONS = {(pa.int32(), pa.int64()), (pa.float32(), pa.float64())}
+
+
+def check_compatible(existing: pa.Schema, wanted: pa.Schema, table: str) -> None:
+    """Columns both schemas have must keep their type (or widen int → long, float → double);
+    new columns are fine (they are added, nullable)."""
+    for field in wanted:
+        if field.name not in existing.names:
+            continue
+        have = existing.field(field.name).type
+        if have.equals(field.type) or (have, field.type) in _PROMOTIONS:
+            continue
+        if _loose(have) == _loose(field.type):
+            continue
+        raise CommitError(f"incompatible schema change for table {table}: column "
+                          f"{field.name} is {have} in the table, {field.type} now; write to a "
+                          "new table or migrate this one")
+
+
+def _loose(t: pa.DataType) -> str:
+    """Types that differ only in how a format stores them (large_string, string_view, …)."""
+    text = str(t)
+    for a, b in (("large_", ""), ("_view", ""), ("utf8", "string"), ("large_list", "list")):
+        text = text.replace(a, b)
+    return text

@@ -1,0 +1,88 @@
+"""The Iceberg and Delta publishers on local tables (real pyiceberg with a SQLite catalog, real
+delta-rs): a retry after the commit finds it instead of committing again, a reprocessed
+partition is replaced in one commit, a new nullable column evolves the table, an incompatible
+one is refused. The read job is stood in for by Parquet files written here."""
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from streamslice.commit.protocol import publish_once
+from streamslice.config import parse_pipeline
+from streamslice.errors import CommitError
+from streamslice.kafka.split import KafkaSplit
+from streamslice.planning.plan import ReadPlan
+from streamslice.reading.staging import Staging
+
+
+def target(tmp_path, fmt):
+    cfg = parse_pipeline(f"mode: incremental\nkafka: {{bootstrap_servers: 'a:1', topics: [t]}}\n"
+                         f"output: {{path: '{tmp_path}', format: {fmt}}}\n", default_name="p")
+    return cfg.output.target("p")
+
+
+def make_plan(output, planned_at=0, schema=(("n", "long"),)):
+    return ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=planned_at,
+                    splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001", batch=1,
+                    next_positions={"t:0": 3}, output=output,
+                    decode={"value": "json", "key": "raw", "on_error": "dead_letter",
+                            "schema": [list(f) for f in schema]},
+                    source_info={"include_headers": False})
+
+
+def stage(tmp_path, plan, rows, name="s1"):
+    from streamslice.commit.publishers.tables import table_schema
+    schema = table_schema(plan)
+    st = Staging(str(tmp_path / "staging" / name))
+    (tmp_path / "staging" / name / "data").mkdir(parents=True)
+    cols = {f.name: [None] * len(rows) for f in schema}
+    cols.update(topic=["t"] * len(rows), partition=[0] * len(rows), offset=rows,
+                streamslice_partition=[plan.partition] * len(rows))
+    n_type = schema.field("n").type
+    cols["n"] = pa.array([o * 10 for o in rows], n_type).to_pylist() if pa.types.is_integer(
+        n_type) else [str(o) for o in rows]
+    pq.write_table(pa.table(cols, schema=schema), st.root + "/data/part-0.parquet")
+    st.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": len(rows),
+                         "dead_letters": 0, "reached_stop": True})
+    return st
+
+
+def scan(output):
+    if output.publisher == "iceberg":
+        from pyiceberg.catalog import load_catalog
+        table = load_catalog("streamslice", **output.catalog).load_table(output.table)
+        return table.scan().to_arrow(), len(table.snapshots())
+    from deltalake import DeltaTable
+    dt = DeltaTable(output.table)
+    return dt.to_pyarrow_table(), dt.version() + 1
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_a_retry_finds_its_commit_and_a_replan_replaces_the_partition(tmp_path, fmt):
+    output = target(tmp_path, fmt)
+    plan = make_plan(output)
+    first = publish_once(plan, stage(tmp_path, plan, [0, 1, 2]), run_id="r1", now_ms=1)
+    table, commits = scan(output)
+    assert sorted(table.column("offset").to_pylist()) == [0, 1, 2]
+    retry = publish_once(plan, Staging(str(tmp_path / "staging" / "s1")), run_id="r1",
+                         now_ms=2)
+    assert retry["plan_id"] == first["plan_id"] and scan(output)[1] == commits  # no new commit
+    replan = make_plan(output, planned_at=5)
+    publish_once(replan, stage(tmp_path, replan, [0, 1], name="s2"), run_id="r2", now_ms=3)
+    table, _ = scan(output)
+    assert sorted(table.column("offset").to_pylist()) == [0, 1]  # replaced, not added
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_schema_evolves_with_a_new_column_and_refuses_a_changed_type(tmp_path, fmt):
+    output = target(tmp_path, fmt)
+    plan = make_plan(output)
+    publish_once(plan, stage(tmp_path, plan, [0]), run_id="r1", now_ms=1)
+    wider = make_plan(output, planned_at=1, schema=(("n", "long"), ("note", "string")))
+    wider.partition = "batch=00000002"
+    publish_once(wider, stage(tmp_path, wider, [1], name="s2"), run_id="r2", now_ms=2)
+    table, _ = scan(output)
+    assert "note" in table.column_names and table.num_rows == 2
+    changed = make_plan(output, planned_at=2, schema=(("n", "string"),))
+    changed.partition = "batch=00000003"
+    with pytest.raises(CommitError, match="schema|Schema|type"):
+        publish_once(changed, stage(tmp_path, changed, [2], name="s3"), run_id="r3", now_ms=3)

@@ -86,3 +86,25 @@ def test_schema_evolves_with_a_new_column_and_refuses_a_changed_type(tmp_path, f
     changed.partition = "batch=00000003"
     with pytest.raises(CommitError, match="schema|Schema|type"):
         publish_once(changed, stage(tmp_path, changed, [2], name="s3"), run_id="r3", now_ms=3)
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_rolling_back_a_reprocessed_partition_as_the_readme_shows(tmp_path, fmt):
+    output = target(tmp_path, fmt)
+    plan = make_plan(output)
+    publish_once(plan, stage(tmp_path, plan, [0, 1, 2]), run_id="r1", now_ms=1)
+    replan = make_plan(output, planned_at=5)
+    publish_once(replan, stage(tmp_path, replan, [0], name="s2"), run_id="r2", now_ms=2)
+    if fmt == "iceberg":
+        from pyiceberg.catalog import load_catalog
+        table = load_catalog("streamslice", **output.catalog).load_table(output.table)
+        previous = [s for s in table.snapshots()
+                    if s.summary.additional_properties.get("streamslice.run_id") == "r1"][-1]
+        table.manage_snapshots().rollback_to_snapshot(previous.snapshot_id).commit()
+    else:
+        from deltalake import DeltaTable
+        dt = DeltaTable(output.table)
+        first = next(h["version"] for h in dt.history() if h.get("streamslice.run_id") == "r1")
+        dt.restore(first)
+    table, _ = scan(output)
+    assert sorted(table.column("offset").to_pylist()) == [0, 1, 2]

@@ -18,6 +18,7 @@ def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     from streamslice import faults
     from streamslice.commit.checkpoint import Checkpoint, advance
     from streamslice.commit.protocol import publish_once, staging_for
+    from streamslice.commit.publishers import PARTITION_COLUMN
     from streamslice.config import load_pipeline
     from streamslice.config.schedule import interval_containing
     from streamslice.planning.plan import ReadPlan
@@ -57,6 +58,10 @@ def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
         reader = source.open_reader(split, request)
         batches = list(reader.batches())
         table = pa.Table.from_batches(batches, reader.schema)
+        if plan.output.publisher != "files":  # as the Spark job adds it for table formats
+            table = table.append_column(pa.field(PARTITION_COLUMN, pa.string(),
+                                                 nullable=False),
+                                        pa.array([plan.partition] * table.num_rows))
         pq.write_table(table, f"{staging.root}/data/part-{split.id:05d}.parquet")
 
     now = int(time.time() * 1000)

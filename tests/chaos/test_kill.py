@@ -21,6 +21,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT
+from tests.support.duck import connect
 from tests.support.pipelines import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
@@ -30,7 +31,7 @@ POINTS = ["plan", "read:split=1:after=1", "before_publish", "publish_swap", "aft
 
 
 class Pipeline:
-    def __init__(self, broker, tmp_path, mode):
+    def __init__(self, broker, tmp_path, mode, fmt="parquet"):
         self.mode, self.tmp = mode, tmp_path
         self.topic = unique("chaos")
         create_topic(broker.bootstrap, self.topic, 2)
@@ -49,6 +50,7 @@ format:
   schema: {{trip_id: string, fare_amount: double}}
 output:
   path: {tmp_path / "lake"}
+  format: {fmt}
 """)
         self.state = tmp_path / "state"
         self.state.mkdir()
@@ -64,6 +66,10 @@ output:
         return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=300, start_new_session=True)
 
+    def target(self):
+        from streamslice.config import load_pipeline
+        return load_pipeline(self.file).output.target("chaos")
+
     def checkpoint(self):
         with open(self.state / "checkpoint.json") as f:
             return json.load(f)
@@ -75,6 +81,43 @@ def killed(out):
 
 def succeeded(out):
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+TABLE_POINTS = ["read:split=1:after=1", "before_publish", "table_commit", "after_publish",
+                "after_checkpoint"]
+
+
+@pytest.mark.parametrize("recovery", ["retry", "new_run"])
+@pytest.mark.parametrize("point", TABLE_POINTS)
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_kill_a_table_commit_then_recover_exactly_once(broker, tmp_path, fmt, point, recovery):
+    """The same for Iceberg and Delta tables, including a kill between placing the files and
+    the table commit: the table holds the source range once, and every file it references
+    exists (orphans a crash leaves are never referenced)."""
+    p = Pipeline(broker, tmp_path, "interval", fmt)
+    succeeded(p.run("first"))  # the interval exists: the victim replaces it
+    killed(p.run("victim", fault=point))
+    succeeded(p.run("victim", try_number=2) if recovery == "retry" else p.run("rescue"))
+    expected = sorted((part, off) for part, off, _ in p.sent)
+    target = p.target()
+    con = connect()
+    if fmt == "iceberg":
+        from pyiceberg.catalog import load_catalog
+        table = load_catalog("streamslice", **target.catalog).load_table(target.table)
+        rows = table.scan().to_arrow()
+        files = [t.file.file_path for t in table.scan().plan_files()]
+        scan = f"iceberg_scan('{table.metadata_location}')"
+    else:
+        from deltalake import DeltaTable
+        dt = DeltaTable(target.table)
+        rows = dt.to_pyarrow_table()
+        files = dt.file_uris()
+        scan = f"delta_scan('{target.table}')"
+    got = sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist()))
+    assert got == expected
+    assert con.sql(f"SELECT count(*) FROM {scan}").fetchone()[0] == len(expected)
+    assert all(os.path.exists(f.removeprefix("file://")) for f in files)
+    assert p.checkpoint()["interval_end"] == T0 + 3_600_000
 
 
 @pytest.mark.parametrize("recovery", ["retry", "new_run"])

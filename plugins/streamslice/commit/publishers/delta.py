@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from ... import faults
 from ...errors import CommitError
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
@@ -56,6 +57,7 @@ class DeltaPublisher:
         txns = [Transaction(app_id=plan.pipeline, version=plan.batch)] if plan.batch else None
         props = CommitProperties(custom_metadata=commit_properties(plan, manifest),
                                  app_transactions=txns)
+        faults.check("table_commit")
         if DeltaTable.is_deltatable(self.table_uri):
             existing = pa.schema(DeltaTable(self.table_uri).schema().to_arrow())
             check_compatible(existing, schema, self.table_uri)

@@ -9,12 +9,14 @@ which is how a retry finds its own commit instead of committing twice.
 """
 from __future__ import annotations
 
+import os
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from ... import faults
 from ...errors import CommitError
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
@@ -78,6 +80,7 @@ class IcebergPublisher:
         self._evolve(table, plan)
         table = self.catalog.load_table(self.identifier)
         files = self._move_into_table(table, plan, staging)
+        faults.check("table_commit")  # files in the table's folder, not yet committed
         props = commit_properties(plan, manifest)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Delete operation did not match any records"
@@ -100,8 +103,9 @@ class IcebergPublisher:
                               f"{self.identifier}: {exc}") from None
 
     def _move_into_table(self, table, plan: ReadPlan, staging: Staging) -> list[str]:
-        """Staged files → the table's data folder (renamed where one file system holds both,
-        copied otherwise); returns their URIs."""
+        """Staged files → the table's data folder, leaving the staging area whole until the
+        commit (so a crash before it leaves a retry something to publish): hard links on a
+        local file system (no copy), a server-side copy on object stores. Returns the URIs."""
         location = table.location().rstrip("/")
         fs, root = pafs.FileSystem.from_uri(location)
         folder = f"{root}/data/{PARTITION_COLUMN}={plan.partition}"
@@ -109,8 +113,8 @@ class IcebergPublisher:
         out = []
         for path in staged_files(staging):
             name = f"{uuid.uuid4().hex[:12]}-{path.rsplit('/', 1)[-1]}"
-            if fs.type_name == staging.fs.type_name:
-                staging.fs.move(path, f"{folder}/{name}")
+            if fs.type_name == staging.fs.type_name == "local":
+                os.link(path, f"{folder}/{name}")
             else:
                 pafs.copy_files(path, f"{folder}/{name}", source_filesystem=staging.fs,
                                 destination_filesystem=fs)

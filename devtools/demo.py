@@ -70,8 +70,10 @@ def main():
         subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
                        check=True, capture_output=True)
         run_intervals()
+        run_intervals("taxi_trips_iceberg.yaml")
         kinesis_counts = run_kinesis(kinesis)
         show(expected, kinesis_counts)
+        show_iceberg(expected)
     finally:
         kinesis.stop()
         broker.stop()
@@ -91,12 +93,12 @@ def _topic_has(bootstrap, n):
         c.close()
 
 
-def run_intervals():
+def run_intervals(file="taxi_trips.yaml"):
     from datetime import datetime, timedelta, timezone
 
     from streamslice.airflow.factory import build_dag
     from streamslice.config import load_pipeline
-    cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips.yaml")
+    cfg = load_pipeline(ROOT / "dags" / "pipelines" / file)
     dag = build_dag(cfg)
     for hour in range(HOURS):
         end = datetime.fromtimestamp(START_MS / 1000, tz=timezone.utc) + timedelta(hours=hour + 1)
@@ -193,6 +195,26 @@ def show(expected, kinesis_counts):
               f"{dead:>5}  {','.join(sorted(readers))}  {ok}")
     print("\n   Explore: .venv/bin/streamslice --help · AIRFLOW_HOME=.demo/airflow "
           ".venv/bin/airflow standalone")
+
+
+def show_iceberg(expected):
+    """The Iceberg table, read by DuckDB (its iceberg extension, from PyPI)."""
+    from pyiceberg.catalog import load_catalog
+
+    from devtools.duck import connect
+    from streamslice.config import load_pipeline
+    cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_iceberg.yaml")
+    target = cfg.output.target(cfg.name)
+    table = load_catalog("streamslice", **target.catalog).load_table(target.table)
+    step(f"Iceberg table {target.table}: {len(table.snapshots())} snapshots; DuckDB reads it")
+    query = (f"SELECT streamslice_partition, count(*) AS records, "
+             f"round(avg(fare_amount), 2) AS avg_fare FROM iceberg_scan("
+             f"'{table.metadata_location}') GROUP BY 1 ORDER BY 1")
+    print(f"   {query.replace(table.metadata_location, '…/metadata.json')}")
+    for part, records, fare in connect().sql(query).fetchall():
+        hour = int(part[18:20])
+        ok = "ok" if records == expected[hour] else "MISMATCH"
+        print(f"   {part:<28}{records:>9}{fare:>10}  {ok}")
 
 
 if __name__ == "__main__":

@@ -210,6 +210,47 @@ class SparkStandalone:
                 proc.kill()
 
 
+class Postgres:
+    """The machine's PostgreSQL cluster (Debian's ``pg_ctlcluster``), started if it is down,
+    with a role and database for streamslice: the Iceberg SQL catalog that production and
+    docker-compose use."""
+
+    USER = PASSWORD = "streamslice"
+
+    def __init__(self, database="streamslice_test"):
+        self.database = database
+        self.port = 5432
+
+    @property
+    def url(self):
+        return (f"postgresql+psycopg2://{self.USER}:{self.PASSWORD}@127.0.0.1:{self.port}/"
+                f"{self.database}")
+
+    def start(self):
+        listed = subprocess.run(["pg_lsclusters", "--no-header"], capture_output=True,
+                                text=True, check=True).stdout.split()
+        if len(listed) < 4:
+            raise RuntimeError("no PostgreSQL cluster (apt-get install postgresql)")
+        version, cluster, self.port = listed[0], listed[1], int(listed[2])
+        if listed[3] != "online":
+            subprocess.run(["pg_ctlcluster", version, cluster, "start"], check=True)
+        wait_for_port(self.port, what="PostgreSQL")
+        self._sql(f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = "
+                  f"'{self.USER}') THEN CREATE ROLE {self.USER} LOGIN PASSWORD "
+                  f"'{self.PASSWORD}'; END IF; END $$;")
+        exists = self._sql(f"SELECT 1 FROM pg_database WHERE datname = '{self.database}'")
+        if "1" not in exists:
+            self._sql(f"CREATE DATABASE {self.database} OWNER {self.USER}")
+        return self
+
+    def _sql(self, statement):
+        out = subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", str(self.port),
+                              "-tAc", statement], capture_output=True, text=True, cwd="/")
+        if out.returncode != 0:
+            raise RuntimeError(f"psql failed: {out.stderr.strip()}")
+        return out.stdout
+
+
 class MotoServer:
     """moto's AWS server (SNS, SQS…) on loopback, for notifier tests."""
 

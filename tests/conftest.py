@@ -73,6 +73,13 @@ def kinesis():
 
 
 @pytest.fixture(scope="session")
+def postgres():
+    """The machine's PostgreSQL, started by the project's own script if it is down."""
+    from devtools.services import Postgres
+    return Postgres().start()
+
+
+@pytest.fixture(scope="session")
 def sns_queue():
     """An SNS topic on a local moto_server with an SQS queue subscribed (raw delivery);
     yields (moto, topic ARN, received()) where received() drains the queue."""

@@ -18,10 +18,10 @@ import duckdb
 import pyarrow.dataset as ds
 import pytest
 
+from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT
-from tests.support.duck import connect
 from tests.support.pipelines import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]

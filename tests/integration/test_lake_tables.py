@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
+from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from tests.support.duck import connect
 from tests.support.pipelines import run_dag, unique, utc, write_pipeline
 
 pytestmark = pytest.mark.integration

@@ -87,3 +87,14 @@ def test_the_image_installs_the_pinned_requirements():
     assert "-c /opt/streamslice/constraints.txt" in dockerfile
     assert "openjdk-17" in dockerfile
     assert SERVICES["airflow-scheduler"]["build"] == "."
+
+
+def test_iceberg_pipelines_use_the_compose_postgres_catalog(monkeypatch):
+    e = env("airflow-scheduler")
+    uri = e["STREAMSLICE_ICEBERG_CATALOG_URI"]
+    assert uri.startswith("postgresql+psycopg2://") and "@postgres:5432/" in uri
+    monkeypatch.setenv("STREAMSLICE_ICEBERG_CATALOG_URI", uri)
+    configs, errors = load_pipelines(ROOT / "dags" / "pipelines")
+    iceberg = [c for c in configs if c.output.format == "iceberg"]
+    assert not errors and iceberg
+    assert all(c.output.target(c.name).catalog["uri"] == uri for c in iceberg)

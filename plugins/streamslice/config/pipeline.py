@@ -305,8 +305,10 @@ def _output(f, root):
                               "(pyiceberg catalog properties: type sql, rest or glue, …)",
                               "catalog")
             local = path.removeprefix("file://")
-            catalog = {"type": "sql", "uri": f"sqlite:///{local}/_streamslice/iceberg.db",
-                       "warehouse": f"file://{local}"}
+            # A deployment may name its SQL catalog (docker-compose: its PostgreSQL).
+            uri = os.environ.get("STREAMSLICE_ICEBERG_CATALOG_URI") or \
+                f"sqlite:///{local}/_streamslice/iceberg.db"
+            catalog = {"type": "sql", "uri": uri, "warehouse": f"file://{local}"}
         if not isinstance(catalog, dict) or "type" not in catalog:
             raise f.error("must map pyiceberg catalog properties, with type (sql, rest, glue)",
                           "catalog")

@@ -108,3 +108,33 @@ def test_rolling_back_a_reprocessed_partition_as_the_readme_shows(tmp_path, fmt)
         dt.restore(first)
     table, _ = scan(output)
     assert sorted(table.column("offset").to_pylist()) == [0, 1, 2]
+
+
+def test_iceberg_catalog_properties_from_an_airflow_connection(tmp_path, monkeypatch):
+    """output.conn_id: the catalog's properties (which may hold credentials) come from the
+    connection in the commit task and never enter the plan."""
+    import json
+
+    from streamslice.airflow.hooks import with_catalog_connection
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE_CATALOG", json.dumps({
+        "conn_type": "generic", "extra": {"type": "sql", "uri": f"sqlite:///{tmp_path}/c.db",
+                                          "warehouse": f"file://{tmp_path}/wh"}}))
+    cfg = parse_pipeline(f"mode: incremental\nkafka: {{bootstrap_servers: 'a:1', topics: [t]}}\n"
+                         f"output: {{path: '{tmp_path}', format: iceberg, "
+                         "conn_id: lake_catalog}\n", default_name="p")
+    output = cfg.output.target("p")
+    assert output.catalog == {} and "sqlite" not in make_plan(output).to_json()
+    resolved = with_catalog_connection(output)
+    assert resolved.catalog["uri"] == f"sqlite:///{tmp_path}/c.db"
+    plan = make_plan(resolved)
+    publish_once(plan, stage(tmp_path, plan, [0, 1]), run_id="r1", now_ms=1)
+    assert scan(resolved)[0].num_rows == 2
+
+
+def test_a_rest_catalog_is_passed_through_and_its_failure_named(tmp_path):
+    from streamslice.commit.publishers import publisher_for
+    cfg = parse_pipeline(f"mode: incremental\nkafka: {{bootstrap_servers: 'a:1', topics: [t]}}\n"
+                         f"output: {{path: '{tmp_path}', format: iceberg, catalog: "
+                         "{type: rest, uri: 'http://127.0.0.1:9'}}\n", default_name="p")
+    with pytest.raises(CommitError, match=r"cannot open the Iceberg catalog \(rest\)"):
+        publisher_for(cfg.output.target("p"))

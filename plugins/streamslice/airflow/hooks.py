@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 if TYPE_CHECKING:
+    from ..planning.plan import OutputTarget
     from ..sources import Source
 
 
@@ -65,3 +66,15 @@ def source_properties(source: Source) -> dict[str, Any]:
     base = connection_properties(source.conn_type, source.conn_id, source) \
         if source.conn_id else {}
     return source.client_properties(base)
+
+
+def with_catalog_connection(output: OutputTarget | None) -> OutputTarget | None:
+    """An Iceberg output whose catalog properties live in an Airflow connection (its extra,
+    e.g. {"type": "rest", "uri": …, "credential": …}): resolved only in the commit task, so
+    secrets never enter the plan; the YAML's own properties win."""
+    if output is None or not output.conn_id:
+        return output
+    from dataclasses import replace
+    conn = BaseHook.get_connection(output.conn_id)
+    props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
+    return replace(output, catalog={**props, **output.catalog})

@@ -19,7 +19,7 @@ from ..reading.staging import Staging
 from ..sources import source_class
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
-from .hooks import source_properties
+from .hooks import source_properties, with_catalog_connection
 from .store import TaskCheckpointStore, output_asset
 
 log = logging.getLogger("streamslice")
@@ -85,6 +85,7 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         plan = ReadPlan.from_dict(context["ti"].xcom_pull(task_ids="plan"))
+        plan.output = with_catalog_connection(plan.output)
         staging = Staging(context["ti"].xcom_pull(task_ids="read"))
         asset = output_asset(cfg)
         now = int(time.time() * 1000)

@@ -55,6 +55,7 @@ class Output:
     compression: str = "snappy"
     table: str | None = None  # iceberg: namespace.table; delta: the table's URI
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg: pyiceberg properties
+    conn_id: str | None = None  # iceberg: an Airflow connection with catalog properties
 
     def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
@@ -69,7 +70,7 @@ class Output:
             table = "streamslice." + re.sub(r"[^A-Za-z0-9_]", "_", pipeline)
         return OutputTarget(dataset=self.dataset(pipeline), format=self.format,
                             compression=self.compression, publisher=publisher, table=table,
-                            catalog=dict(self.catalog))
+                            catalog=dict(self.catalog), conn_id=self.conn_id)
 
 
 @dataclass(frozen=True)
@@ -292,6 +293,9 @@ def _output(f, root):
     fmt = f.str("format", "parquet", choices=OUTPUT_FORMATS)
     table = f.str("table", None)
     catalog = f.raw("catalog", None)
+    conn_id = f.str("conn_id", None)
+    if conn_id and fmt != "iceberg":
+        raise f.error("is only used with format iceberg (its catalog's connection)", "conn_id")
     if table and fmt not in TABLE_FORMATS:
         raise f.error(f"is only used with format {' or '.join(TABLE_FORMATS)}", "table")
     if catalog is not None and fmt != "iceberg":
@@ -299,7 +303,9 @@ def _output(f, root):
     if fmt == "iceberg":
         if table and not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+", table):
             raise f.error(f"{table!r} is not namespace.table", "table")
-        if catalog is None:
+        if catalog is None and conn_id:
+            catalog = {}
+        elif catalog is None:
             if "://" in path and not path.startswith("file://"):
                 raise f.error("is required for an iceberg table outside the local file system "
                               "(pyiceberg catalog properties: type sql, rest or glue, …)",
@@ -309,12 +315,12 @@ def _output(f, root):
             uri = os.environ.get("STREAMSLICE_ICEBERG_CATALOG_URI") or \
                 f"sqlite:///{local}/_streamslice/iceberg.db"
             catalog = {"type": "sql", "uri": uri, "warehouse": f"file://{local}"}
-        if not isinstance(catalog, dict) or "type" not in catalog:
+        if not isinstance(catalog, dict) or ("type" not in catalog and not conn_id):
             raise f.error("must map pyiceberg catalog properties, with type (sql, rest, glue)",
                           "catalog")
         catalog = {str(k): str(v) for k, v in catalog.items()}
     out = Output(path=path, format=fmt, compression=f.str("compression", "snappy"),
-                 table=table, catalog=catalog or {})
+                 table=table, catalog=catalog or {}, conn_id=conn_id)
     f.done()
     return out
 

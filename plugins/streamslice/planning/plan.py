@@ -31,6 +31,7 @@ class OutputTarget:
     publisher: str = "files"  # a key of commit.publishers.PUBLISHERS
     table: str | None = None  # iceberg: namespace.table; delta: the table's URI
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg catalog properties
+    conn_id: str | None = None  # an Airflow connection holding more catalog properties
 
     @property
     def file_format(self) -> str:

@@ -63,6 +63,7 @@ lock:
 
 bench: venv tools
 	$(BIN)/python bench/kafka_bounded_read.py
+	$(BIN)/python bench/lake_commit.py --end-to-end
 
 clean:
 	rm -rf .demo output

@@ -1,11 +1,14 @@
-"""Commit cost per output format for one interval, measured in the same run on the same
-staged data: the Parquet directory rename (the baseline), Iceberg (pyiceberg, SQLite catalog,
-files registered with add_files) and Delta (delta-rs, staged files rewritten).
+"""Cost per output format, measured in the same run: the Parquet directory rename (the
+baseline), Iceberg (pyiceberg, SQLite catalog, files registered with add_files) and Delta
+(delta-rs, staged files rewritten).
 
-The interval is staged as the read job would leave it (Parquet files of taxi-trip-like rows,
-with a summary per split), then published with streamslice's commit protocol (verify,
-publish, manifest). Prints seconds and the ratios against the rename. Asserts nothing.
-  python bench/lake_commit.py [--records 1000000] [--files 8] [--repeat 3]
+1. Commit cost of one interval: staged as the read job would leave it (Parquet files of
+   taxi-trip-like rows, a summary per split), then published with streamslice's commit
+   protocol (verify, publish, manifest).
+2. With --end-to-end, plan + Spark read + commit of the same Kafka range on a local broker,
+   per format, and its throughput ratio against the Parquet path.
+Prints seconds and ratios. Asserts nothing.
+  python bench/lake_commit.py [--records 1000000] [--files 8] [--repeat 3] [--end-to-end]
 """
 import argparse
 import shutil
@@ -74,11 +77,57 @@ def publish(fmt, work, records, files):
     return time.perf_counter() - start
 
 
+def end_to_end(records, partitions=4, size=200):
+    """Plan + Spark read + commit of one Kafka range per format; records/s and ratios."""
+    import os
+
+    from bench.kafka_bounded_read import BIG, produce
+    from devtools.services import KafkaBroker
+    from streamslice.commit.protocol import publish_once, staging_for
+    from streamslice.config import parse_pipeline
+    from streamslice.planning.planner import plan_run
+    from streamslice.spark.job import run_read
+    from streamslice.spark.session import spark_session
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
+    broker = KafkaBroker(work / "kafka").start()
+    try:
+        produce(broker.bootstrap, records, size, partitions)
+        spark = spark_session()
+        out = {}
+        for fmt in ("parquet", "parquet", "iceberg", "delta"):  # the first warms the JVM
+            cfg = parse_pipeline(f"""
+mode: incremental
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [bench]
+  properties: {{receive.message.max.bytes: {BIG["receive.message.max.bytes"]}}}
+output: {{path: '{work / fmt}', format: {fmt}}}
+""", default_name="bench")
+            start = time.perf_counter()
+            plan = plan_run(cfg.source, pipeline="bench", mode="incremental",
+                            output=cfg.output.target("bench"),
+                            properties=cfg.source.client_properties())
+            staging = staging_for(plan, f"e2e-{time.time_ns()}")
+            run_read(spark, plan, staging.uri, properties=cfg.source.client_properties())
+            n = publish_once(plan, staging, run_id="bench", now_ms=0)["records"]
+            out[fmt] = (n, time.perf_counter() - start)
+        base = out["parquet"][0] / out["parquet"][1]
+        print(f"\nend to end (plan + Spark read + commit), {records:,} records:")
+        for fmt, (n, secs) in out.items():
+            print(f"  {fmt:<8} {secs:7.2f} s  {n / secs:>10,.0f} records/s  "
+                  f"{n / secs / base:5.2f}x the Parquet path")
+    finally:
+        broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--files", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--end-to-end", action="store_true")
     args = ap.parse_args()
     results = {}
     for fmt in ("parquet", "iceberg", "delta"):
@@ -97,6 +146,8 @@ def main():
         med = statistics.median(secs)
         print(f"  {fmt:<8} {med:7.3f} s  (min {min(secs):.3f}, max {max(secs):.3f})  "
               f"{med / base:6.1f}x the Parquet rename")
+    if args.end_to_end:
+        end_to_end(args.records)
 
 
 if __name__ == "__main__":

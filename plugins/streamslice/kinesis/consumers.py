@@ -10,6 +10,7 @@ import hashlib
 import re
 import time
 
+from .. import faults
 from ..errors import SourceError
 from .client import DEFAULT_BACKOFF, call, error_code
 
@@ -54,6 +55,7 @@ def register(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=tim
         except Exception as exc:
             if error_code(exc) != "ResourceInUseException":  # lost a race: it exists now
                 raise
+    faults.check("efo_register")  # registered, not yet ACTIVE
     return wait_for(client, stream_arn, name, "ACTIVE", backoff=backoff, timeout_s=timeout_s,
                     sleep=sleep, clock=clock)
 
@@ -103,6 +105,7 @@ def deregister(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=t
     except Exception as exc:
         if error_code(exc) != "ResourceNotFoundException":
             raise
+    faults.check("efo_deregister")  # deregistering, not yet gone
     wait_for(client, stream_arn, name, None, backoff=backoff, timeout_s=timeout_s, sleep=sleep,
              clock=clock)
     return True

@@ -1,0 +1,89 @@
+"""Chaos for Kinesis: the run is SIGKILLed while it reads shards with GetRecords (and at the
+other phases), then recovered by a retry and by a new run: the output holds every record of
+the stream once. EFO consumers: a process killed while registering or deregistering its
+per-run consumer leaves nothing behind once the sweeper has run.
+
+Real Kinesis-compatible server (kinesis-local) over HTTP; real process kills."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.dataset as ds
+import pytest
+
+from tests.chaos.test_kill import killed, succeeded
+from tests.conftest import ROOT
+from tests.support.kinesis import create_stream, put
+from tests.support.pipelines import unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+POINTS = ["plan", "read:split=1:after=1", "before_publish", "after_publish",
+          "after_checkpoint"]
+
+
+def env(fault=None):
+    out = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
+    out.pop("STREAMSLICE_INJECT_FAULT", None)
+    if fault:
+        out["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"
+    return out
+
+
+def run(args, fault=None):
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env(fault),
+                          capture_output=True, text=True, timeout=300, start_new_session=True)
+
+
+@pytest.mark.parametrize("recovery", ["retry", "new_run"])
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_a_kinesis_run_then_recover_exactly_once(kinesis, tmp_path, point, recovery):
+    client = kinesis.client()
+    stream = unique("chaos")
+    create_stream(client, stream, 2)
+    sent = put(client, stream, [f"r{i}".encode() for i in range(60)])
+    pipeline = tmp_path / "chaos.yaml"
+    pipeline.write_text(f"""pipeline: chaos
+mode: incremental
+kinesis:
+  stream: {stream}
+  region: us-east-1
+  endpoint_url: {kinesis.endpoint}
+  credentials: {{access_key_id: test, secret_access_key: test}}
+  polling: {{max_records: 7, interval: 10ms}}
+format:
+  value: string
+output:
+  path: {tmp_path / "lake"}
+""")
+    state = tmp_path / "state"
+    state.mkdir()
+
+    def go(run_id, try_number=1, fault=None):
+        return run(["tests.chaos.run", str(pipeline), str(state), run_id, str(try_number)],
+                   fault)
+    killed(go("victim", fault=point))
+    succeeded(go("victim", 2) if recovery == "retry" else go("rescue"))
+    table = ds.dataset(tmp_path / "lake" / "pipeline=chaos", format="parquet",
+                       partitioning="hive").to_table(columns=["shardId", "sequenceNumber"])
+    got = sorted(zip(table.column("shardId").to_pylist(),
+                     table.column("sequenceNumber").to_pylist()))
+    assert got == sorted(sent)  # every record, once
+
+
+@pytest.mark.parametrize("action", ["register", "deregister"])
+def test_a_killed_consumer_registration_leaves_nothing_after_the_sweeper(kinesis, action):
+    from streamslice.kinesis.consumers import register, run_consumer_name, sweep
+    client = kinesis.client()
+    stream = unique("efo-chaos")
+    arn = create_stream(client, stream, 1)
+    name = run_consumer_name("ss-chaos", f"run-{action}")
+    if action == "deregister":
+        register(client, arn, name)
+    out = run(["tests.chaos.efo", action, kinesis.endpoint, arn, name], f"efo_{action}")
+    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+    time.sleep(1.2)
+    sweep(client, arn, "ss-chaos", older_than_s=1)
+    left = client.list_stream_consumers(StreamARN=arn)["Consumers"]
+    assert [c["ConsumerName"] for c in left if c["ConsumerStatus"] != "DELETING"] == []

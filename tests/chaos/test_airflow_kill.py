@@ -1,0 +1,66 @@
+"""Chaos through Airflow: a whole DAG run — the Airflow task process, its Spark JVM and the
+Spark Python workers — is SIGKILLed after planning, in the middle of a read, after the publish
+and after the checkpoint; the next run of the DAG recovers. The dataset then holds the source
+range exactly once (pyarrow and DuckDB's glob agree) and the checkpoint in Airflow's asset
+state is at the end of the range."""
+import os
+import signal
+import subprocess
+import sys
+
+import pyarrow.dataset as ds
+import pytest
+
+from devtools.duck import connect
+from devtools.services import create_topic
+from devtools.taxi import produce, trips
+from tests.conftest import ROOT
+from tests.support.pipelines import unique, write_pipeline
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+T0 = 1_714_521_600_000
+
+
+def dag_run(cfg, fault=None):
+    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
+    env.pop("STREAMSLICE_INJECT_FAULT", None)
+    if fault:
+        env["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"
+    return subprocess.run([sys.executable, "-m", "tests.chaos.dag_run", cfg.file], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600,
+                          start_new_session=True)
+
+
+@pytest.mark.parametrize("point", ["plan", "read:split=1:after=1", "after_publish",
+                                   "after_checkpoint"])
+def test_kill_a_dag_run_then_the_next_run_recovers(broker, airflow_db, tmp_path, point):
+    from streamslice.airflow.store import OfflineCheckpointStore
+    topic = unique("chaos-af")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=8, late_share=0),
+                   partitions=2)
+    cfg = write_pipeline(unique("chaos_af"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+  max_records_per_split: 20
+output:
+  path: {tmp_path}
+""")
+    victim = dag_run(cfg, point)
+    assert victim.returncode == -signal.SIGKILL, victim.stderr[-2000:]
+    rescue = dag_run(cfg)
+    assert rescue.returncode == 0, rescue.stderr[-3000:]
+    dataset = cfg.output.dataset(cfg.name)
+    table = ds.dataset(dataset, format="parquet", partitioning="hive").to_table(
+        columns=["partition", "offset"])
+    got = sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+    assert got == sorted((p, o) for p, o, _ in sent)
+    glob = f"{dataset}/**/*.parquet"
+    assert connect().sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0] == \
+        len(sent)
+    cp = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    assert cp.positions == {f"{topic}:{p}": 1 + max(o for q, o, _ in sent if q == p)
+                            for p in (0, 1)}

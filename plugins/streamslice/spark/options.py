@@ -10,7 +10,6 @@ another range, so it fails naming the closest known option.
 from __future__ import annotations
 
 import difflib
-import json
 
 from ..config.options import client_properties, json_option
 from ..errors import ConfigError
@@ -71,7 +70,3 @@ def _choice(opts: dict[str, str], name: str, allowed: tuple[str, ...], default: 
         raise ConfigError(f"option {name}: {value!r} is not one of: {', '.join(allowed)}")
     return value
 
-
-def read_options(options: dict[str, str]) -> dict:
-    """The ``readOptions`` JSON the read job passes (Source.read_options)."""
-    return json.loads(options.get("readoptions") or "{}")

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DataLossError, PlanError, SourceError
-from .options import EARLIEST, LATEST
-from .spark_read import check_range, lost, no_match
+from ..errors import SourceError
+from .spark_read import bind_range
 
 if TYPE_CHECKING:
     from .split import KafkaSplit
@@ -30,30 +29,19 @@ def bind(split: KafkaSplit, properties: dict[str, Any]) -> KafkaSplit:
     except KafkaException as exc:
         raise SourceError(f"{split.key}: cannot create Kafka consumer: {exc}") from None
     tp = TopicPartition(split.topic, split.partition)
+
+    def lookup(ms: int) -> int | None:
+        found = consumer.offsets_for_times(
+            [TopicPartition(split.topic, split.partition, ms)], timeout=15)[0].offset
+        return int(found) if found >= 0 else None
+
     try:
         low, high = consumer.get_watermark_offsets(tp, timeout=15)
-
-        def at(spec: dict[str, int], starting: bool) -> int:
-            if "offset" in spec:
-                off = spec["offset"]
-                return low if off == EARLIEST else high if off == LATEST else off
-            found = consumer.offsets_for_times(
-                [TopicPartition(split.topic, split.partition, spec["timestamp"])],
-                timeout=15)[0].offset
-            if found < 0:
-                if starting and late["no_match"] == "error":
-                    raise PlanError(no_match(split.key, spec["timestamp"]))
-                return high
-            return int(found)
-
-        start, stop = at(late["start"], True), at(late["stop"], False)
+        start, stop = bind_range(split.key, late["start"], late["stop"], low, high,
+                                 no_match_policy=late["no_match"],
+                                 fail_on_data_loss=late["fail_on_data_loss"], lookup=lookup)
     except KafkaException as exc:
         raise SourceError(f"{split.key}: looking up offsets failed: {exc}") from None
     finally:
         consumer.close()
-    if start < low:
-        if late["fail_on_data_loss"]:
-            raise DataLossError(lost(split.key, start, low))
-        start = low
-    check_range(split.key, start, stop, high)
     return replace(split, start=start, stop=stop, log_start=low, high_watermark=high, late=None)

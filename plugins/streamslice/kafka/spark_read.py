@@ -17,6 +17,8 @@ from .options import EARLIEST, LATEST, Side, spark_tp
 from .split import KafkaSplit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..sources import PlanRequest
     from .admin import KafkaAdmin, TopicPartition
     from .options import SparkRead
@@ -42,19 +44,24 @@ def plan_spark_read(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest
     low, high = admin.beginning_offsets(tps), admin.end_offsets(tps)
     ranges = []
     for tp in tps:
-        start = resolve(admin, tp, read.start, low, high, read, starting=True)
-        stop = resolve(admin, tp, read.stop, low, high, read, starting=False)
-        if start < low[tp]:
-            if read.fail_on_data_loss:
-                raise DataLossError(lost(tp.key, start, low[tp]))
-            start = low[tp]
-        check_range(tp.key, start, stop, high[tp])
+        start, stop = bind_range(
+            tp.key, read.start.for_partition(tp.key), read.stop.for_partition(tp.key),
+            low[tp], high[tp], no_match_policy=read.no_match,
+            fail_on_data_loss=read.fail_on_data_loss,
+            lookup=_offsets_for_time(admin, tp))
         ranges.append((tp, start, stop))
     splits = []
     for tp, lo, hi in divide(ranges, read):
         splits.append(KafkaSplit(id=len(splits), topic=tp.topic, partition=tp.partition,
                                  start=lo, stop=hi, log_start=low[tp], high_watermark=high[tp]))
     return SourcePlan(splits=splits, info=info)
+
+
+def _offsets_for_time(admin: KafkaAdmin, tp: TopicPartition) -> Callable[[int], int | None]:
+    def lookup(ms: int) -> int | None:
+        found: int | None = admin.offsets_for_times({tp: ms}, ends={tp: None})[tp]
+        return found
+    return lookup
 
 
 def check_covers(side: Side, keys: list[str]) -> None:
@@ -69,19 +76,30 @@ def check_covers(side: Side, keys: list[str]) -> None:
                       f"[{given}] Assigned: [{assigned}]")
 
 
-def resolve(admin, tp: TopicPartition, side: Side, low: dict, high: dict, read: SparkRead, *,
-            starting: bool) -> int:
-    spec = side.for_partition(tp.key)
-    if "offset" in spec:
-        off = spec["offset"]
-        return low[tp] if off == EARLIEST else high[tp] if off == LATEST else off
-    ms = spec["timestamp"]
-    found = admin.offsets_for_times({tp: ms}, ends={tp: None})[tp]
-    if found is None:
-        if starting and read.no_match == "error":
-            raise PlanError(no_match(tp.key, ms))
-        return int(high[tp])
-    return int(found)
+def bind_range(key: str, start: dict[str, int], stop: dict[str, int], low: int, high: int, *,
+               no_match_policy: str, fail_on_data_loss: bool,
+               lookup: Callable[[int], int | None]) -> tuple[int, int]:
+    """One partition's range as Spark resolves it: -2/-1 are the log start / end, timestamps
+    go through ``lookup`` (``offsetsForTimes``: None when no record is at or after), then the
+    data-loss, order and bound checks. Used at plan time and by late binding alike."""
+    def at(spec: dict[str, int], starting: bool) -> int:
+        if "offset" in spec:
+            off = spec["offset"]
+            return low if off == EARLIEST else high if off == LATEST else off
+        found = lookup(spec["timestamp"])
+        if found is None:
+            if starting and no_match_policy == "error":
+                raise PlanError(no_match(key, spec["timestamp"]))
+            return high
+        return int(found)
+
+    first, last = at(start, True), at(stop, False)
+    if first < low:
+        if fail_on_data_loss:
+            raise DataLossError(lost(key, first, low))
+        first = low
+    check_range(key, first, last, high)
+    return first, last
 
 
 def no_match(key: str, ms: int) -> str:

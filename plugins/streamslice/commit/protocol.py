@@ -40,27 +40,32 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
     cleared or reprocessed run replaces its partition); one a crash left incomplete after the
     publish yields to the manifest that try published."""
     publisher = publisher_for(target_of(plan))
-    published = publisher.published_manifest(plan)
-    ours = published if published and published.get("plan_id") == plan_id(plan) else None
+
+    def ours() -> dict[str, Any] | None:  # looked up only when the staging area cannot publish
+        published = publisher.published_manifest(plan)
+        return published if published and published.get("plan_id") == plan_id(plan) else None
+
     if staging.fs.get_file_info(staging.root).type != pafs.FileType.NotFound:
         try:
             figures = verify(plan, staging)
         except CommitError:
-            if ours is None:
+            earlier = ours()
+            if earlier is None:
                 raise
             log.info("%s was published by an earlier try of this run; its staging area was "
                      "left incomplete by a crash.", plan.partition)
             clean_attempts(plan)
-            return ours
+            return earlier
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
         faults.check("before_publish")
         publisher.publish(plan, staging, manifest)
         clean_attempts(plan)
         return manifest
-    if ours is not None:
+    earlier = ours()
+    if earlier is not None:
         log.info("%s was already published by an earlier try of this run.", plan.partition)
         clean_attempts(plan)
-        return ours
+        return earlier
     raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "
                       "published from this plan; clear the read task to read it again")
 

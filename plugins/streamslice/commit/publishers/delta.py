@@ -58,11 +58,12 @@ class DeltaPublisher:
         props = CommitProperties(custom_metadata=commit_properties(plan, manifest),
                                  app_transactions=txns)
         faults.check("table_commit")
-        if DeltaTable.is_deltatable(self.table_uri):
+        exists = DeltaTable.is_deltatable(self.table_uri)
+        if exists:
             existing = pa.schema(DeltaTable(self.table_uri).schema().to_arrow())
             check_compatible(existing, schema, self.table_uri)
         try:
-            if DeltaTable.is_deltatable(self.table_uri):  # replace the partition, one commit
+            if exists:  # replace the partition, one commit
                 write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],
                                 mode="overwrite",
                                 predicate=f"{PARTITION_COLUMN} = '{plan.partition}'",

@@ -42,7 +42,7 @@ class DirectoryRename:
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
         fs = staging.fs
-        self.publish_dead_letters(plan, staging)
+        publish_dead_letters(self.output, plan, staging)
         data = f"{staging.root}/{DATA}"
         if fs.get_file_info(data).type == pafs.FileType.NotFound:
             fs.create_dir(data, recursive=True)  # an empty run still publishes its partition
@@ -64,9 +64,6 @@ class DirectoryRename:
         fs.delete_dir(staging.root)
         return self.uri(plan)
 
-    def publish_dead_letters(self, plan: ReadPlan, staging: Staging) -> None:
-        publish_dead_letters(self.output, plan, staging)
-
     def empty_trash(self, trash_dir: str, name: str) -> None:
         for info in self.fs.get_file_info(pafs.FileSelector(trash_dir, allow_not_found=True)):
             if info.base_name.startswith(f"{name}-"):
@@ -76,7 +73,7 @@ class DirectoryRename:
 class ObjectStoreCopy(DirectoryRename):
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
         fs = staging.fs
-        self.publish_dead_letters(plan, staging)
+        publish_dead_letters(self.output, plan, staging)
         target = f"{self.root}/{plan.partition}"
         if fs.get_file_info(target).type != pafs.FileType.NotFound:
             fs.delete_dir(target)

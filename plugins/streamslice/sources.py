@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pyarrow as pa
 
     from .commit.checkpoint import Checkpoint
@@ -155,8 +157,10 @@ class Source(ABC):
         """Options for the readers, from the config and the setup tasks' results."""
         return {}
 
-    def after_commit(self, positions: dict[str, Any], properties: dict[str, Any]) -> None:  # noqa: B027
-        """Reporting after the checkpoint advanced (e.g. a consumer-group mirror)."""
+    def after_commit(self, positions: dict[str, Any],  # noqa: B027
+                     properties: Callable[[], dict[str, Any]]) -> None:
+        """Reporting after the checkpoint advanced (e.g. a consumer-group mirror).
+        ``properties()`` resolves the client properties, only if they are needed."""
 
     # -- reading (executors: these only get the plan) --------------------------------------
     @classmethod

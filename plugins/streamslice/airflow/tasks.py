@@ -101,7 +101,7 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         assert checkpoint is not None
         store.put(checkpoint)
         faults.check("after_checkpoint")
-        cfg.source.after_commit(checkpoint.positions, source_properties(cfg.source))
+        cfg.source.after_commit(checkpoint.positions, lambda: source_properties(cfg.source))
         from .alerting import after_commit
         after_commit(cfg, manifest, context, context["asset_state_store"][asset])
         extra = run_metrics(manifest)

@@ -10,6 +10,8 @@ from ..sources import ReadRequest, ResetTarget, Source, SourcePlan
 from .options import OPTIONS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pyarrow as pa
 
     from ..config.fields import Fields
@@ -118,12 +120,13 @@ class KafkaSource(Source):
     def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
         return {"client": self.client}
 
-    def after_commit(self, positions: dict[str, Any], properties: dict[str, Any]) -> None:
+    def after_commit(self, positions: dict[str, Any],
+                     properties: Callable[[], dict[str, Any]]) -> None:
         if not self.commit_group:
             return
         from .groups import commit_to_group
         try:
-            commit_to_group(properties, self.commit_group, positions)
+            commit_to_group(properties(), self.commit_group, positions)
         except SourceError as exc:  # reporting only: never fails the run
             import logging
             logging.getLogger("streamslice").warning(

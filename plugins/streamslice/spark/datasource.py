@@ -55,9 +55,8 @@ class PlanReader(DataSourceReader):
         self.splits = [dict(s.__dict__) for s in plan.splits]
         self.properties = client_properties(options, source_class(plan.source).option_prefix)
         self.read_options = json.loads(options.get("readoptions") or "{}")
-        for legacy in ("client",):  # a Spark user may set the Kafka client directly
-            if legacy in options:
-                self.read_options[legacy] = options[legacy]
+        if "client" in options:  # a Spark user may set the Kafka client directly
+            self.read_options["client"] = options["client"]
         self.staging, self.fault = options.get("staging"), options.get("injectfault")
 
     def partitions(self):

@@ -1,0 +1,81 @@
+"""The Airflow api-server alone (no scheduler) over an existing metadata database, with
+real logins (users admin and ops), for the Streamslice page test and benchmark."""
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from devtools.services import _venv_bin, free_port
+
+PASSWORDS = {"admin": "admin-pw", "ops": "ops-pw"}
+
+
+class ApiServer:
+    def __init__(self, home, dags_folder, limited_dags):
+        self.port = free_port()
+        home.mkdir(parents=True, exist_ok=True)
+        passwords = home / "passwords.json"
+        passwords.write_text(json.dumps(PASSWORDS))
+        root = Path(__file__).resolve().parents[2]
+        self.env = dict(os.environ, **{
+            "PYTHONPATH": os.pathsep.join([str(root / "plugins"), str(root)]),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
+            "AIRFLOW__API__BASE_URL": self.url,
+            "AIRFLOW__CORE__AUTH_MANAGER": "tests.support.one_dag_auth.OneDagAuthManager",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,ops:viewer",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+            "STREAMSLICE_TEST_LIMITED_USER": "ops",
+            "STREAMSLICE_TEST_LIMITED_DAGS": ",".join(limited_dags)})
+        self.log = home / "api-server.log"
+        self.proc = None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout=180):
+        self.proc = subprocess.Popen(
+            [_venv_bin("airflow"), "api-server", "--host", "127.0.0.1", "--port",
+             str(self.port)], env=self.env, stdout=open(self.log, "ab"),
+            stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.url}/api/v2/version", timeout=5)
+                return self
+            except urllib.error.HTTPError:
+                return self  # up (it answered, even if only to refuse)
+            except OSError:
+                assert self.proc.poll() is None, f"api-server exited: {self.log.read_text()}"
+                time.sleep(1)
+        raise RuntimeError(f"the api-server did not start in {timeout}s: {self.log}")
+
+    def token(self, user):
+        req = urllib.request.Request(
+            f"{self.url}/auth/token", method="POST",
+            data=json.dumps({"username": user, "password": PASSWORDS[user]}).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())["access_token"]
+
+    def get(self, path, token=None):
+        """(status, body) of a GET, with the user's bearer token when given."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        req = urllib.request.Request(f"{self.url}{path}", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()

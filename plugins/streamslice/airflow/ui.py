@@ -1,0 +1,137 @@
+"""The Streamslice page: a FastAPI app mounted by the Airflow api-server at ``/streamslice``
+and a navigation entry (external view) in the Airflow UI. Every request is authenticated by
+Airflow (its JWT cookie or bearer token) and authorized per DAG by Airflow's auth manager."""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..timeutil import parse_iso
+from ..ui import pages
+from ..ui.model import coverage
+from . import ui_data
+
+log = logging.getLogger("streamslice")
+PREFIX = "/streamslice"
+_BEARER = HTTPBearer(auto_error=False)
+app = FastAPI(title="Streamslice", docs_url=None, redoc_url=None, openapi_url=None)
+
+
+async def user(request: Request,
+               bearer: HTTPAuthorizationCredentials | None = Depends(_BEARER)):
+    """Airflow's own authentication: a bearer token or its UI session cookie; 401 without."""
+    from airflow.api_fastapi.core_api.security import get_user
+    return await get_user(request, None, bearer)
+
+
+def _readable(current) -> set[str]:
+    from airflow.api_fastapi.app import get_auth_manager
+    return get_auth_manager().get_authorized_dag_ids(user=current, method="GET")
+
+
+def _links(request: Request) -> tuple[str, str]:
+    base = request.scope.get("root_path", "").rstrip("/") or PREFIX
+    return base, base[: -len(PREFIX)] if base.endswith(PREFIX) else ""
+
+
+@app.get("/", response_class=HTMLResponse)
+def overview(request: Request, current=Depends(user)) -> str:
+    from airflow.utils.session import create_session
+    base, airflow = _links(request)
+    with create_session() as session:
+        rows = ui_data.pipelines(session, _readable(current))
+        for row in rows:
+            row.last = ui_data.last_run(session, row.dag_id)
+            alerts = ui_data.state(session, ui_data.asset(session, row.dag_id), "alerts")
+            row.alerts = (alerts or {}).get("count", 0)
+    return pages.overview(rows, base, airflow)
+
+
+@app.get("/pipelines/{dag_id}", response_class=HTMLResponse)
+def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
+             end: str | None = Query(None), current=Depends(user)) -> str:
+    from airflow.utils.session import create_session
+    if dag_id not in _readable(current):
+        raise HTTPException(status_code=404, detail=f"no streamslice pipeline {dag_id!r} "
+                            "that you may read")
+    base, airflow = _links(request)
+    with create_session() as session:
+        found = ui_data.pipelines(session, {dag_id})
+        if not found:
+            raise HTTPException(status_code=404, detail=f"{dag_id!r} is not a streamslice "
+                                "pipeline")
+        row = found[0]
+        model = ui_data.asset(session, dag_id)
+        recent = list(reversed(ui_data.runs(session, dag_id, limit=ui_data.RECENT)))
+        row.last = recent[-1] if recent else None
+        alerts = ui_data.state(session, model, "alerts") or {}
+        row.alerts = alerts.get("count", 0)
+        since = until = None
+        if row.mode == "interval":
+            since, until = _range(session, dag_id, start, end)
+            shown = ui_data.runs(session, dag_id, since=since, until=until)
+            cells = coverage(shown, ui_data.expected_intervals(session, dag_id, since, until))
+        else:
+            cells = coverage(recent, None)
+        view = pages.PipelineView(
+            row=row, cells=cells, recent=recent, range_start=since, range_end=until,
+            checkpoint=ui_data.state(session, model, "checkpoint"),
+            plan_splits=ui_data.latest_plan_splits(session, dag_id,
+                                                   row.last.run_id if row.last else None),
+            output=model.uri if model is not None else "-",
+            alerts=alerts.get("recent", []))
+        extra = dict(model.extra or {}) if model is not None else {}
+    if extra.get("efo"):
+        view.consumers, view.consumers_error = _consumers(extra)
+    return pages.pipeline(view, base, airflow)
+
+
+def _range(session, dag_id: str, start: str | None, end: str | None) -> tuple[int, int]:
+    since, until = ui_data.default_range(session, dag_id, int(time.time() * 1000))
+    try:
+        since = parse_iso(start) if start else since
+        until = parse_iso(end) if end else until
+    except ValueError as exc:
+        raise HTTPException(status_code=400, detail=f"start/end: {exc}") from None
+    if until <= since:
+        raise HTTPException(status_code=400, detail="end must be after start")
+    return since, until
+
+
+def _consumers(extra: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The stream's registered EFO consumers, asked of Kinesis with the pipeline's own
+    connection (only names, states and times are shown)."""
+    from ..config import load_pipeline
+    from ..kinesis.client import make_client
+    from ..kinesis.planner import stream_names
+    from .hooks import source_properties
+    try:
+        cfg = load_pipeline(extra["pipeline_file"])
+        client = make_client(source_properties(cfg.source))
+        now = time.time()
+        out = []
+        for ref in cfg.source.streams:
+            name, arn = stream_names(client, ref)
+            listed = client.list_stream_consumers(StreamARN=arn).get("Consumers", [])
+            for c in listed:
+                created = c["ConsumerCreationTimestamp"].timestamp()
+                out.append({"name": f"{c['ConsumerName']} ({name})",
+                            "status": c["ConsumerStatus"], "created": int(created * 1000),
+                            "age": f"{int((now - created) // 60)} min"})
+        return out, None
+    except Exception as exc:  # the page still shows everything else
+        return None, f"could not list the consumers: {str(exc).splitlines()[0][:300]}"
+
+
+def plugin_attributes() -> dict[str, Any]:
+    return {
+        "fastapi_apps": [{"app": app, "url_prefix": PREFIX, "name": "Streamslice"}],
+        "external_views": [{"name": "Streamslice", "href": f"{PREFIX}/",
+                            "destination": "nav", "url_route": "streamslice",
+                            "category": "browse"}],
+    }

@@ -1,0 +1,145 @@
+"""The Streamslice page's rows, read from Airflow's metadata database in a few bounded SQL
+queries: DAGs tagged ``streamslice``, their runs in the shown range, the commit's asset events
+(metrics), failed task instances, and the asset state (checkpoint, alerts)."""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from ..timeutil import from_ms, to_ms
+from ..ui.model import Overview, Run
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+MAX_CELLS = 1000  # intervals in one coverage strip
+RECENT = 50  # runs in the charts and the run table
+DEFAULT_INTERVALS = 48
+
+
+def _ms(dt: datetime | None) -> int | None:
+    return to_ms(dt) if dt is not None else None
+
+
+def pipelines(session, dag_ids: set[str] | None) -> list[Overview]:
+    """Every streamslice DAG (of ``dag_ids`` when given: the user's readable DAGs)."""
+    from airflow.models.dag import DagModel, DagTag
+    query = select(DagModel).join(DagTag, DagTag.dag_id == DagModel.dag_id) \
+        .where(DagTag.name == "streamslice").order_by(DagModel.dag_id)
+    if dag_ids is not None:
+        query = query.where(DagModel.dag_id.in_(dag_ids))
+    rows = []
+    for dag in session.scalars(query):
+        tags = {t.name for t in dag.tags}
+        rows.append(Overview(
+            dag_id=dag.dag_id, source=next((k for k in ("kafka", "kinesis") if k in tags), "-"),
+            mode=next((m for m in ("interval", "incremental") if m in tags), "-"),
+            schedule=dag.timetable_summary if dag.timetable_summary not in (None, "None")
+            else "manual", paused=bool(dag.is_paused),
+            description=dag.description or "", config_error="config-error" in tags))
+    return rows
+
+
+def asset(session, dag_id: str):
+    from airflow.models.asset import AssetModel
+    return session.scalar(select(AssetModel).where(AssetModel.name == f"streamslice/{dag_id}"))
+
+
+def state(session, asset_model, key: str) -> Any:
+    from airflow.state import AssetScope, get_state_backend
+    if asset_model is None:
+        return None
+    raw = get_state_backend().get(AssetScope(asset_id=asset_model.id), key, session=session)
+    return json.loads(raw) if raw else None
+
+
+def runs(session, dag_id: str, *, since: int | None = None, until: int | None = None,
+         limit: int | None = None) -> list[Run]:
+    """Runs of one DAG, newest first: with a data interval starting in ``[since, until)``, or
+    the latest ``limit``. Each with its commit's metrics and failed tasks."""
+    from airflow.models.dagrun import DagRun
+    cols = (DagRun.run_id, DagRun.state, DagRun.data_interval_start, DagRun.data_interval_end,
+            DagRun.start_date, DagRun.end_date, DagRun.run_after)
+    query = select(*cols).where(DagRun.dag_id == dag_id)
+    if since is not None:
+        query = query.where(DagRun.data_interval_start >= from_ms(since))
+    if until is not None:
+        query = query.where(DagRun.data_interval_start < from_ms(until))
+    query = query.order_by(DagRun.run_after.desc()).limit(limit or MAX_CELLS * 4)
+    found = [Run(run_id=r[0], state=str(r[1]), start=_ms(r[2]), end=_ms(r[3]),
+                 started_at=_ms(r[4]) or _ms(r[6]), ended_at=_ms(r[5]))
+             for r in session.execute(query)]
+    _attach(session, dag_id, found)
+    return found
+
+
+def _attach(session, dag_id: str, found: list[Run]) -> None:
+    from airflow.models.asset import AssetEvent
+    from airflow.models.taskinstance import TaskInstance
+    by_id = {r.run_id: r for r in found}
+    model = asset(session, dag_id)
+    ids = list(by_id)
+    for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)):
+        if model is not None:
+            events = select(AssetEvent.source_run_id, AssetEvent.extra).where(
+                AssetEvent.asset_id == model.id, AssetEvent.source_dag_id == dag_id,
+                AssetEvent.source_run_id.in_(chunk)).order_by(AssetEvent.timestamp)
+            for run_id, extra in session.execute(events):
+                by_id[run_id].metrics = extra  # the latest event of a run wins
+        failed = [i for i in chunk if by_id[i].state == "failed"]
+        if failed:
+            tis = select(TaskInstance.run_id, TaskInstance.task_id).where(
+                TaskInstance.dag_id == dag_id, TaskInstance.run_id.in_(failed),
+                TaskInstance.state.in_(("failed", "upstream_failed")))
+            for run_id, task_id in session.execute(tis):
+                by_id[run_id].failed_tasks.append(task_id)
+
+
+def last_run(session, dag_id: str) -> Run | None:
+    found = runs(session, dag_id, limit=1)
+    return found[0] if found else None
+
+
+def expected_intervals(session, dag_id: str, since: int, until: int) -> list[tuple[int, int]]:
+    """The data intervals the DAG's timetable schedules in ``[since, until)`` (at most
+    MAX_CELLS)."""
+    from airflow.models.serialized_dag import SerializedDagModel
+    dag = SerializedDagModel.get_dag(dag_id, session=session)
+    if dag is None:
+        return []
+    out: list[tuple[int, int]] = []
+    for info in dag.iter_dagrun_infos_between(from_ms(since), from_ms(until - 1)):
+        if info.data_interval is None:
+            continue
+        start, end = to_ms(info.data_interval.start), to_ms(info.data_interval.end)
+        if start >= until or len(out) >= MAX_CELLS:
+            break
+        if end > start:
+            out.append((start, end))
+    return out
+
+
+def default_range(session, dag_id: str, now_ms: int) -> tuple[int, int]:
+    """The latest DEFAULT_INTERVALS intervals up to the newest run (or now)."""
+    from airflow.models.dagrun import DagRun
+    latest = session.scalar(select(DagRun.data_interval_end).where(DagRun.dag_id == dag_id)
+                            .order_by(DagRun.data_interval_end.desc()).limit(1))
+    until = _ms(latest) or now_ms
+    first = runs(session, dag_id, limit=1)
+    width = (first[0].end - first[0].start) if first and first[0].start is not None \
+        and first[0].end else 3_600_000
+    return until - DEFAULT_INTERVALS * max(width, 1000), until
+
+
+def latest_plan_splits(session, dag_id: str, run_id: str | None) -> list[dict[str, Any]]:
+    if run_id is None:
+        return []
+    from airflow.models.xcom import XComModel
+    value = session.scalar(select(XComModel.value).where(
+        XComModel.dag_id == dag_id, XComModel.run_id == run_id, XComModel.task_id == "plan",
+        XComModel.key == "return_value").limit(1))
+    if isinstance(value, (str, bytes)):
+        value = json.loads(value)
+    return list((value or {}).get("splits") or [])

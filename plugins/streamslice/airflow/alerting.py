@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -14,9 +15,12 @@ from ..alerts import Alert, evaluate
 from ..config import load_pipeline
 from ..timeutil import iso, to_ms
 from .errors import original_error
+from .store import output_asset
 
 log = logging.getLogger("streamslice")
 STREAK_KEY = "empty_streak"
+ALERTS_KEY = "alerts"
+RECENT_ALERTS = 20
 
 
 def run_link(dag_id, run_id):
@@ -38,6 +42,7 @@ def make_alert(cfg, kind, message, context, details=None):
 def send(cfg, alert: Alert, context: dict[str, Any] | None = None) -> None:
     """The one delivery path for every alert (task callbacks, commit, deadlines)."""
     log.warning("streamslice alert: %s", alert.to_json())
+    record(cfg, alert, context)
     for spec in cfg.alerts.notifiers if cfg.alerts else ():
         try:
             notifier = _notifier(spec, alert)
@@ -49,6 +54,20 @@ def send(cfg, alert: Alert, context: dict[str, Any] | None = None) -> None:
         except Exception as exc:  # a broken notifier must not turn into a failed run
             log.error("delivering the %s alert via %s failed: %s", alert.kind,
                       spec.get("class") or spec["type"], exc)
+
+
+def record(cfg, alert: Alert, context: dict[str, Any] | None) -> None:
+    """Count the alert and keep the latest few in the output asset's state, where the
+    Streamslice page finds them (only from tasks that have the asset as inlet or outlet)."""
+    try:
+        state = (context or {})["asset_state_store"][output_asset(cfg)]
+        kept = state.get(ALERTS_KEY) or {}
+        recent = [*kept.get("recent", []), {"at": int(time.time() * 1000), "kind": alert.kind,
+                                            "message": alert.message, "run_id": alert.run_id}]
+        state.set(ALERTS_KEY, {"count": kept.get("count", 0) + 1,
+                               "recent": recent[-RECENT_ALERTS:]})
+    except Exception as exc:  # no state here (deadline callbacks) or it failed: log only
+        log.debug("alert not recorded in the asset state: %s", exc)
 
 
 def _notifier(spec: dict[str, Any], alert: Alert):

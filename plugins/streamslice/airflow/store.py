@@ -13,7 +13,10 @@ def output_asset(cfg):
     uri = cfg.output.dataset(cfg.name)
     if "://" not in uri:
         uri = "file://" + uri
-    return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice")
+    # What the Streamslice page needs to find the pipeline (no client settings, no secrets).
+    extra = {"pipeline_file": str(cfg.file),
+             "efo": cfg.source.kind == "kinesis" and getattr(cfg.source, "reader", "") == "efo"}
+    return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice", extra=extra)
 
 
 class TaskCheckpointStore:

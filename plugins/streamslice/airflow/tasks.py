@@ -104,15 +104,17 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         cfg.source.after_commit(checkpoint.positions, lambda: source_properties(cfg.source))
         from .alerting import after_commit
         after_commit(cfg, manifest, context, context["asset_state_store"][asset])
-        extra = run_metrics(manifest)
+        extra = run_metrics(manifest, checkpoint.positions)
         context["outlet_events"][asset].extra = extra
         log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
                  manifest["partition"], manifest["records"], manifest["dead_letters"])
         return {**extra, "checkpoint": checkpoint.to_dict()}
 
 
-def run_metrics(manifest: dict[str, Any]) -> dict[str, Any]:
-    """What downstream DAGs and the UI see as the asset event's extra."""
+def run_metrics(manifest: dict[str, Any],
+                positions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What downstream DAGs and the Streamslice page see as the asset event's extra: the
+    run's counts, its lag per partition/shard and the checkpoint's next positions."""
     splits = manifest["splits"]
     lag = [s.get("lag") for s in splits if s.get("lag") is not None]
     behind = [s.get("millis_behind_latest") for s in splits
@@ -121,7 +123,12 @@ def run_metrics(manifest: dict[str, Any]) -> dict[str, Any]:
                                     "min_timestamp", "max_timestamp", "batch", "plan_id")}
     out.update(splits=len(splits), bytes=sum(s.get("bytes", 0) for s in splits),
                lag_records=sum(lag) if lag else None,
-               millis_behind_latest=max(behind) if behind else None, gaps=len(manifest["gaps"]))
+               millis_behind_latest=max(behind) if behind else None, gaps=len(manifest["gaps"]),
+               lag_by_split={s["key"]: s.get("lag") if s.get("lag") is not None
+                             else s.get("millis_behind_latest") for s in splits},
+               positions=positions or {})
+    if manifest["dead_letters"]:
+        out["dead_letter_uri"] = manifest.get("dead_letter_uri")
     return out
 
 

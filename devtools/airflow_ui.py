@@ -19,12 +19,12 @@ class ApiServer:
         home.mkdir(parents=True, exist_ok=True)
         passwords = home / "passwords.json"
         passwords.write_text(json.dumps(PASSWORDS))
-        root = Path(__file__).resolve().parents[2]
+        root = Path(__file__).resolve().parents[1]
         self.env = dict(os.environ, **{
             "PYTHONPATH": os.pathsep.join([str(root / "plugins"), str(root)]),
             "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
             "AIRFLOW__API__BASE_URL": self.url,
-            "AIRFLOW__CORE__AUTH_MANAGER": "tests.support.one_dag_auth.OneDagAuthManager",
+            "AIRFLOW__CORE__AUTH_MANAGER": "devtools.one_dag_auth.OneDagAuthManager",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,ops:viewer",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),

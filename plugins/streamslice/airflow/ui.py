@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..timeutil import parse_iso
@@ -37,6 +37,18 @@ def _readable(current) -> set[str]:
 def _links(request: Request) -> tuple[str, str]:
     base = request.scope.get("root_path", "").rstrip("/") or PREFIX
     return base, base[: -len(PREFIX)] if base.endswith(PREFIX) else ""
+
+
+ICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" '
+        'stroke="currentColor" stroke-width="2"><rect x="3" y="6" width="4" height="12"/>'
+        '<rect x="10" y="6" width="4" height="12"/><rect x="17" y="6" width="4" height="12"/>'
+        '</svg>')
+
+
+@app.get("/icon.svg")
+def icon() -> Response:
+    """The navigation icon (public, like Airflow's own static files)."""
+    return Response(ICON, media_type="image/svg+xml")
 
 
 @app.get("/", response_class=HTMLResponse)
@@ -133,5 +145,5 @@ def plugin_attributes() -> dict[str, Any]:
         "fastapi_apps": [{"app": app, "url_prefix": PREFIX, "name": "Streamslice"}],
         "external_views": [{"name": "Streamslice", "href": f"{PREFIX}/",
                             "destination": "nav", "url_route": "streamslice",
-                            "category": "browse"}],
+                            "nav_top_level": True, "icon": f"{PREFIX}/icon.svg"}],
     }

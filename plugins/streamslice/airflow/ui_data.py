@@ -4,15 +4,13 @@ queries: DAGs tagged ``streamslice``, their runs in the shown range, the commit'
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timezone
+from typing import Any
 
 from sqlalchemy import select
 
 from ..timeutil import from_ms, to_ms
 from ..ui.model import Overview, Run
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 MAX_CELLS = 1000  # intervals in one coverage strip
 RECENT = 50  # runs in the charts and the run table
@@ -104,21 +102,52 @@ def last_run(session, dag_id: str) -> Run | None:
 
 def expected_intervals(session, dag_id: str, since: int, until: int) -> list[tuple[int, int]]:
     """The data intervals the DAG's timetable schedules in ``[since, until)`` (at most
-    MAX_CELLS)."""
+    MAX_CELLS). Airflow places the first (start date, alignment); the rest are stepped here,
+    because Airflow's own iteration re-parses the cron expression for every interval (~2 ms
+    each: 1,000 intervals took 2 s)."""
     from airflow.models.serialized_dag import SerializedDagModel
     dag = SerializedDagModel.get_dag(dag_id, session=session)
-    if dag is None:
+    return intervals_of(dag, since, until) if dag is not None else []
+
+
+def intervals_of(dag, since: int, until: int) -> list[tuple[int, int]]:
+    if getattr(dag, "start_date", None) is not None:  # nothing is scheduled before it
+        since = max(since, to_ms(dag.start_date))
+    infos = dag.iter_dagrun_infos_between(from_ms(since), from_ms(until - 1))
+    first = next((i for i in infos if i.data_interval is not None), None)
+    if first is None or first.data_interval is None:
         return []
+    start, end = to_ms(first.data_interval.start), to_ms(first.data_interval.end)
+    following = _stepper(dag.timetable, start, end)
+    last = to_ms(dag.end_date) if getattr(dag, "end_date", None) else None
     out: list[tuple[int, int]] = []
-    for info in dag.iter_dagrun_infos_between(from_ms(since), from_ms(until - 1)):
-        if info.data_interval is None:
-            continue
-        start, end = to_ms(info.data_interval.start), to_ms(info.data_interval.end)
-        if start >= until or len(out) >= MAX_CELLS:
-            break
-        if end > start:
-            out.append((start, end))
+    while start < until and len(out) < MAX_CELLS and (last is None or start <= last):
+        out.append((start, end))
+        if following is None:  # a timetable of another kind: ask Airflow for each
+            nxt = next((i for i in infos if i.data_interval is not None), None)
+            if nxt is None or nxt.data_interval is None:
+                break
+            start, end = to_ms(nxt.data_interval.start), to_ms(nxt.data_interval.end)
+        else:
+            start, end = end, following(end)
     return out
+
+
+def _stepper(timetable, start: int, end: int):
+    """The next interval's end from this one's, for the timetables the DAG factory uses
+    (cron in UTC, or a fixed delta); None for any other."""
+    from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
+    if isinstance(timetable, DeltaDataIntervalTimetable):
+        return lambda at: at + (end - start)
+    if isinstance(timetable, CronDataIntervalTimetable) and \
+            str(getattr(timetable, "_timezone", "UTC")) in ("UTC", "Timezone('UTC')"):
+        from croniter import croniter
+        cron = croniter(timetable.summary, start_time=from_ms(end).replace(tzinfo=None))
+
+        def step(at: int) -> int:
+            return to_ms(cron.get_next(datetime).replace(tzinfo=timezone.utc))
+        return step
+    return None
 
 
 def default_range(session, dag_id: str, now_ms: int) -> tuple[int, int]:

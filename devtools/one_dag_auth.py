@@ -1,7 +1,7 @@
 """A test auth manager: Airflow's SimpleAuthManager, except that the user named in
 ``STREAMSLICE_TEST_LIMITED_USER`` may read only the DAGs listed (comma-separated) in
 ``STREAMSLICE_TEST_LIMITED_DAGS`` — the per-DAG limit an operator would set up in FAB or
-Keycloak, so the UI test can check that the Streamslice page asks Airflow per DAG."""
+Keycloak, so the UI test and benchmark can check that the Streamslice page asks Airflow per DAG."""
 import os
 
 from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager

@@ -1,0 +1,55 @@
+"""The coverage strip's expected intervals equal Airflow's own timetable iteration for every
+kind of schedule the DAG factory builds (the page steps them itself, for speed)."""
+from datetime import datetime, timezone
+
+import pytest
+
+from streamslice.airflow.factory import build_dag
+from streamslice.airflow.ui_data import intervals_of
+from streamslice.config import parse_pipeline
+from streamslice.timeutil import from_ms, to_ms
+
+SINCE = to_ms(datetime(2024, 5, 1, 3, 7, tzinfo=timezone.utc))
+
+
+def serialized(schedule, extra=""):
+    from airflow.serialization.serialized_objects import DagSerialization
+    cfg = parse_pipeline(f"""
+mode: interval
+schedule: "{schedule}"
+start_date: 2024-04-28T00:00:00Z
+{extra}
+kafka: {{bootstrap_servers: "b:9092", topics: [t]}}
+output: {{path: /lake}}
+""", file="p.yaml", default_name="orders")
+    return DagSerialization.from_dict(DagSerialization.to_dict(build_dag(cfg)))
+
+
+def airflows_own(dag, since, until):
+    out = []
+    for info in dag.iter_dagrun_infos_between(from_ms(since), from_ms(until - 1)):
+        start, end = to_ms(info.data_interval.start), to_ms(info.data_interval.end)
+        if start >= until:
+            break
+        out.append((start, end))
+    return out
+
+
+@pytest.mark.parametrize("schedule", ["@hourly", "@daily", "*/15 * * * *", "0 9 * * 1-5",
+                                      "15m", "90s", "2h"])
+def test_same_intervals_as_airflow(schedule):
+    dag = serialized(schedule)
+    until = SINCE + 9 * 86_400_000
+    ours = intervals_of(dag, SINCE, until)
+    assert ours and ours == airflows_own(dag, SINCE, until)[:len(ours)]
+    assert len(ours) == min(1000, len(airflows_own(dag, SINCE, until)))
+
+
+def test_none_before_the_start_date_nor_after_the_end_date():
+    dag = serialized("@daily", 'end_date: "2024-05-03T00:00:00Z"')
+    ours = intervals_of(dag, to_ms(datetime(2024, 4, 1, tzinfo=timezone.utc)),
+                        to_ms(datetime(2024, 6, 1, tzinfo=timezone.utc)))
+    day = 86_400_000
+    first = to_ms(datetime(2024, 4, 28, tzinfo=timezone.utc))
+    # Airflow schedules no run whose logical date (the interval start) is after end_date.
+    assert ours == [(first + i * day, first + (i + 1) * day) for i in range(6)]

@@ -210,6 +210,65 @@ class SparkStandalone:
                 proc.kill()
 
 
+class SparkConnect:
+    """A Spark Connect server from the pyspark install (its ``spark-connect`` jar, started as
+    ``sbin/start-connect-server.sh`` does), on loopback, running ``local[*]`` by default.
+    ``conf`` takes Spark properties (e.g. the quick JVM flags the tests use)."""
+
+    def __init__(self, work_dir, port=None, master="local[*]", conf=None):
+        self.work_dir = Path(work_dir)
+        self.port, self.master, self.conf = port or free_port(), master, dict(conf or {})
+        self._proc = None
+
+    @property
+    def remote(self):
+        return f"sc://127.0.0.1:{self.port}"
+
+    def start(self):
+        import pyspark
+        home = Path(pyspark.__file__).parent
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        conf = {"spark.connect.grpc.binding.address": "127.0.0.1",
+                "spark.connect.grpc.binding.port": str(self.port),
+                "spark.ui.showConsoleProgress": "false", **self.conf}
+        cmd = [str(home / "bin" / "spark-submit"), "--class",
+               "org.apache.spark.sql.connect.service.SparkConnectServer",
+               "--name", "Spark Connect server", "--master", self.master]
+        for key, value in conf.items():
+            cmd += ["--conf", f"{key}={value}"]
+        env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
+                   PYSPARK_PYTHON=sys.executable)
+        for key in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT", "PYTHONPATH"):
+            env.pop(key, None)  # the package reaches the server as an artifact, not a path
+        log = open(self.work_dir / "spark-connect.log", "ab")
+        self._proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      cwd=str(self.work_dir), start_new_session=True)
+        wait_for_port(self.port, what="Spark Connect server", timeout=120)
+        return self
+
+    def stop(self):
+        """The server and the Python workers it started (they share its process group)."""
+        import signal
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
 class Postgres:
     """The machine's PostgreSQL cluster (Debian's ``pg_ctlcluster``), started if it is down,
     with a role and database for streamslice: the Iceberg SQL catalog that production and

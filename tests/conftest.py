@@ -98,6 +98,16 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def spark_connect():
+    """A Spark Connect server (local[*], the quick JVM flags above) for the whole session."""
+    from devtools.services import SparkConnect
+    server = SparkConnect(SESSION_DIR / "spark-connect",
+                          conf=json.loads(os.environ["STREAMSLICE_SPARK_CONF"])).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def airflow_db():
     """A migrated SQLite metadata database for this session."""
     out = subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"],

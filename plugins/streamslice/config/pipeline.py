@@ -31,7 +31,9 @@ KEY_FORMATS = ("raw", "string")
 FIELD_TYPES = ("string", "int", "long", "double", "float", "boolean", "timestamp", "binary")
 TABLE_FORMATS = ("iceberg", "delta")
 OUTPUT_FORMATS = ("parquet", "json", "orc", *TABLE_FORMATS)
-RUNNERS = ("local", "spark-submit", "emr-serverless")
+RUNNERS = ("local", "spark-submit", "emr-serverless", "connect")
+# Spark Connect's URL form: sc://host[:port][/;param=value;…] (port 15002 by default)
+CONNECT_URL = re.compile(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(/(;[A-Za-z_]+=[^;/\s]*)*)?")
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -78,6 +80,7 @@ class SparkSettings:
     runner: str = "local"
     master: str = "local[*]"
     conf: dict = field(default_factory=dict)
+    remote: str | None = None  # runner connect: sc://host:15002
     emr_serverless: dict = field(default_factory=dict)  # application_id, execution_role_arn…
 
 
@@ -330,15 +333,36 @@ def _spark(f):
     if not isinstance(conf, dict):
         raise f.error("must map Spark properties to values", "conf")
     # A deployment may set the defaults (docker-compose points them at its Spark cluster).
-    runner = f.str("runner", os.environ.get("STREAMSLICE_SPARK_RUNNER", "local"),
-                   choices=RUNNERS)
+    # SPARK_REMOTE is PySpark's own: where it is set, PySpark code runs on Spark Connect.
+    remote_env = os.environ.get("SPARK_REMOTE") or None
+    runner = f.str("runner", os.environ.get("STREAMSLICE_SPARK_RUNNER")
+                   or ("connect" if remote_env else "local"), choices=RUNNERS)
     s = SparkSettings(runner=runner,
                       master=f.str("master", os.environ.get("STREAMSLICE_SPARK_MASTER",
                                                             "local[*]")),
                       conf={str(k): str(v) for k, v in conf.items()},
+                      remote=_remote(f, runner, remote_env),
                       emr_serverless=_emr(f.child("emr_serverless"), runner))
     f.done()
     return s
+
+
+def _remote(f, runner, default):
+    if runner != "connect":
+        if f.has("remote"):
+            raise f.error("is only used with runner: connect", "remote")
+        return None
+    if f.has("master"):
+        raise f.error("is not used with runner: connect (the Spark Connect server has its "
+                      "own master)", "master")
+    remote = f.str("remote", default)
+    if remote is None:
+        raise f.error("is required with runner: connect (or set SPARK_REMOTE), e.g. "
+                      "sc://spark-connect:15002", "remote")
+    if not CONNECT_URL.fullmatch(remote.strip()):
+        raise f.error(f"{remote!r} is not a Spark Connect URL: sc://host:15002, optionally "
+                      "followed by /;param=value (token, use_ssl, user_id…)", "remote")
+    return remote.strip()
 
 
 def _emr(f, runner):

@@ -35,8 +35,7 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
     try:
         df = reader.load()
         if plan.output and plan.output.publisher != "files":  # tables partition by it
-            from pyspark.sql.functions import lit
-            df = df.withColumn(PARTITION_COLUMN, lit(plan.partition))
+            df = df.withColumn(PARTITION_COLUMN, _functions(spark).lit(plan.partition))
         (df.write.mode("overwrite").format(fmt).option("compression", compression)
          .save(Staging(staging_uri).data_uri))
     except Exception as exc:  # Spark wraps executor errors; surface ours with their kind
@@ -44,6 +43,19 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
     return Staging(staging_uri).data_uri
 
 
+def _functions(spark):
+    """``pyspark.sql.functions`` for the session's kind: Spark Connect has its own, and which
+    one the shared module hands out depends on the process, not on the session."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions
+        return functions
+    from pyspark.sql import functions as classic
+    return classic
+
+
+_CONNECT_GONE = re.compile(r"StatusCode\.UNAVAILABLE|failed to connect to all addresses|"
+                           r"INVALID_HANDLE\.SESSION_CHANGED|RETRIES_EXCEEDED")
+_GRPC_DETAILS = re.compile(r'details = "([^"]*)"')
 _JVM_GONE = re.compile(r"Answer from Java side is empty|Error while sending or receiving|"
                        r"\[Errno 111\] Connection refused|Py4JNetworkError")
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Fault)): (.+)$", re.M)
@@ -57,6 +69,11 @@ def unwrap(exc: BaseException) -> StreamsliceError:
     ours = from_text(text)
     if ours is not None:
         return ours
+    if _CONNECT_GONE.search(text):
+        detail = _GRPC_DETAILS.search(text)
+        first = detail.group(1) if detail else text.splitlines()[0] if text else ""
+        return SourceError("the Spark Connect server cannot be reached or was restarted; the "
+                           f"read will be retried: {first[:200]}")
     if _JVM_GONE.search(text) or type(exc).__name__.startswith("Py4JNetwork"):
         return SourceError("the Spark JVM is gone (killed, or out of memory?); the read will be "
                            f"retried: {text.splitlines()[0][:200] if text else type(exc).__name__}")

@@ -6,6 +6,11 @@ import sys
 import streamslice
 
 PLUGINS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(streamslice.__file__)))
+# Session settings every read job runs with (in-process, spark-submit and Spark Connect).
+SQL_CONF = {"spark.sql.session.timeZone": "UTC",
+            "spark.sql.maxConcurrentOutputFileWriters": "4",
+            # INT64 microseconds, which every reader and table format takes (not INT96)
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 
 
 def launched_by_spark_submit():
@@ -30,11 +35,9 @@ def spark_session(master="local[*]", conf=None, app_name="streamslice"):
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    builder = (builder.config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.maxConcurrentOutputFileWriters", "4")
-               # INT64 microseconds, which every reader and table format takes (not INT96)
-               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"))
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    for key, value in SQL_CONF.items():
+        builder = builder.config(key, value)
     if master:  # under spark-submit, --py-files ships the package to the executors
         builder = builder.config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
     if master and master.startswith("local"):  # a local job needs no address beyond loopback

@@ -57,6 +57,7 @@ def submit(plan, staging_uri, *, master, properties=None, conf=None, options=Non
         cmd += [str(JOB), *job.argv()]
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
         env.pop("PYSPARK_GATEWAY_PORT", None)
+        env.pop("SPARK_REMOTE", None)  # PySpark would take the job to Spark Connect instead
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         for line in proc.stdout.splitlines():
             log(line)

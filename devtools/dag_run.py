@@ -1,0 +1,35 @@
+"""One run of a pipeline's DAG through Airflow (``dag.test()``: the real task callables) in a
+process of its own, as an Airflow worker runs it; prints the run's state, its wall time and
+each task's duration as one JSON line. Used by tests that run intervals side by side and by
+``bench/run_overhead.py``.
+
+  python -m devtools.dag_run PIPELINE.yaml [LOGICAL_DATE]
+"""
+import json
+import sys
+import time
+
+
+def main(pipeline_file, logical_date=None):
+    started = time.monotonic()
+    from datetime import datetime
+
+    from streamslice.airflow.factory import build_dag
+    from streamslice.config import load_pipeline
+    dag = build_dag(load_pipeline(pipeline_file))
+    kwargs = {"logical_date": datetime.fromisoformat(logical_date)} if logical_date else {}
+    ran = time.monotonic()
+    run = dag.test(**kwargs)
+    done = time.monotonic()
+    tasks = {ti.task_id: {"state": str(ti.state), "seconds": ti.duration,
+                          "start": ti.start_date.timestamp() if ti.start_date else None,
+                          "end": ti.end_date.timestamp() if ti.end_date else None}
+             for ti in run.get_task_instances()}
+    print(json.dumps({"state": str(run.state), "run_id": run.run_id,
+                      "process_seconds": done - started, "dag_test_seconds": done - ran,
+                      "tasks": tasks}), flush=True)
+    return 0 if str(run.state) == "success" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

@@ -1,0 +1,162 @@
+"""The read job on a long-running Spark Connect server (``spark.runner: connect``): no JVM
+starts per run. The task ships this package to the server as a zip artifact (so a remote
+server runs the same code as the task), registers the data sources and runs ``run_read``.
+
+Runs share one server-side session per package version, Spark settings and half hour. A new
+Connect session starts its own Python workers on the server (Spark keys them by the session's
+artifacts), which costs seconds; a shared session keeps them warm, so a run pays only for
+its own plan. The id is derived from what the session holds, so concurrent tasks find the
+same one, and it changes every half hour, before the server's idle timeout (an hour by
+default) can close a session that is still handed out. A session found closed anyway is
+replaced by a private one for that run."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, StreamsliceError
+from .job import run_read, unwrap
+from .session import PLUGINS_DIR, SQL_CONF
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ..planning.plan import ReadPlan
+
+SESSION_WINDOW_S = 1800
+_NAMESPACE = uuid.UUID("6f1d3a52-5b0e-4c38-9d57-2f0c1e7a9b41")
+_packages: dict[str, Path] = {}
+
+
+def run_connect_read(remote: str, plan: ReadPlan, staging_uri: str, *,
+                     conf: dict[str, str] | None = None,
+                     properties: dict[str, Any] | None = None,
+                     options: dict[str, Any] | None = None) -> str:
+    """``run_read`` on the Spark Connect server at ``remote``; a server that cannot be reached
+    is a SourceError (retried), never a short read."""
+    with connect_session(remote, conf) as spark:
+        tag = f"streamslice-{uuid.uuid4().hex[:12]}"
+        spark.addTag(tag)
+        try:
+            return run_read(spark, plan, staging_uri, properties=properties, options=options)
+        except Exception:
+            raise
+        except BaseException:  # the task was killed: stop the server-side job too
+            _quietly(lambda: spark.interruptTag(tag))
+            raise
+
+
+@contextmanager
+def connect_session(remote: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A Connect session with the package and the data sources in place; closed (not
+    released, when shared) afterwards."""
+    conf = {**SQL_CONF, **(conf or {})}
+    zip_path = package()
+    spark, shared = None, True
+    try:
+        spark = _open(remote, session_id(zip_path.name, conf))
+        try:
+            _prepare(spark, zip_path, conf)
+        except Exception as exc:
+            if "SESSION_CLOSED" not in str(exc):
+                raise
+            _close(spark, shared)
+            spark, shared = _open(remote, None), False
+            _prepare(spark, zip_path, conf)
+        yield spark
+    except StreamsliceError:
+        raise
+    except Exception as exc:
+        raise unwrap(exc) from None
+    finally:
+        if spark is not None:
+            _close(spark, shared)
+
+
+def session_id(package_name: str, conf: dict[str, str], now: float | None = None) -> str:
+    window = int((time.time() if now is None else now) // SESSION_WINDOW_S)
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    key = json.dumps([package_name, sorted(conf.items()), python, window])
+    return str(uuid.uuid5(_NAMESPACE, key))
+
+
+def package() -> Path:
+    """``streamslice`` as a zip named by a hash of its sources (built once per version)."""
+    root = Path(PLUGINS_DIR)
+    files = sorted(root.joinpath("streamslice").rglob("*.py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    name = f"streamslice-{digest.hexdigest()[:16]}.zip"
+    if name in _packages and _packages[name].exists():
+        return _packages[name]
+    folder = Path(tempfile.gettempdir()) / f"streamslice-connect-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    target = folder / name
+    if not target.exists():
+        partial = folder / f".{name}.{os.getpid()}"
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+            for path in files:
+                z.write(path, path.relative_to(root))
+        os.replace(partial, target)
+    _packages[name] = target
+    return target
+
+
+def session_url(remote: str, session: str | None) -> str:
+    """``remote`` with ``;session_id=…`` (unless it names a session of its own)."""
+    if not session or "session_id=" in remote:
+        return remote
+    if "/;" not in remote:
+        remote = remote.rstrip("/") + "/"
+    return f"{remote};session_id={session}"
+
+
+def _open(remote: str, session: str | None) -> Any:
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+    from pyspark.sql.connect.session import SparkSession
+    spark = SparkSession.builder.remote(session_url(remote, session)).create()
+    # Fail within ~10 s when the server is gone (Spark's default keeps trying for 10 min):
+    # the task's own retry, with its delay, is the place to wait.
+    spark.client.set_retry_policies([DefaultPolicy(
+        max_retries=5, initial_backoff=100, backoff_multiplier=3, max_backoff=5000)])
+    return spark
+
+
+def _prepare(spark: Any, zip_path: Path, conf: dict[str, str]) -> None:
+    from .datasource import register
+    for key, value in conf.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception as exc:
+            if "CANNOT_MODIFY" not in str(exc):
+                raise
+            raise ConfigError(f"{key} cannot be set per session on a Spark Connect server; "
+                              "set it where the server starts", field="spark.conf") from None
+    try:
+        spark.addArtifacts(str(zip_path), pyfile=True)
+    except Exception as exc:  # named by content hash: the session already has this version
+        if "ARTIFACT_ALREADY_EXISTS" not in str(exc):
+            raise
+    register(spark)
+
+
+def _close(spark: Any, shared: bool) -> None:
+    spark.release_session_on_close = not shared  # a shared session stays for the next run
+    _quietly(spark.stop)
+
+
+def _quietly(call: Any) -> None:
+    try:
+        call()
+    except Exception:  # best effort: the server may be gone
+        pass

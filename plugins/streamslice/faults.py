@@ -3,7 +3,9 @@
 
 A no-op unless the variable is set. Points: ``plan`` (after the plan is saved), ``read``
 (inside a reader, after M records of split N), ``before_publish``, ``publish_swap`` (the old
-partition set aside, the new one not yet in place), ``after_publish`` and ``after_checkpoint``.
+partition set aside, the new one not yet in place), ``publish_copy`` (object stores: once the
+old partition is removed, or with ``after=M`` once M files are copied in),
+``after_publish`` and ``after_checkpoint``.
 The default action raises ``InjectedFault``; ``kill`` sends SIGKILL to every process of this
 process's session — the run, its Spark JVM and Spark's Python workers (which sit in a process
 group of their own) — as an operator's ``kill -9`` of the whole run would. Tests start the run

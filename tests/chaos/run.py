@@ -1,6 +1,7 @@
-"""One pipeline run in its own process, driven the way the DAG drives it (plan → read →
-commit), with the checkpoint in a JSON file instead of Airflow's asset state and the read done
-by streamslice's split readers writing Parquet into the staging area as the Spark job does.
+"""One pipeline run in its own process, driven the way the DAG drives it (the source's setup
+tasks, plan → read → commit, its teardown), with the checkpoint in a JSON file instead of
+Airflow's asset state and the read done by streamslice's split readers writing Parquet into
+the staging area (a local folder or an object store such as S3) as the Spark job does.
 The chaos tests start it in a new process group and let a fault SIGKILL the whole group.
 
   python -m tests.chaos.run PIPELINE.yaml STATE_DIR RUN_ID TRY [INTERVAL_START_MS]
@@ -15,18 +16,48 @@ import pyarrow.parquet as pq
 
 
 def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
+    from streamslice.config import load_pipeline
+    cfg = load_pipeline(pipeline_file)
+    # Kinesis EFO per_run: sweep and register before the run, deregister after it
+    per_run = "efo_deregister" in {t.task_id for t in cfg.source.lifecycle_tasks()}
+    options = cfg.source.read_options(
+        {"efo_register": efo_consumers(cfg, run_id, "register")}) if per_run else {}
+    try:
+        run(cfg, state_dir, run_id, try_number, interval_start, options)
+    finally:  # like Airflow's teardown: also after a failed read (never after a SIGKILL)
+        if per_run:
+            efo_consumers(cfg, run_id, "deregister")
+
+
+def efo_consumers(cfg, run_id, action):
+    """What the EFO setup and teardown tasks do (streamslice.airflow.efo), without Airflow."""
+    from streamslice.kinesis import consumers
+    from streamslice.kinesis.client import make_client
+    from streamslice.kinesis.planner import stream_names
+    client = make_client(cfg.source.client_properties())
+    name = consumers.run_consumer_name(cfg.source.efo_consumer_name, run_id)
+    arns = {}
+    for stream, arn in (stream_names(client, ref) for ref in cfg.source.streams):
+        if action == "register":
+            consumers.sweep(client, arn, cfg.source.efo_consumer_name,
+                            cfg.source.efo_sweep_after_ms / 1000)
+            arns[stream] = consumers.register(client, arn, name)
+        else:
+            consumers.deregister(client, arn, name)
+    return arns
+
+
+def run(cfg, state_dir, run_id, try_number, interval_start, options):
     from streamslice import faults
     from streamslice.commit.checkpoint import Checkpoint, advance
     from streamslice.commit.protocol import publish_once, staging_for
     from streamslice.commit.publishers import PARTITION_COLUMN
-    from streamslice.config import load_pipeline
     from streamslice.config.schedule import interval_containing
     from streamslice.planning.plan import ReadPlan
     from streamslice.planning.planner import plan_run
     from streamslice.reading.decode import Decoder
     from streamslice.sources import ReadRequest, source_class
 
-    cfg = load_pipeline(pipeline_file)
     checkpoint_file = os.path.join(state_dir, "checkpoint.json")
     plan_file = os.path.join(state_dir, f"plan-{run_id}.json")
 
@@ -52,8 +83,8 @@ def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     source = source_class(plan.source)
     request = ReadRequest(plan=plan, properties=cfg.source.client_properties(),
                           decoder=Decoder.from_dict(plan.decode), staging=staging,
-                          fault=faults.current())
-    staging.fs.create_dir(staging.data_uri.split("://")[-1], recursive=True)
+                          fault=faults.current(), options=options)
+    staging.fs.create_dir(f"{staging.root}/data", recursive=True)
     for split in plan.splits:
         reader = source.open_reader(split, request)
         batches = list(reader.batches())
@@ -62,7 +93,8 @@ def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
             table = table.append_column(pa.field(PARTITION_COLUMN, pa.string(),
                                                  nullable=False),
                                         pa.array([plan.partition] * table.num_rows))
-        pq.write_table(table, f"{staging.root}/data/part-{split.id:05d}.parquet")
+        pq.write_table(table, f"{staging.root}/data/part-{split.id:05d}.parquet",
+                       filesystem=staging.fs)
 
     now = int(time.time() * 1000)
     manifest = publish_once(plan, staging, run_id=run_id, now_ms=now)

@@ -31,8 +31,9 @@ POINTS = ["plan", "read:split=1:after=1", "before_publish", "publish_swap", "aft
 
 
 class Pipeline:
-    def __init__(self, broker, tmp_path, mode, fmt="parquet"):
-        self.mode, self.tmp = mode, tmp_path
+    def __init__(self, broker, tmp_path, mode, fmt="parquet", output=None, env=None):
+        self.mode, self.tmp, self.env = mode, tmp_path, env or {}
+        self.output = output or str(tmp_path / "lake")
         self.topic = unique("chaos")
         create_topic(broker.bootstrap, self.topic, 2)
         self.sent = produce(broker.bootstrap, self.topic,
@@ -49,7 +50,7 @@ format:
   value: json
   schema: {{trip_id: string, fare_amount: double}}
 output:
-  path: {tmp_path / "lake"}
+  path: {self.output}
   format: {fmt}
 """)
         self.state = tmp_path / "state"
@@ -57,7 +58,7 @@ output:
         self.dataset = tmp_path / "lake" / "pipeline=chaos"
 
     def run(self, run_id, try_number=1, fault=None):
-        env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
+        env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}", **self.env)
         env.pop("STREAMSLICE_INJECT_FAULT", None)
         if fault:
             env["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"

@@ -77,11 +77,14 @@ class ObjectStoreCopy(DirectoryRename):
         target = f"{self.root}/{plan.partition}"
         if fs.get_file_info(target).type != pafs.FileType.NotFound:
             fs.delete_dir(target)
-        sub = f"{staging.root}/{DATA}"
+        faults.check("publish_copy")  # the old partition gone, the new one not yet copied
+        sub, copied = f"{staging.root}/{DATA}", 0
         for info in fs.get_file_info(pafs.FileSelector(sub, recursive=True,
                                                        allow_not_found=True)):
             if info.type == pafs.FileType.File:
                 fs.copy_file(info.path, target + info.path[len(sub):])
+                copied += 1
+                faults.check("publish_copy", records=copied)  # a partition half copied
         with fs.open_output_stream(f"{target}/{MANIFEST}") as out:
             out.write(manifest_bytes(manifest))
         fs.delete_dir(staging.root)

@@ -87,3 +87,56 @@ def test_a_killed_consumer_registration_leaves_nothing_after_the_sweeper(kinesis
     sweep(client, arn, "ss-chaos", older_than_s=1)
     left = client.list_stream_consumers(StreamARN=arn)["Consumers"]
     assert [c["ConsumerName"] for c in left if c["ConsumerStatus"] != "DELETING"] == []
+
+
+@pytest.mark.parametrize("recovery", ["retry", "new_run"])
+def test_kill_an_efo_read_then_recover_without_leaking_consumers(kinesis, tmp_path, recovery):
+    """Killed in the middle of a SubscribeToShard read, a per_run run leaves its consumer
+    registered (no teardown runs after a SIGKILL); the retry reuses it and deregisters it, a
+    new run's sweeper removes it. Either way every record is read once, no consumer is left."""
+    from streamslice.kinesis.consumers import run_consumer_name
+    client = kinesis.client()
+    stream = unique("chaos-efo")
+    arn = create_stream(client, stream, 2)
+    sent = put(client, stream, [f"r{i}".encode() for i in range(60)])
+    pipeline = tmp_path / "chaos.yaml"
+    pipeline.write_text(f"""pipeline: chaos
+mode: incremental
+kinesis:
+  stream: {stream}
+  region: us-east-1
+  endpoint_url: {kinesis.endpoint}
+  credentials: {{access_key_id: test, secret_access_key: test}}
+  reader: efo
+  efo: {{consumer_name: ss-chaos, registration: per_run, sweep_older_than: 1s}}
+format:
+  value: string
+output:
+  path: {tmp_path / "lake"}
+""")
+    state = tmp_path / "state"
+    state.mkdir()
+
+    def go(run_id, try_number=1, fault=None):
+        return run(["tests.chaos.run", str(pipeline), str(state), run_id, str(try_number)],
+                   fault)
+
+    def consumers():
+        return {c["ConsumerName"]: c for c in
+                client.list_stream_consumers(StreamARN=arn)["Consumers"]}
+    killed(go("victim", fault="read:split=1:after=1"))
+    leaked = consumers()
+    assert list(leaked) == [run_consumer_name("ss-chaos", "victim")]  # no teardown ran
+    created = leaked[run_consumer_name("ss-chaos", "victim")]["ConsumerCreationTimestamp"]
+    time.sleep(max(0.0, created.timestamp() + 1.2 - time.time()))  # older than sweep_older_than
+    succeeded(go("victim", 2) if recovery == "retry" else go("rescue"))
+    table = ds.dataset(tmp_path / "lake" / "pipeline=chaos", format="parquet",
+                       partitioning="hive").to_table(columns=["shardId", "sequenceNumber"])
+    got = sorted(zip(table.column("shardId").to_pylist(),
+                     table.column("sequenceNumber").to_pylist()))
+    assert got == sorted(sent)  # every record, once
+    import json
+    manifest = json.loads((tmp_path / "lake" / "pipeline=chaos" / "batch=00000001" /
+                           "_manifest.json").read_text())
+    assert {s["reader"] for s in manifest["splits"]} == {"efo"}
+    assert consumers() == {}

@@ -9,6 +9,10 @@ first frame be an ``initial-response`` event. This proxy relays everything else 
   ``400`` JSON error, as real Kinesis does, so ``subscribe_to_shard()`` raises;
 * otherwise inserts one chunk holding an ``initial-response`` event, then relays the rest.
 
+``--drop-subscriptions N`` cuts the first N subscriptions in the middle of their first event
+(half of it relayed, then the connection reset), as a network drop would: tests use it to
+show that a reader resubscribes.
+
 Test and demo tooling (and the docker-compose emulator); listens on 127.0.0.1 by default.
     python -m devtools.kinesis_proxy --listen-port 4579 --upstream-port 4568
 """
@@ -145,7 +149,7 @@ async def watch_client(client_reader, client_writer, upstream_writer):
     upstream_writer.transport.abort()
 
 
-async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek):
+async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek, drops):
     watcher = asyncio.ensure_future(watch_client(cl_r, cl_w, up_w))
     try:
         task = asyncio.ensure_future(read_chunk(up_r))  # never cancel a half-read chunk
@@ -162,6 +166,13 @@ async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek):
         cl_w.write(head + b"%x\r\n" % len(INITIAL_RESPONSE) + INITIAL_RESPONSE + b"\r\n")
         await cl_w.drain()
         chunk = first if first is not None else await task
+        if drops["left"] > 0 and chunk[1]:
+            drops["left"] -= 1
+            cl_w.write(chunk[0][:len(chunk[0]) // 2])
+            await cl_w.drain()
+            cl_w.transport.abort()
+            up_w.transport.abort()  # and release the server's lease on the shard
+            return False
         while True:
             cl_w.write(chunk[0])
             await cl_w.drain()
@@ -172,7 +183,7 @@ async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek):
         watcher.cancel()
 
 
-async def handle(cl_r, cl_w, upstream, peek):
+async def handle(cl_r, cl_w, upstream, peek, drops):
     up_r = up_w = None
     try:
         while True:
@@ -199,7 +210,8 @@ async def handle(cl_r, cl_w, upstream, peek):
                             and "eventstream" in resp_h.get("content-type", "")
                             and "chunked" in resp_h.get("transfer-encoding", "").lower())
             if subscription:
-                keep = await relay_subscription(up_r, up_w, cl_r, cl_w, response, peek)
+                keep = await relay_subscription(up_r, up_w, cl_r, cl_w, response, peek,
+                                                drops)
             else:
                 cl_w.write(response)
                 keep = await relay_body(up_r, cl_w, resp_h, status, method)
@@ -216,9 +228,10 @@ async def handle(cl_r, cl_w, upstream, peek):
 
 
 async def serve(listen_port, upstream_port, peek=0.25, listen_host="127.0.0.1",
-                upstream_host="127.0.0.1"):
+                upstream_host="127.0.0.1", drop_subscriptions=0):
+    drops = {"left": drop_subscriptions}
     server = await asyncio.start_server(
-        lambda r, w: handle(r, w, (upstream_host, upstream_port), peek), listen_host,
+        lambda r, w: handle(r, w, (upstream_host, upstream_port), peek, drops), listen_host,
         listen_port, limit=MAX_HEAD)
     async with server:
         await server.serve_forever()
@@ -230,11 +243,14 @@ def main():
     ap.add_argument("--upstream-port", type=int, required=True)
     ap.add_argument("--listen-host", default="127.0.0.1", help="0.0.0.0 inside a container")
     ap.add_argument("--upstream-host", default="127.0.0.1")
+    ap.add_argument("--drop-subscriptions", type=int, default=0, metavar="N",
+                    help="cut the first N subscriptions mid-event (tests)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     try:
         asyncio.run(serve(args.listen_port, args.upstream_port, listen_host=args.listen_host,
-                          upstream_host=args.upstream_host))
+                          upstream_host=args.upstream_host,
+                          drop_subscriptions=args.drop_subscriptions))
     except KeyboardInterrupt:
         pass
 

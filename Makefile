@@ -7,10 +7,14 @@ STAMP  := $(VENV)/.installed
 
 NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-.PHONY: demo test test-fast test-chaos lint venv tools lock bench clean
+.PHONY: ui demo test test-fast test-chaos lint venv tools lock bench clean
 
 demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
+
+# The Airflow api-server over the demo's database: the Streamslice page on port 8080.
+ui: venv
+	$(BIN)/python -m devtools.ui
 
 # Lint and type-check first: either failing fails the test run.
 test: venv tools lint

@@ -74,6 +74,8 @@ def main():
         kinesis_counts = run_kinesis(kinesis)
         show(expected, kinesis_counts)
         show_iceberg(expected)
+        step("The Streamslice page in the Airflow UI: run `make ui`, then open "
+             "http://127.0.0.1:8080/plugin/streamslice")
     finally:
         kinesis.stop()
         broker.stop()
@@ -193,8 +195,7 @@ def show(expected, kinesis_counts):
         ok = "ok" if records == KINESIS_WAVE else "MISMATCH"
         print(f"   {begin:%H:%M:%S}+{KINESIS_WIDTH}s{'':<10}{records:>9}{KINESIS_WAVE:>10}"
               f"{dead:>5}  {','.join(sorted(readers))}  {ok}")
-    print("\n   Explore: .venv/bin/streamslice --help · AIRFLOW_HOME=.demo/airflow "
-          ".venv/bin/airflow standalone")
+    print("\n   Explore: .venv/bin/streamslice --help")
 
 
 def show_iceberg(expected):

@@ -52,7 +52,7 @@ def bars(values: list[tuple[str, int | None, str]], width: int = 960, height: in
     if not values:
         return '<p class="none">No runs yet.</p>'
     top = max([v for _, v, _ in values if v] or [1])
-    step = width / len(values)
+    step = min(40.0, width / len(values))
     marks = [f'<text x="0" y="10" class="axis">{top:,}</text>']
     for i, (label, value, state) in enumerate(values):
         h = (height - 20) * (value or 0) / top

@@ -135,3 +135,26 @@ def test_sweeper_removes_a_leaked_consumer(efo_stream, spark, airflow_db, tmp_pa
     cfg = pipeline(stream, tmp_path, extra="    sweep_older_than: 2s\n")
     run_dag(cfg)
     assert sorted(consumers(client, arn)) == ["someone-else", "ss-test-team-b"]
+
+
+def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
+    """What the pipeline page shows under "Enhanced fan-out consumers", asked of the Kinesis
+    server with the pipeline's own connection; the connection's secret is never in it."""
+    from streamslice.airflow.store import output_asset
+    from streamslice.airflow.ui import _consumers
+    client, stream, arn, _ = efo_stream
+    cfg = pipeline(stream, tmp_path, registration="keep")
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
+    try:
+        extra = output_asset(cfg).extra
+        assert extra["efo"] is True
+        listed, error = _consumers(extra)
+        assert error is None
+        assert [(c["name"], c["status"] in ("CREATING", "ACTIVE")) for c in listed] == \
+            [(f"ss-test ({stream})", True)]
+        assert listed[0]["age"] == "0 min"
+        assert set(listed[0]) == {"name", "status", "created", "age"}  # nothing else shown
+    finally:
+        client.deregister_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
+    listed, error = _consumers({"pipeline_file": str(tmp_path / "gone.yaml"), "efo": True})
+    assert listed is None and error.startswith("could not list the consumers: ")

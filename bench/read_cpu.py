@@ -1,0 +1,214 @@
+"""CPU per record of the Kafka read path, from the OS, against a raw confluent-kafka loop over
+the same records in the same run.
+
+  raw     a plain confluent-kafka consumer loop (bench/kafka_bounded_read.py's baseline:
+          consume(10 000), key/value/timestamp of each record), in a process of its own
+  reader  streamslice's split reader (KafkaSplitReader.batches(): bounds, decoding, Arrow
+          batches, summary), one split per partition, no Spark, in a process of its own;
+          ``reader+interval`` is the same in interval mode (on-time/late masks)
+  e2e     (--end-to-end) plan + Spark local[*] + Parquet with one split per partition:
+          records/s against the raw loop's, and the CPU of Spark's Python workers and JVM
+
+CPU is user + system seconds of the whole process (every thread, librdkafka's included) from
+getrusage over the read alone, after imports; ``/proc/<pid>/stat`` for Spark's processes. Each
+figure is the median of --repeat runs. Prints ratios; asserts nothing.
+  python bench/read_cpu.py [--records 1000000] [--size 200] [--partitions 4] [--repeat 3]
+                           [--end-to-end]
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
+
+from bench.kafka_bounded_read import BIG, TOPIC, confluent_loop, produce  # noqa: E402
+
+T0 = 1_714_521_600_000  # produce() stamps record i with T0 + i
+
+
+def cpu_now():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def child_raw(args):
+    cpu, wall = cpu_now(), time.perf_counter()
+    n, _ = confluent_loop(args["bootstrap"], len(args["ends"]),
+                          {int(p): e for p, e in args["ends"].items()})
+    return n, cpu_now() - cpu, time.perf_counter() - wall
+
+
+def child_reader(args):
+    from streamslice.kafka.reader import KafkaSplitReader
+    from streamslice.kafka.split import KafkaSplit
+    from streamslice.planning.plan import Interval
+    from streamslice.reading.decode import Decoder
+    from streamslice.reading.staging import Staging
+    warm_up()
+    total = sum(args["ends"].values())
+    interval = Interval(T0, T0 + total) if args["interval"] else None
+    staging = Staging(args["staging"])
+    props = {"bootstrap.servers": args["bootstrap"], **BIG}
+    n, cpu, wall = 0, cpu_now(), time.perf_counter()
+    for p, end in args["ends"].items():
+        split = KafkaSplit(int(p), TOPIC, int(p), 0, end, late_from=0 if interval else None,
+                           owned_until=end if interval else None)
+        reader = KafkaSplitReader(split, properties=props, decoder=Decoder(), interval=interval,
+                                  staging=staging)
+        n += sum(b.num_rows for b in reader.batches())
+    return n, cpu_now() - cpu, time.perf_counter() - wall
+
+
+def warm_up():
+    """What a Spark Python worker pays once, not per record: pyarrow imports pandas on its
+    first ``pa.array`` (about 0.4 s of CPU; the whole-process column includes it)."""
+    import pyarrow as pa
+    pa.array([0])
+
+
+def run_child(kind, args):
+    """(records, read CPU s, read wall s, whole-process CPU s) of one child process."""
+    proc = subprocess.Popen([sys.executable, __file__, "--child", kind, json.dumps(args)],
+                            stdout=subprocess.PIPE)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status:
+        raise RuntimeError(f"{kind} child failed ({status})")
+    n, cpu, wall = json.loads(out)
+    return n, cpu, wall, usage.ru_utime + usage.ru_stime
+
+
+def proc_tree_cpu(root=None):
+    """{pid: (name, CPU s)} of every descendant of ``root``, reaped children included."""
+    root = root or os.getpid()
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2:].split()
+        stats[int(entry)] = (int(fields[1]), name, sum(int(x) for x in fields[11:15]) / tick)
+    kids, out = {}, {}
+    for pid, (ppid, _, _) in stats.items():
+        kids.setdefault(ppid, []).append(pid)
+    todo = list(kids.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out[pid] = stats[pid][1:]
+        todo += kids.get(pid, [])
+    return out
+
+
+def spark_cpu(before, after):
+    """CPU of Spark's Python workers and of its JVM between two ``proc_tree_cpu`` snapshots."""
+    python = jvm = 0.0
+    for pid, (name, cpu) in after.items():
+        used = cpu - before.get(pid, (name, 0.0))[1]
+        if name.startswith("python"):
+            python += used
+        elif name == "java":
+            jvm += used
+    return python, jvm
+
+
+def end_to_end(bootstrap, out_dir):
+    from bench.kafka_bounded_read import streamslice_read
+    before = proc_tree_cpu()
+    n, secs, _ = streamslice_read(bootstrap, "confluent-kafka", out_dir)
+    python, jvm = spark_cpu(before, proc_tree_cpu())
+    return n, secs, python, jvm
+
+
+def per_m(cpu, n):
+    return cpu / n * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=200)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--end-to-end", action="store_true")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        kind, child_args = args.child
+        fn = child_raw if kind == "raw" else child_reader
+        print(json.dumps(fn(json.loads(child_args))))
+        return
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from devtools.services import KafkaBroker
+    work = Path(tempfile.mkdtemp(prefix="streamslice-bench-"))
+    broker = KafkaBroker(work / "kafka").start()
+    try:
+        print(f"producing {args.records:,} records of {args.size} bytes into {args.partitions} "
+              "partitions ...", flush=True)
+        produce(broker.bootstrap, args.records, args.size, args.partitions)
+        ends = {p: args.records // args.partitions + (p < args.records % args.partitions)
+                for p in range(args.partitions)}
+        base = {"bootstrap": broker.bootstrap, "ends": ends, "staging": str(work / "staging")}
+        kinds = {"raw": ("raw", base), "reader": ("reader", {**base, "interval": False}),
+                 "reader+interval": ("reader", {**base, "interval": True})}
+        runs = {k: [] for k in kinds}
+        e2e = []
+        for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
+            for label, (kind, child_args) in kinds.items():
+                runs[label].append(run_child(kind, child_args))
+            if args.end_to_end:
+                e2e.append(end_to_end(broker.bootstrap, work / "out"))
+            print(f"  round {i + 1}/{args.repeat} done", flush=True)
+        report(runs, e2e, args)
+    finally:
+        broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(runs, e2e, args):
+    med = statistics.median
+    print(f"\nmedians of {args.repeat} runs, {args.records:,} records x {args.size} B, "
+          f"{args.partitions} partitions")
+    print(f"{'process':<18}{'records':>10}{'CPU s/M rec':>13}{'whole proc':>12}{'rec/s':>11}"
+          f"{'CPU vs raw':>12}")
+    raw_cpu = med(per_m(c, n) for n, c, _, _ in runs["raw"])
+    raw_rate = med(n / w for n, _, w, _ in runs["raw"])
+    figures = {}
+    for label, rs in runs.items():
+        cpu = med(per_m(c, n) for n, c, _, _ in rs)
+        whole = med(per_m(t, n) for n, _, _, t in rs)
+        rate = med(n / w for n, _, w, _ in rs)
+        figures[label] = {"cpu_s_per_m": round(cpu, 3), "ratio": round(cpu / raw_cpu, 2)}
+        print(f"{label:<18}{rs[0][0]:>10,}{cpu:>13.2f}{whole:>12.2f}{rate:>11,.0f}"
+              f"{cpu / raw_cpu:>11.2f}x")
+    if e2e:
+        warm = e2e[1:] or e2e  # the first run warms the JVM up
+        rate = med(n / s for n, s, _, _ in warm)
+        py = med(per_m(p, n) for n, _, p, _ in warm)
+        jvm = med(per_m(j, n) for n, _, _, j in warm)
+        print(f"\nend to end (plan + Spark local[*] + Parquet, {args.partitions} splits, "
+              f"median of {len(warm)} warm runs): {rate:,.0f} records/s = "
+              f"{rate / raw_rate:.2f}x the raw loop's {raw_rate:,.0f}")
+        print(f"  CPU s per M records: Spark Python workers {py:.2f} ({py / raw_cpu:.2f}x raw), "
+              f"JVM {jvm:.2f}")
+        figures["e2e"] = {"records_per_s": round(rate), "ratio": round(rate / raw_rate, 2),
+                          "python_cpu_s_per_m": round(py, 3), "jvm_cpu_s_per_m": round(jvm, 3)}
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

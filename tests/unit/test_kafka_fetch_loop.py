@@ -10,8 +10,8 @@ from streamslice.kafka.split import KafkaSplit
 
 
 class Msg:
-    def __init__(self, offset, error=None):
-        self._offset, self._error = offset, error
+    def __init__(self, offset, error=None, timestamp_type=1):
+        self._offset, self._error, self._type = offset, error, timestamp_type
 
     def offset(self):
         return self._offset
@@ -20,7 +20,7 @@ class Msg:
         return self._error
 
     def timestamp(self):
-        return (1, 1_000 + self._offset)
+        return (self._type, 1_000 + self._offset)
 
     def key(self):
         return None
@@ -46,6 +46,7 @@ class ScriptedConsumer:
         self.assigned = [(tp.topic, tp.partition, tp.offset) for tp in tps]
 
     def consume(self, num_messages, timeout):
+        self.asked = [*getattr(self, "asked", []), num_messages]
         return self.batches.pop(0) if self.batches else []
 
     def close(self):
@@ -97,3 +98,19 @@ def test_a_stalled_partition_fails_instead_of_returning_short():
 def test_an_empty_range_never_opens_a_consumer():
     out, consumer = run(KafkaSplit(0, "t", 0, 5, 5), [msgs(5)])
     assert out == [] and consumer.assigned is None
+
+
+def test_never_asks_for_more_records_than_the_range_holds():
+    # librdkafka waits for a consume's whole count (or its timeout): asking for more than the
+    # range holds would make every split's last batch wait out the timeout.
+    _, consumer = run(KafkaSplit(0, "t", 0, 0, 25), [msgs(*range(10)), msgs(*range(10, 20)),
+                                                    msgs(*range(20, 25))], batch_size=10)
+    assert consumer.asked == [10, 10, 5]
+
+
+def test_timestamp_types_as_spark_numbers_them():
+    mixed = [Msg(0, timestamp_type=0), Msg(1, timestamp_type=1), Msg(2, timestamp_type=2)]
+    out, _ = run(KafkaSplit(0, "t", 0, 0, 6), [mixed, [Msg(o, timestamp_type=2)
+                                                       for o in (3, 4, 5)]])
+    assert [b.timestamp_types for b in out] == [[-1, 0, 1], [1, 1, 1]]
+    assert out[0].timestamps == [1000, 1001, 1002]

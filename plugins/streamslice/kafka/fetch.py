@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import repeat
+from operator import is_not
 
 from ..errors import DataLossError, SourceError
 from .properties import kafka_python_kwargs
@@ -68,7 +70,11 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
         eof, oor = KafkaError._PARTITION_EOF, (KafkaError._AUTO_OFFSET_RESET,
                                                KafkaError.OFFSET_OUT_OF_RANGE)
         while position < stop:
-            msgs = consumer.consume(num_messages=batch_size, timeout=0.5)
+            # Never ask for more than the range holds: a consume waits for its whole count
+            # (or the timeout), so the range's last, short batch would otherwise cost the
+            # full timeout while librdkafka keeps fetching past the stop.
+            msgs = consumer.consume(num_messages=min(batch_size, stop - position),
+                                    timeout=0.5)
             if not msgs:
                 idle = time.monotonic() - idle_since
                 if down and idle > unreachable_s:
@@ -80,9 +86,12 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
             down.clear()
             idle_since = time.monotonic()
             at_end = False
-            if any(m.error() is not None for m in msgs):
+            # Whole-batch column extraction: one C-level map per field, no per-record
+            # Python frame (every message of a batch is of one type).
+            message = type(msgs[0])
+            if any(map(is_not, map(message.error, msgs), repeat(None))):
                 msgs, at_end = _strip_errors(split, msgs, position, eof, oor)
-            offsets = [m.offset() for m in msgs]
+            offsets = list(map(message.offset, msgs))
             if offsets and offsets[-1] >= stop:  # only the tail of a batch can pass the stop
                 cut = next(i for i, o in enumerate(offsets) if o >= stop)
                 msgs, offsets = msgs[:cut], offsets[:cut]
@@ -90,13 +99,21 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
             position = stop if at_end else (offsets[-1] + 1 if offsets else position)
             if not offsets:
                 continue
-            stamps = [m.timestamp() for m in msgs]
-            yield RawBatch(offsets, [ts for _, ts in stamps],
-                           [t - 1 if t > 0 else -1 for t, _ in stamps],
-                           [m.key() for m in msgs], [m.value() for m in msgs],
-                           [m.headers() for m in msgs])
+            types, stamps = zip(*map(message.timestamp, msgs))
+            yield RawBatch(offsets, list(stamps), _spark_timestamp_types(types),
+                           list(map(message.key, msgs)), list(map(message.value, msgs)),
+                           list(map(message.headers, msgs)))
     finally:
         consumer.close()
+
+
+def _spark_timestamp_types(types):
+    """librdkafka's 0 (not available) / 1 (CreateTime) / 2 (LogAppendTime) as Spark's
+    timestampType (-1 / 0 / 1); a topic's records usually all share one type."""
+    first = types[0]
+    if types.count(first) == len(types):
+        return [first - 1] * len(types)
+    return [t - 1 for t in types]
 
 
 def _strip_errors(split, msgs, position, eof, oor):

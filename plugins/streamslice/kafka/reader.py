@@ -76,13 +76,15 @@ class KafkaSplitReader(SplitReader):
         if self.interval is not None:
             on_time, late_mask = classify(ts, offsets, self.interval, self.split.late_from,
                                           self.split.owned_until)
-            kept_idx = pc.indices_nonzero(pc.or_(on_time, late_mask)).to_pylist()
-            if len(kept_idx) != n:
+            keep = pc.or_(on_time, late_mask)
+            kept = pc.sum(keep).as_py() or 0
+            if kept != n:
+                kept_idx = pc.indices_nonzero(keep).to_pylist()
                 cols = _take(cols, kept_idx)
                 offsets, ts = cols["offset"], cols["timestamp"]
                 late_mask = late_mask.take(pa.array(kept_idx, pa.int64()))
             late = late_mask
-            self.stats.outside(n - len(kept_idx))
+            self.stats.outside(n - kept)
         keys, key_errors = self.decoder.decode_keys(cols["key"])
         value_cols, value_errors = self.decoder.decode_values(cols["value"])
         errors = {**value_errors, **key_errors}
@@ -124,7 +126,7 @@ class KafkaSplitReader(SplitReader):
 
 
 def _headers(headers):
-    if any(h is not None for h in headers):
+    if headers.count(None) != len(headers):
         return pa.array(headers, HEADERS)
     return pa.nulls(len(headers), HEADERS)  # the common case: no headers at all
 

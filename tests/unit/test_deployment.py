@@ -74,10 +74,20 @@ def test_spark_cluster_is_what_the_pipelines_submit_to(monkeypatch):
     assert "--port 7077" in " ".join(SERVICES["spark-master"]["command"])
     assert master in " ".join(SERVICES["spark-worker"]["command"])
     assert "lake:/opt/streamslice/output" in SERVICES["spark-worker"]["volumes"]
-    for key in ("STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_MASTER"):
+    for key in ("STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_MASTER", "SPARK_REMOTE"):
         monkeypatch.setenv(key, e[key])
     configs, _ = load_pipelines(ROOT / "dags" / "pipelines")
-    assert {(c.spark.runner, c.spark.master) for c in configs} == {("spark-submit", master)}
+    assert {(c.spark.runner, c.spark.remote) for c in configs} == \
+        {("connect", "sc://spark-connect:15002")}
+
+
+def test_pipelines_read_on_the_compose_spark_connect_server():
+    connect = " ".join(SERVICES["spark-connect"]["command"])
+    assert "org.apache.spark.sql.connect.service.SparkConnectServer" in connect
+    assert "--master spark://spark-master:7077" in connect
+    assert "spark.connect.grpc.binding.port=15002" in connect
+    assert env("airflow-scheduler")["SPARK_REMOTE"] == "sc://spark-connect:15002"
+    assert "lake:/opt/streamslice/output" in SERVICES["spark-connect"]["volumes"]
 
 
 def test_the_image_installs_the_pinned_requirements():

@@ -100,9 +100,11 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
             if not offsets:
                 continue
             types, stamps = zip(*map(message.timestamp, msgs))
-            yield RawBatch(offsets, list(stamps), _spark_timestamp_types(types),
-                           list(map(message.key, msgs)), list(map(message.value, msgs)),
-                           list(map(message.headers, msgs)))
+            batch = RawBatch(offsets, list(stamps), _spark_timestamp_types(types),
+                             list(map(message.key, msgs)), list(map(message.value, msgs)),
+                             list(map(message.headers, msgs)))
+            del msgs  # freed now, not walked by the next garbage collection
+            yield batch
     finally:
         consumer.close()
 

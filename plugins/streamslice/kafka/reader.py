@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -67,10 +68,11 @@ class KafkaSplitReader(SplitReader):
 
     def to_arrow(self, raw: RawBatch) -> pa.RecordBatch:
         n = len(raw.offsets)
-        offsets = pa.array(raw.offsets, pa.int64())
+        offsets = _offsets(raw.offsets)
         ts = pa.array(raw.timestamps, pa.int64())
         cols: dict[str, Any] = {"offset": offsets, "timestamp": ts,
-                                "timestampType": pa.array(raw.timestamp_types, pa.int32()),
+                                "timestampType": _same_or_array(raw.timestamp_types,
+                                                                pa.int32()),
                                 "key": raw.keys, "value": raw.values, "headers": raw.headers}
         late = None
         if self.interval is not None:
@@ -123,6 +125,22 @@ class KafkaSplitReader(SplitReader):
             offsets.take(idx), _ts(ts.take(idx)), cols["timestampType"].take(idx),
             pa.array([cols["headers"][i] for i in rows], HEADERS),
             pa.array([errors[i] for i in rows], pa.string())], schema=DEAD_LETTER_SCHEMA)
+
+
+def _offsets(offsets):
+    """A partition's offsets strictly increase (the fetch loop relies on it too), so a batch
+    without gaps is a range: built in C rather than converted record by record."""
+    first, n = offsets[0], len(offsets)
+    if offsets[-1] - first == n - 1:
+        return pa.array(np.arange(first, first + n, dtype=np.int64))
+    return pa.array(offsets, pa.int64())
+
+
+def _same_or_array(values, typ):
+    """A column whose values are usually all equal (a topic's timestamp type)."""
+    if values.count(values[0]) == len(values):
+        return pa.repeat(pa.scalar(values[0], typ), len(values))
+    return pa.array(values, typ)
 
 
 def _headers(headers):

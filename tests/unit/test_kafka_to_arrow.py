@@ -1,0 +1,70 @@
+"""The Kafka reader's raw batch → Arrow conversion (no broker: RawBatch is what the fetch loop
+yields; the real client is covered by tests/integration/test_kafka_*.py)."""
+import pyarrow as pa
+
+from streamslice.kafka.fetch import RawBatch
+from streamslice.kafka.reader import KafkaSplitReader
+from streamslice.kafka.split import KafkaSplit
+from streamslice.planning.plan import Interval
+from streamslice.reading.decode import Decoder
+
+T0 = 1_714_521_600_000
+
+
+def reader(decoder=None, interval=None, split=None):
+    return KafkaSplitReader(split or KafkaSplit(0, "t", 3, 0, 100), properties={},
+                            decoder=decoder or Decoder(), interval=interval)
+
+
+def raw(offsets, types=None, headers=None, values=None, stamps=None):
+    n = len(offsets)
+    return RawBatch(list(offsets), stamps or [T0 + o for o in offsets], types or [0] * n,
+                    [b"k%d" % o for o in offsets], values or [b"v%d" % o for o in offsets],
+                    headers or [None] * n)
+
+
+def test_offsets_with_and_without_gaps():
+    for offsets in ([5, 6, 7, 8], [5, 7, 8, 20], [9]):
+        batch = reader().to_arrow(raw(offsets))
+        assert batch.column("offset").to_pylist() == offsets
+        assert batch.column("value").to_pylist() == [b"v%d" % o for o in offsets]
+        assert batch.column("partition").to_pylist() == [3] * len(offsets)
+
+
+def test_timestamp_types_and_headers_per_record():
+    batch = reader().to_arrow(raw([0, 1, 2], types=[0, 1, -1],
+                                  headers=[None, [("h", b"1")], None]))
+    assert batch.column("timestampType").to_pylist() == [0, 1, -1]
+    assert batch.column("timestamp").type == pa.timestamp("us", tz="UTC")
+    assert batch.column("headers").to_pylist() == [None, [{"key": "h", "value": b"1"}], None]
+    same = reader().to_arrow(raw([0, 1], types=[1, 1]))
+    assert same.column("timestampType").to_pylist() == [1, 1]
+    assert same.column("headers").null_count == 2
+
+
+def test_interval_keeps_on_time_and_late_records_only():
+    interval = Interval(T0 + 10, T0 + 20)
+    split = KafkaSplit(0, "t", 0, 0, 100, late_from=3, owned_until=30)
+    r = reader(interval=interval, split=split)
+    # offsets 0..4 stamped 0..4 ms (before the interval), 10..24 inside, 25..29 after it
+    offsets = [0, 1, 2, 3, 4, *range(10, 30)]
+    stamps = [T0 + o for o in offsets[:5]] + [T0 + 10 + i for i in range(10)] + \
+        [T0 + 25 + i for i in range(10)]
+    batch = r.to_arrow(raw(offsets, stamps=stamps))
+    kept = batch.column("offset").to_pylist()
+    assert kept == [3, 4, *range(10, 20)]
+    assert batch.column("is_late").to_pylist() == [True, True] + [False] * 10
+    assert r.stats.d["outside_interval"] == len(offsets) - len(kept)
+    assert r.stats.d["late"] == 2 and r.stats.d["records"] == len(kept)
+
+
+def test_undecodable_records_go_to_dead_letters_with_their_headers():
+    r = reader(decoder=Decoder(value="json", schema=[("n", "long")]))
+    batch = r.to_arrow(raw([4, 5, 6], values=[b'{"n": 1}', b"not json", b'{"n": 3}'],
+                           headers=[None, [("trace", b"x")], None]))
+    assert batch.column("n").to_pylist() == [1, 3]
+    assert batch.column("offset").to_pylist() == [4, 6]
+    dead = pa.Table.from_batches(r._dead)
+    assert dead.column("offset").to_pylist() == [5]
+    assert dead.column("headers").to_pylist() == [[{"key": "trace", "value": b"x"}]]
+    assert dead.column("error").to_pylist()[0].startswith("invalid JSON")

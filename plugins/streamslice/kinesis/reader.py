@@ -42,7 +42,7 @@ class KinesisSplitReader(SplitReader):
         super().__init__(split, decoder=decoder or Decoder(), staging=staging, fault=fault)
         self.settings = settings or PollingSettings()
         self.consumer_arn = consumer_arn
-        self.client = client or make_client(properties)
+        self.client = client or make_client(properties, utc_timestamps=True)
         self.schema = record_schema(self.decoder)
         self.state = ShardRead()
 

@@ -1,5 +1,8 @@
 """Fault injection for crash tests:
-``STREAMSLICE_INJECT_FAULT=point[:split=N][:after=M][:action=kill]``.
+``STREAMSLICE_INJECT_FAULT=point[:split=N][:after=M][:action=kill|kill_task|kill_jvm]``, or
+``@FILE``: then the spec is FILE's first line, and a fault that fires removes that line first,
+so each line fires once, in order (for tasks that a long-running Airflow scheduler starts,
+whose environment a test can set only once).
 
 A no-op unless the variable is set. Points: ``plan`` (after the plan is saved), ``read``
 (inside a reader, after M records of split N), ``before_publish``, ``publish_swap`` (the old
@@ -9,12 +12,17 @@ old partition is removed, or with ``after=M`` once M files are copied in),
 The default action raises ``InjectedFault``; ``kill`` sends SIGKILL to every process of this
 process's session — the run, its Spark JVM and Spark's Python workers (which sit in a process
 group of their own) — as an operator's ``kill -9`` of the whole run would. Tests start the run
-in a session of its own (``start_new_session``); never set it in an interactive shell. Spark
-executors inherit the environment, so a test can make a read fail where a real crash would.
+in a session of its own (``start_new_session``); never set it in an interactive shell.
+``kill_task`` SIGKILLs the process group of the Spark driver: an Airflow task process with its
+Spark JVM (the Python workers then exit), leaving the scheduler and the task's supervisor
+alive, so Airflow retries the task. ``kill_jvm`` (in a Spark Python worker) SIGKILLs the Spark
+JVM alone, as an out-of-memory killer would. Spark executors inherit the environment, so a
+test can make a read fail where a real crash would.
 """
 from __future__ import annotations
 
 import os
+import signal
 
 from .errors import InjectedFault
 
@@ -24,31 +32,74 @@ def current() -> str | None:
     return os.environ.get("STREAMSLICE_INJECT_FAULT")
 
 
-def _spec(raw: str | None = None) -> tuple[str, dict[str, str]] | None:
-    raw = raw or current()
-    if not raw:
-        return None
-    point, *opts = raw.split(":")
-    return point, dict(o.split("=", 1) for o in opts)
-
-
 def check(point: str, split: int | None = None, records: int = 0,
           spec: str | None = None) -> None:
-    parsed = _spec(spec)
-    if not parsed or parsed[0] != point:
+    raw = spec or current()
+    if not raw:
         return
-    opts = parsed[1]
+    path = raw[1:] if raw.startswith("@") else None
+    line = _first_line(path) if path else raw
+    point_, *rest = line.split(":")
+    opts = dict(o.split("=", 1) for o in rest)
+    if point_ != point:
+        return
     if "split" in opts and split is not None and int(opts["split"]) != split:
         return
     if records < int(opts.get("after", 0)):
         return
-    if opts.get("action") == "kill":
+    if path and not _claim(path, line):
+        return  # another process fired this one
+    action = opts.get("action")
+    if action == "kill":
         kill_session()
+    if action in ("kill_task", "kill_jvm"):
+        jvm = _spark_jvm()
+        if action == "kill_task":
+            os.killpg(os.getpgid(jvm or os.getpid()), signal.SIGKILL)
+        elif jvm:
+            os.kill(jvm, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
     raise InjectedFault(f"injected fault at {point} (STREAMSLICE_INJECT_FAULT)", split=split)
 
 
+def _first_line(path: str) -> str:
+    try:
+        with open(path) as f:
+            return next((line.strip() for line in f if line.strip()), "")
+    except OSError:
+        return ""
+
+
+def _claim(path: str, line: str) -> bool:
+    """Remove ``line`` from the head of the fault file; False if another process did."""
+    import fcntl
+    with open(path, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        lines = [x.strip() for x in f.read().splitlines() if x.strip()]
+        if not lines or lines[0] != line:
+            return False
+        f.seek(0)
+        f.truncate()
+        f.write("".join(f"{x}\n" for x in lines[1:]))
+        return True
+
+
+def _spark_jvm() -> int | None:
+    """The Spark JVM this process runs under (a Python worker's ancestor), if any."""
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "java":
+                    return pid
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
+
+
 def kill_session() -> None:
-    import signal
     sid, me = os.getsid(0), os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:

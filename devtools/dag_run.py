@@ -3,20 +3,25 @@ process of its own, as an Airflow worker runs it; prints the run's state, its wa
 each task's duration as one JSON line. Used by tests that run intervals side by side and by
 ``bench/run_overhead.py``.
 
-  python -m devtools.dag_run PIPELINE.yaml [LOGICAL_DATE]
+  python -m devtools.dag_run PIPELINE.yaml [LOGICAL_DATE] [--noop]
+
+``--noop`` runs the pipeline's DAG with tasks that do nothing: what Airflow itself costs.
 """
 import json
 import sys
 import time
 
 
-def main(pipeline_file, logical_date=None):
+def main(pipeline_file, logical_date=None, noop=False):
     started = time.monotonic()
     from datetime import datetime
 
     from streamslice.airflow.factory import build_dag
     from streamslice.config import load_pipeline
     dag = build_dag(load_pipeline(pipeline_file))
+    if noop:
+        for task in dag.tasks:
+            task.python_callable = _nothing
     kwargs = {"logical_date": datetime.fromisoformat(logical_date)} if logical_date else {}
     ran = time.monotonic()
     run = dag.test(**kwargs)
@@ -31,5 +36,10 @@ def main(pipeline_file, logical_date=None):
     return 0 if str(run.state) == "success" else 1
 
 
+def _nothing(*args, **kwargs):
+    return None
+
+
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    args = [a for a in sys.argv[1:] if a != "--noop"]
+    sys.exit(main(*args, noop="--noop" in sys.argv[1:]))

@@ -149,7 +149,7 @@ def test_server_killed_mid_read_then_the_retry_publishes_once(broker, airflow_db
 
     watcher = threading.Thread(target=restart_when_killed, daemon=True)
     try:
-        cfg = connect_pipeline(broker, topic, server.remote, tmp_path, retries=4,
+        cfg = connect_pipeline(broker, topic, server.remote, tmp_path, retries=6,
                                retry_delay="15s")
         monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "read:split=1:after=10:action=kill")
         watcher.start()

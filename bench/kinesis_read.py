@@ -12,7 +12,7 @@ Kinesis server (kinesis-local behind its proxy, as the tests run it), in the sam
 Each runs in a process of its own; CPU is user + system seconds of the read alone (every
 thread) from getrusage. Prints records/s and CPU per million records, each as a ratio against
 the loop (medians of --repeat runs). Asserts nothing.
-  python bench/kinesis_read.py [--records 80000] [--shards 8] [--size 200] [--repeat 3]
+  python bench/kinesis_read.py [--records 16000] [--shards 8] [--size 200] [--repeat 3]
 """
 import argparse
 import json
@@ -98,7 +98,7 @@ def produce(kinesis, n, size, shards):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=80_000)
+    ap.add_argument("--records", type=int, default=16_000)
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--size", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from .decode import Decoder
     from .staging import Staging
 
+_END = object()
+
 
 class SplitReader(ABC):
     dead_letter_schema: ClassVar[pa.Schema]
@@ -54,8 +56,8 @@ class SplitReader(ABC):
             raws = iter(self.fetch())
             while True:
                 with gc_paused():
-                    raw = next(raws, None)
-                    if raw is None:
+                    raw = next(raws, _END)
+                    if raw is _END:
                         break
                     self.stats.scanned(self.positions(raw))
                     batch = self.to_arrow(raw)

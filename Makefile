@@ -68,6 +68,8 @@ lock:
 bench: venv tools
 	$(BIN)/python bench/kafka_bounded_read.py
 	$(BIN)/python bench/lake_commit.py --end-to-end
+	$(BIN)/python bench/read_cpu.py --end-to-end
+	$(BIN)/python bench/kinesis_read.py
 
 clean:
 	rm -rf .demo output

@@ -97,7 +97,9 @@ class Run:
 
 def pipeline(airflow, name, head, broker, topic, output):
     path = Path(airflow.pipelines) / f"{name}.yaml"
-    path.write_text(f"""{head}kafka:
+    path.write_text(f"""{head}spark:
+  runner: local  # the JVM in the task's process group, which the faults kill
+kafka:
   bootstrap_servers: {broker.bootstrap}
   topics: [{topic}]
   max_records_per_split: 20

@@ -1,7 +1,8 @@
 """Chaos for Kinesis: the run is SIGKILLed while it reads shards with GetRecords (and at the
-other phases), then recovered by a retry and by a new run: the output holds every record of
-the stream once. EFO consumers: a process killed while registering or deregistering its
-per-run consumer leaves nothing behind once the sweeper has run.
+other phases) or with SubscribeToShard, then recovered by a retry and by a new run: the
+output holds every record of the stream once. EFO consumers: a run killed mid-read, or a
+process killed while registering or deregistering its per-run consumer, leaves nothing
+behind once the retry's teardown or the sweeper has run.
 
 Real Kinesis-compatible server (kinesis-local) over HTTP; real process kills."""
 import os

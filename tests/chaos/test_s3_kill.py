@@ -41,11 +41,8 @@ def objects(fs, prefix):
     return sorted(i.path[len(prefix) + 1:] for i in infos if i.type == pafs.FileType.File)
 
 
-CASES = [("interval", "publish_copy", "retry"), ("interval", "publish_copy", "new_run"),
-         ("interval", "publish_copy:after=2", "retry"),
-         ("interval", "publish_copy:after=2", "new_run"),
-         ("incremental", "publish_copy:after=2", "new_run"),
-         ("interval", "after_publish", "retry")]
+CASES = [("interval", "publish_copy", "new_run"), ("interval", "publish_copy:after=2", "retry"),
+         ("interval", "after_publish", "retry"), ("incremental", "publish_copy:after=2", "new_run")]
 
 
 @pytest.mark.parametrize(("mode", "point", "recovery"), CASES)

@@ -85,11 +85,11 @@ class Run:
                 out.append(f"{task_id} try {t['try_number']}: {t['state']} {errors[-3:]}")
         return "\n".join(out)
 
-    def wait(self, until=lambda: False, timeout=600):
+    def wait(self, timeout=600):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state = self.airflow.api("GET", self.path)["state"]
-            if until() or state in ("success", "failed"):
+            if state in ("success", "failed"):
                 return state
             time.sleep(0.5)
         raise AssertionError(f"{self.path} did not finish: {self.airflow.home}")

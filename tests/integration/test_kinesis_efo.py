@@ -145,6 +145,10 @@ def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
     client, stream, arn, _ = efo_stream
     cfg = pipeline(stream, tmp_path, registration="keep")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
+    for _ in range(100):  # deregistering a consumer still CREATING is refused
+        if consumers(client, arn)["ss-test"]["ConsumerStatus"] == "ACTIVE":
+            break
+        time.sleep(0.1)
     try:
         extra = output_asset(cfg).extra
         assert extra["efo"] is True

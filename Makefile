@@ -70,6 +70,7 @@ bench: venv tools
 	$(BIN)/python bench/lake_commit.py --end-to-end
 	$(BIN)/python bench/read_cpu.py --end-to-end
 	$(BIN)/python bench/kinesis_read.py
+	$(BIN)/python bench/run_overhead.py
 
 clean:
 	rm -rf .demo output

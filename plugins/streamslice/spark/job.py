@@ -53,8 +53,10 @@ def _functions(spark):
     return classic
 
 
+# The server is down, or came back without the session or the operation (a restart).
 _CONNECT_GONE = re.compile(r"StatusCode\.UNAVAILABLE|failed to connect to all addresses|"
-                           r"INVALID_HANDLE\.SESSION_CHANGED|RETRIES_EXCEEDED")
+                           r"INVALID_HANDLE\.(SESSION_CHANGED|SESSION_NOT_FOUND|"
+                           r"OPERATION_NOT_FOUND)|RETRIES_EXCEEDED")
 _GRPC_DETAILS = re.compile(r'details = "([^"]*)"')
 _JVM_GONE = re.compile(r"Answer from Java side is empty|Error while sending or receiving|"
                        r"\[Errno 111\] Connection refused|Py4JNetworkError")

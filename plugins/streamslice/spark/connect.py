@@ -108,6 +108,9 @@ def package() -> Path:
             for path in files:
                 z.write(path, path.relative_to(root))
         os.replace(partial, target)
+        for old in folder.glob("streamslice-*.zip"):  # earlier versions, unused for a day
+            if old != target and time.time() - old.stat().st_mtime > 86_400:
+                old.unlink(missing_ok=True)
     _packages[name] = target
     return target
 

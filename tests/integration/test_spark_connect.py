@@ -27,7 +27,7 @@ T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
 
 
-def connect_pipeline(broker, topic, remote, path, retries=0, retry_delay="1s"):
+def connect_pipeline(broker, topic, remote, path, retries=0, retry_delay="1s", conf="{}"):
     return write_pipeline(unique("connect"), f"""
 mode: interval
 schedule: "@hourly"
@@ -41,6 +41,7 @@ kafka:
 spark:
   runner: connect
   remote: {remote}
+  conf: {conf}
 output:
   path: {path}
 """)
@@ -167,28 +168,36 @@ def test_server_killed_mid_read_then_the_retry_publishes_once(broker, airflow_db
 def test_concurrent_interval_runs_share_one_server(broker, spark_connect, airflow_db,
                                                    tmp_path):
     """Four intervals at once, each an Airflow run in its own process (as a backfill's task
-    processes are), all reading on one Connect server."""
+    processes are), all reading on one Connect server. Settings no other test uses give them
+    a session of their own, new to the server, so they also race to create it and to upload
+    the package."""
     topic = unique("connect-par")
     create_topic(broker.bootstrap, topic, 4)
-    sent = produce(broker.bootstrap, topic, trips(T0, hours=5, per_hour=300, seed=17,
+    sent = produce(broker.bootstrap, topic, trips(T0, hours=4, per_hour=300, seed=17,
                                                   late_share=0))
-    cfg = connect_pipeline(broker, topic, spark_connect.remote, tmp_path)
-    run_dag(cfg, logical_date=utc(2024, 5, 1, 1))  # the DAG is in the database before the rush
+    cfg = connect_pipeline(broker, topic, spark_connect.remote, tmp_path,
+                           conf="{spark.sql.shuffle.partitions: '3'}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]))
-    procs = [subprocess.Popen([sys.executable, "-m", "devtools.dag_run", cfg.file,
-                               f"2024-05-01T{hour + 1:02d}:00:00+00:00"], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for hour in range(1, 5)]
+
+    def dag_run(hour, *flags):
+        return subprocess.Popen([sys.executable, "-m", "devtools.dag_run", cfg.file,
+                                 f"2024-05-01T{hour + 1:02d}:00:00+00:00", *flags], cwd=ROOT,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    noop = dag_run(20, "--noop")  # puts the DAG in the database before the rush
+    assert noop.wait(600) == 0, noop.stderr.read()[-3000:]
+    procs = [dag_run(hour) for hour in range(4)]
     outs = [p.communicate(timeout=600) for p in procs]
-    for proc, (_, err) in zip(procs, outs):
-        assert proc.returncode == 0, err[-3000:]
+    for proc, (out, err) in zip(procs, outs):
+        assert proc.returncode == 0, (out + err)[-4000:]
     reads = [json.loads(out.strip().splitlines()[-1])["tasks"]["read"] for out, _ in outs]
     assert all(r["state"] == "success" for r in reads)
     overlapping = [(a, b) for i, a in enumerate(reads) for b in reads[i + 1:]
                    if a["start"] < b["end"] and b["start"] < a["end"]]
     assert overlapping, f"the read tasks never ran at the same time: {reads}"
     seen = Counter()
-    for hour in range(5):
+    for hour in range(4):
         got = hour_rows(cfg, hour)
         assert sorted(got) == expected_rows(sent, hour), f"hour {hour}"
         seen.update(got)

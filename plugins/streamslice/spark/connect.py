@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -136,7 +137,7 @@ def _open(remote: str, session: str | None) -> Any:
 
 
 def _prepare(spark: Any, zip_path: Path, conf: dict[str, str]) -> None:
-    from .datasource import register
+    from .datasource import DATA_SOURCES
     for key, value in conf.items():
         try:
             spark.conf.set(key, value)
@@ -148,9 +149,16 @@ def _prepare(spark: Any, zip_path: Path, conf: dict[str, str]) -> None:
     try:
         spark.addArtifacts(str(zip_path), pyfile=True)
     except Exception as exc:  # named by content hash: the session already has this version
-        if "ARTIFACT_ALREADY_EXISTS" not in str(exc):
+        # (a concurrent first upload loses the server's file move instead)
+        if not re.search(r"ARTIFACT_ALREADY_EXISTS|FileAlreadyExistsException.*"
+                         + re.escape(zip_path.name), str(exc)):
             raise
-    register(spark)
+    for cls in DATA_SOURCES:
+        try:
+            spark.dataSource.register(cls)
+        except Exception as exc:  # a concurrent task registered it first (the same version)
+            if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+                raise
 
 
 def _close(spark: Any, shared: bool) -> None:

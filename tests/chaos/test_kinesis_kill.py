@@ -37,12 +37,13 @@ def run(args, fault=None):
                           capture_output=True, text=True, timeout=300, start_new_session=True)
 
 
-@pytest.mark.parametrize("recovery", ["retry", "new_run"])
-@pytest.mark.parametrize("point", POINTS)
-def test_kill_a_kinesis_run_then_recover_exactly_once(kinesis, tmp_path, point, recovery):
+def chaos_run(kinesis, tmp_path, prefix, reader):
+    """A 2-shard stream with 60 records and an incremental pipeline over it (``reader``: extra
+    lines of its kinesis section); ``go(run_id, try_number, fault)`` runs it in a process of
+    its own. Returns (client, stream ARN, what was sent, go)."""
     client = kinesis.client()
-    stream = unique("chaos")
-    create_stream(client, stream, 2)
+    stream = unique(prefix)
+    arn = create_stream(client, stream, 2)
     sent = put(client, stream, [f"r{i}".encode() for i in range(60)])
     pipeline = tmp_path / "chaos.yaml"
     pipeline.write_text(f"""pipeline: chaos
@@ -53,7 +54,7 @@ kinesis:
   endpoint_url: {kinesis.endpoint}
   credentials: {{access_key_id: test, secret_access_key: test}}
   polling: {{max_records: 7, interval: 10ms}}
-format:
+{reader}format:
   value: string
 output:
   path: {tmp_path / "lake"}
@@ -64,13 +65,24 @@ output:
     def go(run_id, try_number=1, fault=None):
         return run(["tests.chaos.run", str(pipeline), str(state), run_id, str(try_number)],
                    fault)
-    killed(go("victim", fault=point))
-    succeeded(go("victim", 2) if recovery == "retry" else go("rescue"))
+    return client, arn, sent, go
+
+
+def read_back(tmp_path):
+    """(shard, sequence number) of every record in the output, sorted."""
     table = ds.dataset(tmp_path / "lake" / "pipeline=chaos", format="parquet",
                        partitioning="hive").to_table(columns=["shardId", "sequenceNumber"])
-    got = sorted(zip(table.column("shardId").to_pylist(),
-                     table.column("sequenceNumber").to_pylist()))
-    assert got == sorted(sent)  # every record, once
+    return sorted(zip(table.column("shardId").to_pylist(),
+                      table.column("sequenceNumber").to_pylist()))
+
+
+@pytest.mark.parametrize("recovery", ["retry", "new_run"])
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_a_kinesis_run_then_recover_exactly_once(kinesis, tmp_path, point, recovery):
+    _, _, sent, go = chaos_run(kinesis, tmp_path, "chaos", "")
+    killed(go("victim", fault=point))
+    succeeded(go("victim", 2) if recovery == "retry" else go("rescue"))
+    assert read_back(tmp_path) == sorted(sent)  # every record, once
 
 
 @pytest.mark.parametrize("action", ["register", "deregister"])
@@ -96,31 +108,9 @@ def test_kill_an_efo_read_then_recover_without_leaking_consumers(kinesis, tmp_pa
     registered (no teardown runs after a SIGKILL); the retry reuses it and deregisters it, a
     new run's sweeper removes it. Either way every record is read once, no consumer is left."""
     from streamslice.kinesis.consumers import run_consumer_name
-    client = kinesis.client()
-    stream = unique("chaos-efo")
-    arn = create_stream(client, stream, 2)
-    sent = put(client, stream, [f"r{i}".encode() for i in range(60)])
-    pipeline = tmp_path / "chaos.yaml"
-    pipeline.write_text(f"""pipeline: chaos
-mode: incremental
-kinesis:
-  stream: {stream}
-  region: us-east-1
-  endpoint_url: {kinesis.endpoint}
-  credentials: {{access_key_id: test, secret_access_key: test}}
-  reader: efo
-  efo: {{consumer_name: ss-chaos, registration: per_run, sweep_older_than: 1s}}
-format:
-  value: string
-output:
-  path: {tmp_path / "lake"}
-""")
-    state = tmp_path / "state"
-    state.mkdir()
-
-    def go(run_id, try_number=1, fault=None):
-        return run(["tests.chaos.run", str(pipeline), str(state), run_id, str(try_number)],
-                   fault)
+    client, arn, sent, go = chaos_run(
+        kinesis, tmp_path, "chaos-efo", "  reader: efo\n  efo: {consumer_name: ss-chaos, "
+        "registration: per_run, sweep_older_than: 1s}\n")
 
     def consumers():
         return {c["ConsumerName"]: c for c in
@@ -131,11 +121,7 @@ output:
     created = leaked[run_consumer_name("ss-chaos", "victim")]["ConsumerCreationTimestamp"]
     time.sleep(max(0.0, created.timestamp() + 1.2 - time.time()))  # older than sweep_older_than
     succeeded(go("victim", 2) if recovery == "retry" else go("rescue"))
-    table = ds.dataset(tmp_path / "lake" / "pipeline=chaos", format="parquet",
-                       partitioning="hive").to_table(columns=["shardId", "sequenceNumber"])
-    got = sorted(zip(table.column("shardId").to_pylist(),
-                     table.column("sequenceNumber").to_pylist()))
-    assert got == sorted(sent)  # every record, once
+    assert read_back(tmp_path) == sorted(sent)  # every record, once
     import json
     manifest = json.loads((tmp_path / "lake" / "pipeline=chaos" / "batch=00000001" /
                            "_manifest.json").read_text())

@@ -17,9 +17,7 @@ the loop (medians of --repeat runs). Asserts nothing.
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,13 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
+from bench.children import cpu_now, run_child, serve_child  # noqa: E402
+
 STREAM = "bench"
 CREDENTIALS = {"region": "us-east-1", "access_key_id": "test", "secret_access_key": "test"}
 
-
-def cpu_now():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def client(endpoint):
@@ -79,14 +75,6 @@ def child_reader(args):
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def run_child(kind, args):
-    proc = subprocess.run([sys.executable, __file__, "--child", kind, json.dumps(args)],
-                          capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"{kind} failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
-
-
 def produce(kinesis, n, size, shards):
     from tests.support.kinesis import create_stream, put
     arn = create_stream(kinesis, STREAM, shards)
@@ -105,9 +93,7 @@ def main():
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        kind, child_args = args.child
-        fn = child_loop if kind == "loop" else child_reader
-        print(json.dumps(fn(json.loads(child_args))))
+        serve_child(args.child, {"loop": child_loop, "reader": child_reader})
         return
     from devtools.services import KinesisLocal
     from streamslice.kinesis.consumers import register
@@ -128,7 +114,7 @@ def main():
         runs = {k: [] for k in kinds}
         for i in range(args.repeat):
             for label, (kind, child_args) in kinds.items():
-                runs[label].append(run_child(kind, child_args))
+                runs[label].append(run_child(__file__, kind, child_args))
             print(f"  round {i + 1}/{args.repeat} done", flush=True)
     report(runs, args)
 
@@ -139,8 +125,8 @@ def report(runs, args):
           f"{args.shards} shards, read shard after shard")
     print(f"{'reader':<10}{'records':>10}{'rec/s':>11}{'vs loop':>9}{'CPU s/M rec':>13}"
           f"{'vs loop':>9}")
-    rate = {k: med(n / w for n, _, w in rs) for k, rs in runs.items()}
-    cpu = {k: med(c / n * 1e6 for n, c, _ in rs) for k, rs in runs.items()}
+    rate = {k: med(n / w for n, _, w, _ in rs) for k, rs in runs.items()}
+    cpu = {k: med(c / n * 1e6 for n, c, _, _ in rs) for k, rs in runs.items()}
     figures = {}
     for label, rs in runs.items():
         print(f"{label:<10}{rs[0][0]:>10,}{rate[label]:>11,.0f}"

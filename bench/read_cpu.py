@@ -20,10 +20,8 @@ figure is the median of --repeat runs. Prints ratios; asserts nothing.
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,14 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
+from bench.children import cpu_now, run_child, serve_child  # noqa: E402
 from bench.kafka_bounded_read import BIG, TOPIC, confluent_loop, produce  # noqa: E402
 
 T0 = 1_714_521_600_000  # produce() stamps record i with T0 + i
 
-
-def cpu_now():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def child_raw(args):
@@ -75,18 +70,6 @@ def warm_up():
     first ``pa.array`` (about 0.4 s of CPU; the whole-process column includes it)."""
     import pyarrow as pa
     pa.array([0])
-
-
-def run_child(kind, args):
-    """(records, read CPU s, read wall s, whole-process CPU s) of one child process."""
-    proc = subprocess.Popen([sys.executable, __file__, "--child", kind, json.dumps(args)],
-                            stdout=subprocess.PIPE)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status:
-        raise RuntimeError(f"{kind} child failed ({status})")
-    n, cpu, wall = json.loads(out)
-    return n, cpu, wall, usage.ru_utime + usage.ru_stime
 
 
 def proc_tree_cpu(root=None):
@@ -154,9 +137,7 @@ def main():
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        kind, child_args = args.child
-        fn = child_raw if kind == "raw" else child_reader
-        print(json.dumps(fn(json.loads(child_args))))
+        serve_child(args.child, {"raw": child_raw, "reader": child_reader})
         return
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from devtools.services import KafkaBroker
@@ -175,7 +156,7 @@ def main():
         e2e = []
         for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
             for label, (kind, child_args) in kinds.items():
-                runs[label].append(run_child(kind, child_args))
+                runs[label].append(run_child(__file__, kind, child_args))
             if args.end_to_end:
                 e2e.append(end_to_end(broker.bootstrap, work / "out"))
             print(f"  round {i + 1}/{args.repeat} done", flush=True)

@@ -1,10 +1,4 @@
-"""Airflow plugin: the Streamslice page in the Airflow UI (Browse → Streamslice)."""
-from airflow.plugins_manager import AirflowPlugin
+"""Airflow plugin: the Streamslice page in the Airflow UI (defined in the Airflow glue)."""
+from streamslice.airflow.ui import StreamslicePlugin
 
-from streamslice.airflow.ui import plugin_attributes
-
-
-class StreamslicePlugin(AirflowPlugin):
-    name = "streamslice"
-    fastapi_apps = plugin_attributes()["fastapi_apps"]
-    external_views = plugin_attributes()["external_views"]
+__all__ = ["StreamslicePlugin"]

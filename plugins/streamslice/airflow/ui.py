@@ -7,6 +7,7 @@ import logging
 import time
 from typing import Any
 
+from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -58,8 +59,10 @@ def overview(request: Request, current=Depends(user)) -> str:
     with create_session() as session:
         rows = ui_data.pipelines(session, _readable(current))
         for row in rows:
-            row.last = ui_data.last_run(session, row.dag_id)
-            alerts = ui_data.state(session, ui_data.asset(session, row.dag_id), "alerts")
+            model = ui_data.asset(session, row.dag_id)
+            last = ui_data.runs(session, row.dag_id, model, limit=1)
+            row.last = last[0] if last else None
+            alerts = ui_data.state(session, model, "alerts")
             row.alerts = (alerts or {}).get("count", 0)
     return pages.overview(rows, base, airflow)
 
@@ -79,14 +82,14 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
                                 "pipeline")
         row = found[0]
         model = ui_data.asset(session, dag_id)
-        recent = list(reversed(ui_data.runs(session, dag_id, limit=ui_data.RECENT)))
+        recent = list(reversed(ui_data.runs(session, dag_id, model, limit=ui_data.RECENT)))
         row.last = recent[-1] if recent else None
         alerts = ui_data.state(session, model, "alerts") or {}
         row.alerts = alerts.get("count", 0)
         since = until = None
         if row.mode == "interval":
-            since, until = _range(session, dag_id, start, end)
-            shown = ui_data.runs(session, dag_id, since=since, until=until)
+            since, until = _range(session, dag_id, row.last, start, end)
+            shown = ui_data.runs(session, dag_id, model, since=since, until=until)
             cells = coverage(shown, ui_data.expected_intervals(session, dag_id, since, until))
         else:
             cells = coverage(recent, None)
@@ -103,8 +106,9 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
     return pages.pipeline(view, base, airflow)
 
 
-def _range(session, dag_id: str, start: str | None, end: str | None) -> tuple[int, int]:
-    since, until = ui_data.default_range(session, dag_id, int(time.time() * 1000))
+def _range(session, dag_id: str, newest, start: str | None,
+           end: str | None) -> tuple[int, int]:
+    since, until = ui_data.default_range(session, dag_id, newest, int(time.time() * 1000))
     try:
         since = parse_iso(start) if start else since
         until = parse_iso(end) if end else until
@@ -140,10 +144,10 @@ def _consumers(extra: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str 
         return None, f"could not list the consumers: {str(exc).splitlines()[0][:300]}"
 
 
-def plugin_attributes() -> dict[str, Any]:
-    return {
-        "fastapi_apps": [{"app": app, "url_prefix": PREFIX, "name": "Streamslice"}],
-        "external_views": [{"name": "Streamslice", "href": f"{PREFIX}/",
-                            "destination": "nav", "url_route": "streamslice",
-                            "nav_top_level": True, "icon": f"{PREFIX}/icon.svg"}],
-    }
+class StreamslicePlugin(AirflowPlugin):
+    """Loaded by Airflow through ``plugins/streamslice_ui.py``."""
+    name = "streamslice"
+    fastapi_apps = [{"app": app, "url_prefix": PREFIX, "name": "Streamslice"}]
+    external_views = [{"name": "Streamslice", "href": f"{PREFIX}/", "destination": "nav",
+                       "url_route": "streamslice", "nav_top_level": True,
+                       "icon": f"{PREFIX}/icon.svg"}]

@@ -53,10 +53,11 @@ def state(session, asset_model, key: str) -> Any:
     return json.loads(raw) if raw else None
 
 
-def runs(session, dag_id: str, *, since: int | None = None, until: int | None = None,
+def runs(session, dag_id: str, model, *, since: int | None = None, until: int | None = None,
          limit: int | None = None) -> list[Run]:
     """Runs of one DAG, newest first: with a data interval starting in ``[since, until)``, or
-    the latest ``limit``. Each with its commit's metrics and failed tasks."""
+    the latest ``limit``. Each with its commit's metrics (events of the asset ``model``) and
+    failed tasks."""
     from airflow.models.dagrun import DagRun
     cols = (DagRun.run_id, DagRun.state, DagRun.data_interval_start, DagRun.data_interval_end,
             DagRun.start_date, DagRun.end_date, DagRun.run_after)
@@ -69,15 +70,14 @@ def runs(session, dag_id: str, *, since: int | None = None, until: int | None = 
     found = [Run(run_id=r[0], state=str(r[1]), start=_ms(r[2]), end=_ms(r[3]),
                  started_at=_ms(r[4]) or _ms(r[6]), ended_at=_ms(r[5]))
              for r in session.execute(query)]
-    _attach(session, dag_id, found)
+    _attach(session, dag_id, model, found)
     return found
 
 
-def _attach(session, dag_id: str, found: list[Run]) -> None:
+def _attach(session, dag_id: str, model, found: list[Run]) -> None:
     from airflow.models.asset import AssetEvent
     from airflow.models.taskinstance import TaskInstance
     by_id = {r.run_id: r for r in found}
-    model = asset(session, dag_id)
     ids = list(by_id)
     for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)):
         if model is not None:
@@ -93,11 +93,6 @@ def _attach(session, dag_id: str, found: list[Run]) -> None:
                 TaskInstance.state.in_(("failed", "upstream_failed")))
             for run_id, task_id in session.execute(tis):
                 by_id[run_id].failed_tasks.append(task_id)
-
-
-def last_run(session, dag_id: str) -> Run | None:
-    found = runs(session, dag_id, limit=1)
-    return found[0] if found else None
 
 
 def expected_intervals(session, dag_id: str, since: int, until: int) -> list[tuple[int, int]]:
@@ -150,15 +145,15 @@ def _stepper(timetable, start: int, end: int):
     return None
 
 
-def default_range(session, dag_id: str, now_ms: int) -> tuple[int, int]:
-    """The latest DEFAULT_INTERVALS intervals up to the newest run (or now)."""
+def default_range(session, dag_id: str, newest: Run | None, now_ms: int) -> tuple[int, int]:
+    """The latest DEFAULT_INTERVALS intervals (as wide as the ``newest`` run's) up to the
+    latest interval end (or now)."""
     from airflow.models.dagrun import DagRun
     latest = session.scalar(select(DagRun.data_interval_end).where(DagRun.dag_id == dag_id)
                             .order_by(DagRun.data_interval_end.desc()).limit(1))
     until = _ms(latest) or now_ms
-    first = runs(session, dag_id, limit=1)
-    width = (first[0].end - first[0].start) if first and first[0].start is not None \
-        and first[0].end else 3_600_000
+    width = (newest.end - newest.start) if newest and newest.start is not None \
+        and newest.end else 3_600_000
     return until - DEFAULT_INTERVALS * max(width, 1000), until
 
 

@@ -2,6 +2,7 @@
 real logins (users admin and ops), for the Streamslice page test and benchmark."""
 import json
 import os
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -11,6 +12,13 @@ from pathlib import Path
 from devtools.services import _venv_bin, free_port
 
 PASSWORDS = {"admin": "admin-pw", "ops": "ops-pw"}
+
+
+def chromium_executable():
+    """The Debian Chromium that Playwright drives (no browser download)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "Chromium is missing: `make test` installs it (apt-get install chromium)"
+    return exe
 
 
 class ApiServer:

@@ -42,10 +42,11 @@ def main():
 
 
 def _screenshot(url, path):
-    import shutil
     import urllib.request
 
     from playwright.sync_api import sync_playwright
+
+    from devtools.airflow_ui import chromium_executable
     for _ in range(120):
         try:
             urllib.request.urlopen(url.split("/plugin")[0] + "/api/v2/version", timeout=2)
@@ -53,7 +54,7 @@ def _screenshot(url, path):
         except OSError:
             time.sleep(1)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=shutil.which("chromium"),
+        browser = p.chromium.launch(executable_path=chromium_executable(),
                                     args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1400, "height": 1250})
         page.goto(url)

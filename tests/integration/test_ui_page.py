@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from devtools.airflow_ui import ApiServer
+from devtools.airflow_ui import ApiServer, chromium_executable
 from devtools.services import create_topic
 from devtools.taxi import Trip, produce
 from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
@@ -98,7 +98,7 @@ def test_the_strip_shows_the_hole_the_late_interval_and_the_failure(scene):
     token = server.token("admin")
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium_executable(), args=["--no-sandbox"])
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.add_cookies([{"name": "_token", "value": token, "url": server.url}])
         page = context.new_page()
@@ -122,10 +122,3 @@ def test_the_strip_shows_the_hole_the_late_interval_and_the_failure(scene):
         assert frame.locator(f'tr[data-pipeline="{cover.name}"]').count() == 1
         page.screenshot(path=str(ARTIFACTS / "streamslice-overview.png"))
         browser.close()
-
-
-def _chromium():
-    import shutil
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "Chromium is missing: `make test` installs it (apt-get install chromium)"
-    return exe

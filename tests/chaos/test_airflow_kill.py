@@ -25,7 +25,8 @@ def dag_run(cfg, fault=None):
     env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
     env.pop("STREAMSLICE_INJECT_FAULT", None)
     if fault:
-        env["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"
+        env["STREAMSLICE_INJECT_FAULT"] = fault if fault.startswith("@") else \
+            f"{fault}:action=kill"
     return subprocess.run([sys.executable, "-m", "tests.chaos.dag_run", cfg.file], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600,
                           start_new_session=True)
@@ -34,7 +35,6 @@ def dag_run(cfg, fault=None):
 @pytest.mark.parametrize("point", ["plan", "read:split=1:after=1", "after_publish",
                                    "after_checkpoint"])
 def test_kill_a_dag_run_then_the_next_run_recovers(broker, airflow_db, tmp_path, point):
-    from streamslice.airflow.store import OfflineCheckpointStore
     topic = unique("chaos-af")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=8, late_share=0),
@@ -53,6 +53,40 @@ output:
     assert victim.returncode == -signal.SIGKILL, victim.stderr[-2000:]
     rescue = dag_run(cfg)
     assert rescue.returncode == 0, rescue.stderr[-3000:]
+    exactly_once(cfg, topic, sent)
+
+
+def test_a_dead_jvm_is_replaced_on_the_retry_in_the_same_process(broker, airflow_db,
+                                                                  tmp_path):
+    """dag.test runs Airflow's retry in the process whose JVM died: the retry must start a new
+    JVM rather than get PySpark's cached session for the dead one back."""
+    topic = unique("chaos-jvm")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=9, late_share=0),
+                   partitions=2)
+    cfg = write_pipeline(unique("chaos_jvm"), f"""
+mode: incremental
+retries: 1
+retry_delay: 1s
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+  max_records_per_split: 20
+output:
+  path: {tmp_path}
+""")
+    faults = tmp_path / "faults"
+    faults.write_text("read:split=1:after=1:action=kill_jvm\n")  # fired once
+    run = dag_run(cfg, f"@{faults}")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert faults.read_text().strip() == "", "the JVM was never killed"
+    assert "the Spark JVM is gone" in run.stderr + run.stdout
+    assert "EOFError" not in run.stderr  # PySpark's accumulator server stays quiet
+    exactly_once(cfg, topic, sent)
+
+
+def exactly_once(cfg, topic, sent):
+    from streamslice.airflow.store import OfflineCheckpointStore
     dataset = cfg.output.dataset(cfg.name)
     table = ds.dataset(dataset, format="parquet", partitioning="hive").to_table(
         columns=["partition", "offset"])

@@ -20,9 +20,12 @@ def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
         if os.environ.get("SPARK_REMOTE"):
             raise ConfigError("SPARK_REMOTE is set, so PySpark would not run local[*]: use "
                               "runner: connect, or unset it", field="spark.runner")
-        from ..spark.job import run_read
+        from ..spark.job import run_read, unwrap
         from ..spark.session import spark_session
-        spark = spark_session(master=cfg.spark.master, conf=cfg.spark.conf)
+        try:
+            spark = spark_session(master=cfg.spark.master, conf=cfg.spark.conf)
+        except Exception as exc:  # a JVM that cannot start: one line, not Py4J's traceback
+            raise unwrap(exc) from None
         run_read(spark, plan, staging_uri, properties=properties, options=options)
     elif cfg.spark.runner == "connect":
         from ..spark.connect import run_connect_read

@@ -48,7 +48,46 @@ def spark_session(master="local[*]", conf=None, app_name="streamslice"):
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
+    forget_dead_jvm()
     spark = builder.getOrCreate()
+    _quiet_accumulator_server(spark.sparkContext)
     spark.sparkContext.setLogLevel(os.environ.get("STREAMSLICE_SPARK_LOG_LEVEL", "ERROR"))
     register(spark)
     return spark
+
+
+def _quiet_accumulator_server(context) -> None:
+    """PySpark's accumulator server prints an EOFError traceback when the JVM dies; the read
+    already fails with one clear line for that (``job.unwrap``)."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, address: None
+
+
+def forget_dead_jvm() -> bool:
+    """Drop PySpark's cached context and session when their JVM has exited (killed, out of
+    memory). Without this a long-lived process (``dag.test``, ``airflow dags test``) gets the
+    dead session back from ``getOrCreate`` and every later try fails on the closed socket."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession, SQLContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None or proc.poll() is None:
+        return False
+    context = SparkContext._active_spark_context
+    if context is not None and getattr(context, "_accumulatorServer", None):
+        context._accumulatorServer.shutdown()
+        context._accumulatorServer = None  # type: ignore[assignment]
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM end is already gone
+        pass
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SQLContext._instantiatedContext = None
+    return True

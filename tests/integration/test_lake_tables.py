@@ -71,9 +71,12 @@ def test_intervals_commit_atomically_and_replace_on_rerun(broker, spark, airflow
         query = f"SELECT count(*) FROM delta_scan('{cfg.output.target(cfg.name).table}')"
     assert con.sql(query).fetchone()[0] == len(sent)
     before = versions()
-    run_dag(cfg, logical_date=utc(2024, 5, 1, 1))  # hour 0 again: replaced, not added
+    run = run_dag(cfg, logical_date=utc(2024, 5, 1, 1))  # hour 0 again: replaced, not added
     assert rows_of(scan()) == rows
     assert versions() > before
+    # The run names the table version holding its state (the Streamslice page shows it).
+    published = run.get_task_instance("commit").xcom_pull(task_ids="commit")["published"]
+    assert published[{"iceberg": "snapshot_id", "delta": "version"}[fmt]] == versions()
     assert rows_of(scan(before)) == rows  # the previous snapshot / version still reads
     commits = history()
     last = commits[-1]

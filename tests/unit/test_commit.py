@@ -58,6 +58,8 @@ def test_good_staging_verifies_and_publishes(tmp_path):
     assert figures["records"] == 7
     assert figures["per_key"]["t:0"] == {"records": 5, "min": 0, "max": 4}
     manifest = publish_once(plan, st, run_id="r1", now_ms=1)
+    published = manifest.pop("published")
+    assert published == {"uri": str(tmp_path / "ds" / "batch=00000001")}
     assert read_manifest(str(tmp_path / "ds"), "batch=00000001") == manifest
     assert manifest["records"] == 7
     assert not (tmp_path / "staging").exists()

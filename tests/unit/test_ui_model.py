@@ -66,3 +66,18 @@ def test_the_strip_marks_each_cell_with_its_state_and_start():
     assert out.count('class="cell"') == 2
     assert 'data-status="missing" data-start="3600000"' in out
     assert svg.strip([], str, str).startswith("<p")
+
+
+def test_a_table_run_names_its_snapshot_or_version_and_a_file_run_its_uri():
+    def page(published):
+        r = run("r", "success", 0, 3, partition="interval=1", published=published)
+        row = Overview("p", "kafka", "interval", "@hourly", False, "", last=r)
+        return pages.pipeline(pages.PipelineView(
+            row=row, cells=[], recent=[r], checkpoint=None, plan_splits=[], range_start=0,
+            range_end=H, output="o", alerts=[]), "/streamslice", "")
+    iceberg = page({"uri": "iceberg:db.t/interval=1", "snapshot_id": 8123})
+    assert 'data-snapshot="8123"' in iceberg and "VERSION AS OF 8123" in iceberg
+    assert 'data-version="4"' in page({"uri": "/lake/t#interval=1", "version": 4})
+    files = page({"uri": "s3://b/lake/interval=1"})
+    assert 'title="s3://b/lake/interval=1"' in files and "table-version" not in files
+    assert "table-version" not in page(None)  # runs committed before this was recorded

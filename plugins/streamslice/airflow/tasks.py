@@ -129,6 +129,8 @@ def run_metrics(manifest: dict[str, Any],
                positions=positions or {})
     if manifest["dead_letters"]:
         out["dead_letter_uri"] = manifest.get("dead_letter_uri")
+    if manifest.get("published"):
+        out["published"] = manifest["published"]
     return out
 
 

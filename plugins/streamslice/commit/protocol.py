@@ -35,10 +35,11 @@ def staging_for(plan: ReadPlan, attempt: str) -> Staging:
 
 def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
                  now_ms: int) -> dict[str, Any]:
-    """Publish the staged output and return its manifest, or recognise that an earlier try of
-    the same plan already published it. A complete staging area is always published (a
-    cleared or reprocessed run replaces its partition); one a crash left incomplete after the
-    publish yields to the manifest that try published."""
+    """Publish the staged output and return its manifest with where it landed
+    (``published``: the partition's URI, a table's snapshot or version), or recognise that an
+    earlier try of the same plan already published it. A complete staging area is always
+    published (a cleared or reprocessed run replaces its partition); one a crash left
+    incomplete after the publish yields to the manifest that try published."""
     publisher = publisher_for(target_of(plan))
 
     def ours() -> dict[str, Any] | None:  # looked up only when the staging area cannot publish
@@ -58,9 +59,9 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
             return earlier
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
         faults.check("before_publish")
-        publisher.publish(plan, staging, manifest)
+        published = publisher.publish(plan, staging, manifest)
         clean_attempts(plan)
-        return manifest
+        return {**manifest, "published": published}
     earlier = ours()
     if earlier is not None:
         log.info("%s was already published by an earlier try of this run.", plan.partition)

@@ -167,12 +167,27 @@ def _runs(runs: list[Run], dag: str, airflow: str) -> str:
             f"<td>{escape(r.state)} {tasks}</td><td>{_time(r.start)}</td>"
             f'<td class="n">{_num(r.records)}</td><td class="n">{dead}</td>'
             f'<td class="n">{_num(m.get("late_records"))}</td>'
-            f"<td><code>{escape(str(m.get('partition') or '-'))}</code></td></tr>")
+            f"<td>{_published(m)}</td></tr>")
     if not body:
         return '<p class="none">No runs yet.</p>'
     return ("<table><tr><th>Run</th><th>State</th><th>Interval start</th><th>Records</th>"
-            "<th>Dead letters</th><th>Late</th><th>Published partition</th></tr>"
+            "<th>Dead letters</th><th>Late</th><th>Published</th></tr>"
             f"{''.join(body)}</table>")
+
+
+def _published(metrics: dict[str, Any]) -> str:
+    """The run's partition (its URI on hover) and, for a table, the snapshot (Iceberg) or
+    version (Delta) that holds exactly this run's state, with how to read it back."""
+    where = metrics.get("published") or {}
+    uri = where.get("uri")
+    title = f' title="{escape(uri)}"' if uri else ""
+    cell = f"<code{title}>{escape(str(metrics.get('partition') or '-'))}</code>"
+    for key, word in (("snapshot_id", "snapshot"), ("version", "version")):
+        if where.get(key) is not None:
+            value = escape(str(where[key]))
+            cell += (f' <span class="table-version" data-{word}="{value}" title="read this '
+                     f'state: SELECT … VERSION AS OF {value}">{word} {value}</span>')
+    return cell
 
 
 def _alerts(alerts: list[dict[str, Any]]) -> str:

@@ -28,11 +28,17 @@ PARTITION_COLUMN = "streamslice_partition"
 class Publisher(Protocol):
     def __init__(self, output: OutputTarget) -> None: ...
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
-        """Publish the staged partition with its manifest; returns the partition's URI."""
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+        """Publish the staged partition with its manifest; returns where it landed."""
 
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
-        """The manifest the plan's partition was published with, if any."""
+        """The manifest the plan's partition was published with, if any, with where it
+        landed under ``published``."""
+
+
+# Where a run's partition landed: ``uri`` always; a table's ``snapshot_id`` (Iceberg) or
+# ``version`` (Delta), the table version to time-travel to for exactly this run's state.
+Published = dict[str, Any]
 
 
 def publisher_for(output: OutputTarget) -> Publisher:

@@ -26,6 +26,7 @@ from .tables import check_compatible, commit_properties, manifest_from, table_sc
 if TYPE_CHECKING:
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
+    from . import Published
 
 
 class DeltaPublisher:
@@ -41,13 +42,14 @@ class DeltaPublisher:
         from deltalake import DeltaTable
         if not DeltaTable.is_deltatable(self.table_uri):
             return None
-        for entry in DeltaTable(self.table_uri).history():
+        for entry in DeltaTable(self.table_uri).history():  # newest first
             found = manifest_from(entry, plan)
             if found is not None:
-                return found
+                return {**found, "published": {"uri": self.uri(plan),
+                                                "version": entry.get("version")}}
         return None
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
         publish_dead_letters(self.output, plan, staging)
         schema = table_schema(plan)
@@ -75,7 +77,8 @@ class DeltaPublisher:
             raise CommitError(f"Delta commit to {self.table_uri} failed: "
                               f"{type(exc).__name__}: {exc}") from None
         staging.fs.delete_dir(staging.root)
-        return self.uri(plan)
+        found = self.published_manifest(plan)
+        return found["published"] if found else {"uri": self.uri(plan)}
 
 
 def _batches(data: ds.Dataset | None, schema: pa.Schema) -> pa.RecordBatchReader:

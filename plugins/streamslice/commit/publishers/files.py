@@ -26,6 +26,7 @@ from ..manifest import MANIFEST, manifest_bytes, read_manifest
 if TYPE_CHECKING:
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
+    from . import Published
 
 
 class DirectoryRename:
@@ -38,9 +39,10 @@ class DirectoryRename:
         return f"{self.output.dataset.rstrip('/')}/{plan.partition}"
 
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
-        return read_manifest(self.output.dataset, plan.partition)
+        found = read_manifest(self.output.dataset, plan.partition)
+        return {**found, "published": {"uri": self.uri(plan)}} if found else None
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         fs = staging.fs
         publish_dead_letters(self.output, plan, staging)
         data = f"{staging.root}/{DATA}"
@@ -62,7 +64,7 @@ class DirectoryRename:
         if fs.get_file_info(trash).type != pafs.FileType.NotFound:
             fs.delete_dir(trash)
         fs.delete_dir(staging.root)
-        return self.uri(plan)
+        return {"uri": self.uri(plan)}
 
     def empty_trash(self, trash_dir: str, name: str) -> None:
         for info in self.fs.get_file_info(pafs.FileSelector(trash_dir, allow_not_found=True)):
@@ -71,7 +73,7 @@ class DirectoryRename:
 
 
 class ObjectStoreCopy(DirectoryRename):
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         fs = staging.fs
         publish_dead_letters(self.output, plan, staging)
         target = f"{self.root}/{plan.partition}"
@@ -88,7 +90,7 @@ class ObjectStoreCopy(DirectoryRename):
         with fs.open_output_stream(f"{target}/{MANIFEST}") as out:
             out.write(manifest_bytes(manifest))
         fs.delete_dir(staging.root)
-        return self.uri(plan)
+        return {"uri": self.uri(plan)}
 
 
 def FilesPublisher(output: OutputTarget) -> DirectoryRename:

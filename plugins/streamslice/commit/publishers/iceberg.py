@@ -25,6 +25,7 @@ from .tables import commit_properties, manifest_from, table_schema
 if TYPE_CHECKING:
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
+    from . import Published
 
 
 class IcebergPublisher:
@@ -67,14 +68,15 @@ class IcebergPublisher:
         table = self._table(plan, create=False)
         if table is None:
             return None
-        for snapshot in reversed(table.snapshots()):
+        for snapshot in reversed(table.snapshots()):  # the newest: the one holding the files
             props = snapshot.summary.additional_properties if snapshot.summary else {}
             found = manifest_from(props, plan)
             if found is not None:
-                return found
+                return {**found, "published": {"uri": self.uri(plan),
+                                                "snapshot_id": snapshot.snapshot_id}}
         return None
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> str:
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         publish_dead_letters(self.output, plan, staging)
         table = self._table(plan, create=True)
         self._evolve(table, plan)
@@ -90,7 +92,8 @@ class IcebergPublisher:
                 if files:
                     tx.add_files(files, snapshot_properties=props)
         staging.fs.delete_dir(staging.root)
-        return self.uri(plan)
+        found = self.published_manifest(plan)
+        return found["published"] if found else {"uri": self.uri(plan)}
 
     def _evolve(self, table, plan: ReadPlan) -> None:
         """A new nullable column evolves the table; a type change Iceberg cannot promote is

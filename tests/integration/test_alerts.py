@@ -81,6 +81,14 @@ def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerti
     loss = one(received(), "data_loss")
     assert loss["details"]["gaps"] == [{"key": f"{topic}:0", "from": 40, "to": 45,
                                         "reason": "expired"}]
+    # Every alert sent is kept for the Streamslice page, each under its own key.
+    from airflow.utils.session import create_session
+
+    from streamslice.airflow import ui_data
+    with create_session() as session:
+        count, kept = ui_data.alerts(session, ui_data.asset(session, cfg.name))
+    assert count == 3 and sorted(a["kind"] for a in kept) == ["data_loss", "dead_letters", "lag"]
+    assert kept[-1]["kind"] == "data_loss" and kept[-1]["run_id"] != run.run_id
 
 
 def test_run_failure_alert_names_the_error_and_split(broker, spark, airflow_db, alerting,

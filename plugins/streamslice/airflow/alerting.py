@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from typing import Any
 from urllib.parse import quote
 
@@ -19,7 +20,7 @@ from .store import output_asset
 
 log = logging.getLogger("streamslice")
 STREAK_KEY = "empty_streak"
-ALERTS_KEY = "alerts"
+ALERT_PREFIX = "alert/"  # one asset state key per alert sent: no read-modify-write race
 RECENT_ALERTS = 20
 
 
@@ -57,15 +58,16 @@ def send(cfg, alert: Alert, context: dict[str, Any] | None = None) -> None:
 
 
 def record(cfg, alert: Alert, context: dict[str, Any] | None) -> None:
-    """Count the alert and keep the latest few in the output asset's state, where the
-    Streamslice page finds them (only from tasks that have the asset as inlet or outlet)."""
+    """Keep the alert in the output asset's state under a key of its own
+    (``alert/<ms>-<random>``: runs alerting at once never overwrite each other's), where the
+    Streamslice page counts and lists them (only from tasks that have the asset as inlet or
+    outlet)."""
     try:
         state = (context or {})["asset_state_store"][output_asset(cfg)]
-        kept = state.get(ALERTS_KEY) or {}
-        recent = [*kept.get("recent", []), {"at": int(time.time() * 1000), "kind": alert.kind,
-                                            "message": alert.message, "run_id": alert.run_id}]
-        state.set(ALERTS_KEY, {"count": kept.get("count", 0) + 1,
-                               "recent": recent[-RECENT_ALERTS:]})
+        now = int(time.time() * 1000)
+        state.set(f"{ALERT_PREFIX}{now:015d}-{uuid.uuid4().hex[:8]}",
+                  {"at": now, "kind": alert.kind, "message": alert.message,
+                   "run_id": alert.run_id})
     except Exception as exc:  # no state here (deadline callbacks) or it failed: log only
         log.debug("alert not recorded in the asset state: %s", exc)
 

@@ -62,8 +62,7 @@ def overview(request: Request, current=Depends(user)) -> str:
             model = ui_data.asset(session, row.dag_id)
             last = ui_data.runs(session, row.dag_id, model, limit=1)
             row.last = last[0] if last else None
-            alerts = ui_data.state(session, model, "alerts")
-            row.alerts = (alerts or {}).get("count", 0)
+            row.alerts = ui_data.alerts(session, model, recent=0)[0]
     return pages.overview(rows, base, airflow)
 
 
@@ -84,8 +83,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
         model = ui_data.asset(session, dag_id)
         recent = list(reversed(ui_data.runs(session, dag_id, model, limit=ui_data.RECENT)))
         row.last = recent[-1] if recent else None
-        alerts = ui_data.state(session, model, "alerts") or {}
-        row.alerts = alerts.get("count", 0)
+        row.alerts, alerts = ui_data.alerts(session, model)
         since = until = None
         if row.mode == "interval":
             since, until = _range(session, dag_id, row.last, start, end)
@@ -99,7 +97,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
             plan_splits=ui_data.latest_plan_splits(session, dag_id,
                                                    row.last.run_id if row.last else None),
             output=model.uri if model is not None else "-",
-            alerts=alerts.get("recent", []))
+            alerts=alerts)
         extra = dict(model.extra or {}) if model is not None else {}
     if extra.get("efo"):
         view.consumers, view.consumers_error = _consumers(extra)

@@ -7,10 +7,11 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from ..timeutil import from_ms, to_ms
 from ..ui.model import Overview, Run
+from .alerting import ALERT_PREFIX, RECENT_ALERTS
 
 MAX_CELLS = 1000  # intervals in one coverage strip
 RECENT = 50  # runs in the charts and the run table
@@ -51,6 +52,20 @@ def state(session, asset_model, key: str) -> Any:
         return None
     raw = get_state_backend().get(AssetScope(asset_id=asset_model.id), key, session=session)
     return json.loads(raw) if raw else None
+
+
+def alerts(session, asset_model, recent: int = RECENT_ALERTS) -> tuple[int, list[dict[str, Any]]]:
+    """How many alerts the pipeline sent and the latest ``recent`` of them, newest last (one
+    asset state row each, ``alerting.record``; Airflow's own metastore state backend)."""
+    from airflow.models.asset_state_store import AssetStateStoreModel as Row
+
+    if asset_model is None:
+        return 0, []
+    where = (Row.asset_id == asset_model.id, Row.key.startswith(ALERT_PREFIX, autoescape=True))
+    count = session.scalar(select(func.count()).select_from(Row).where(*where)) or 0
+    latest = session.scalars(select(Row.value).where(*where).order_by(Row.key.desc())
+                             .limit(recent)).all()
+    return count, [json.loads(v) for v in reversed(latest)]
 
 
 def runs(session, dag_id: str, model, *, since: int | None = None, until: int | None = None,

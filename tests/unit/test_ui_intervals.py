@@ -53,3 +53,21 @@ def test_none_before_the_start_date_nor_after_the_end_date():
     first = to_ms(datetime(2024, 4, 28, tzinfo=timezone.utc))
     # Airflow schedules no run whose logical date (the interval start) is after end_date.
     assert ours == [(first + i * day, first + (i + 1) * day) for i in range(6)]
+
+
+def test_a_cron_schedule_in_another_time_zone_is_left_to_airflow():
+    """Across a DST change a local-time cron is not a UTC cron: such DAGs (not built by the
+    factory, which schedules in UTC) take Airflow's own iteration."""
+    import pendulum
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import DagSerialization
+    from airflow.timetables.interval import CronDataIntervalTimetable
+    paris = pendulum.timezone("Europe/Paris")
+    dag = DAG("paris", schedule=CronDataIntervalTimetable("0 9 * * *", timezone=paris),
+              start_date=datetime(2024, 3, 20, tzinfo=timezone.utc))
+    dag = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    since = to_ms(datetime(2024, 3, 25, tzinfo=timezone.utc))
+    until = since + 14 * 86_400_000  # Paris moves to summer time on 31 March
+    ours = intervals_of(dag, since, until)
+    assert ours == airflows_own(dag, since, until)
+    assert {(e - s) // 3_600_000 for s, e in ours} == {23, 24}

@@ -150,9 +150,10 @@ def _stepper(timetable, start: int, end: int):
     if isinstance(timetable, DeltaDataIntervalTimetable):
         return lambda at: at + (end - start)
     if isinstance(timetable, CronDataIntervalTimetable) and \
-            str(getattr(timetable, "_timezone", "UTC")) in ("UTC", "Timezone('UTC')"):
+            timetable.serialize().get("timezone") in ("UTC", "Etc/UTC"):
         from croniter import croniter
-        cron = croniter(timetable.summary, start_time=from_ms(end).replace(tzinfo=None))
+        cron = croniter(timetable.serialize()["expression"],
+                        start_time=from_ms(end).replace(tzinfo=None))
 
         def step(at: int) -> int:
             return to_ms(cron.get_next(datetime).replace(tzinfo=timezone.utc))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from .decode import Decoder
+    from .sink import ParquetSink
     from .staging import Staging
 
 _END = object()
@@ -28,6 +29,9 @@ _END = object()
 
 class SplitReader(ABC):
     dead_letter_schema: ClassVar[pa.Schema]
+    # The direct write path sets it: batches go there, ``batches`` yields none, and the
+    # split's file is in place before its summary is written.
+    sink: ParquetSink | None = None
 
     def __init__(self, split: Any, *, decoder: Decoder, staging: Staging | None = None,
                  fault: str | None = None) -> None:
@@ -62,10 +66,17 @@ class SplitReader(ABC):
                     self.stats.scanned(self.positions(raw))
                     batch = self.to_arrow(raw)
                 if batch is not None and batch.num_rows:
-                    yield batch
+                    if self.sink is None:
+                        yield batch
+                    else:
+                        self.sink.write(batch)
                 faults.check("read", self.split.id, self.stats.d["scanned"], self.fault)
-        except StreamsliceError as exc:
-            if exc.split is None:
+            if self.sink is not None:
+                self.sink.commit()
+        except BaseException as exc:
+            if self.sink is not None:
+                self.sink.abort()
+            if isinstance(exc, StreamsliceError) and exc.split is None:
                 exc.split = self.split.id
             raise
         self.stats.reached_stop()

@@ -1,9 +1,11 @@
 """The staging area of one run attempt, and what readers leave there besides records.
 
 ``<dataset>/_staging/<partition>/<attempt>/``
-  ``data/``                      records, written by Spark's own committer
+  ``data/``                      records: ``part-N.parquet`` per split, moved in by the reader
+                                 (``reading.sink``), or files Spark's own committer wrote
   ``_dead_letter/split-N.parquet``  records that failed to decode, written by the reader
   ``_summary/split-N.json``        what the reader saw for split N, written when it finishes
+  ``_tmp/``                        data files being written, moved to ``data/`` when complete
 
 Reader files are named by split, so a retried Spark task overwrites its own files: a split has
 one summary and one dead-letter file whatever the number of attempts. Directories starting with
@@ -16,7 +18,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-DATA, DEAD_LETTER, SUMMARY = "data", "_dead_letter", "_summary"
+DATA, DEAD_LETTER, SUMMARY, TMP = "data", "_dead_letter", "_summary", "_tmp"
 
 
 def split_file(split_id, ext):
@@ -31,6 +33,17 @@ class Staging:
     @property
     def data_uri(self):
         return f"{self.uri}/{DATA}"
+
+    def data_file(self, split_id):
+        """Where the direct write path puts split ``split_id``'s records."""
+        return self._path(DATA, f"part-{split_id:05d}.parquet")
+
+    def clear_data(self):
+        """An empty ``data/`` (what an earlier job in this area left is gone, as Spark's
+        ``mode("overwrite")`` does) and no files half written."""
+        for sub in (DATA, TMP):
+            self.fs.delete_dir_contents(self._path(sub), missing_dir_ok=True)
+        self.fs.create_dir(self._path(DATA), recursive=True)
 
     def _path(self, *parts):
         return "/".join([self.root, *parts])

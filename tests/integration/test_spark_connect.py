@@ -71,6 +71,9 @@ def test_interval_runs_through_airflow_on_spark_connect(broker, spark_connect, a
         got = hour_rows(cfg, hour)
         assert sorted(got) == expected_rows(sent, hour), f"hour {hour}"
         assert len(got) == len(set(got)), "a record landed twice"
+        part = f"{cfg.output.dataset(cfg.name)}/interval=20240501T{hour:02d}0000Z"
+        assert all(re.fullmatch(r"part-\d{5}\.parquet|_manifest\.json", name)
+                   for name in os.listdir(part))  # the readers wrote them (direct path)
     assert OfflineCheckpointStore(f"streamslice/{cfg.name}").get().interval_end == T0 + 2 * HOUR
 
 

@@ -5,7 +5,9 @@ Give them a ReadPlan (``plan`` option, as the Airflow DAG does) or the source's 
 (Spark-Kafka style ``subscribe``/``startingOffsets``/… for Kafka; ``streamName``/
 ``startingPosition``/… for Kinesis) and they plan on the driver. Client properties come as
 ``kafka.*`` / ``aws.*`` options and never enter the plan. ``staging`` makes readers leave split
-summaries and dead letters there.
+summaries and dead letters there; ``directWrite`` (a pyarrow codec, with ``staging``) makes
+them write each split's records to a Parquet file there themselves and return no rows
+(``reading.sink``, used by ``job.run_read``).
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ class PlanReader(DataSourceReader):
         if "client" in options:  # a Spark user may set the Kafka client directly
             self.read_options["client"] = options["client"]
         self.staging, self.fault = options.get("staging"), options.get("injectfault")
+        self.codec: str = (options.get("directwrite") or "") if self.staging else ""
 
     def partitions(self):
         return [SplitPartition(s) for s in self.splits] or [SplitPartition(None)]
@@ -68,19 +71,34 @@ class PlanReader(DataSourceReader):
         from streamslice.reading.decode import Decoder
         from streamslice.reading.staging import Staging
         from streamslice.sources import ReadRequest, source_class
-        if partition.value is None:
-            return
         plan = ReadPlan.from_json(self.plan_json)
         source = source_class(plan.source)
         request = ReadRequest(plan=plan, properties=self.properties,
                               decoder=Decoder.from_dict(plan.decode),
                               staging=Staging(self.staging) if self.staging else None,
                               fault=self.fault, options=self.read_options)
+        if partition.value is None:  # no splits: Spark's writer would still stage the schema
+            if self.codec:
+                self._sink(source, request, 0).commit()
+            return
+        split = source.split_from_dict(partition.value)
+        reader = source.open_reader(split, request)
+        if self.codec:
+            reader.sink = self._sink(source, request, split.id)
         try:
-            yield from source.open_reader(source.split_from_dict(partition.value),
-                                          request).batches()
+            yield from reader.batches()
         except StreamsliceError as exc:  # crosses to the driver as one line with its kind
             raise RuntimeError(exc.to_line()) from None
+
+    def _sink(self, source, request, split_id):
+        """Where a split's records go on the direct write path. The first split writes a
+        file even without records, as Spark's writer does for its first task."""
+        from streamslice.commit.publishers import staged_constants
+        from streamslice.reading.sink import ParquetSink
+        first = self.splits[0]["id"] if self.splits else 0
+        return ParquetSink(request.staging, split_id,
+                           source.record_schema(request.decoder, request.plan), self.codec,
+                           constants=staged_constants(request.plan), keep_empty=split_id == first)
 
 
 def _data_source(kind):

@@ -7,8 +7,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
-from ..commit.publishers import PARTITION_COLUMN
+from ..commit.publishers import staged_constants
 from ..errors import SourceError, StreamsliceError, from_text
+from ..reading.sink import parquet_codec
 from ..reading.staging import Staging
 from ..sources import source_class
 
@@ -18,9 +19,12 @@ if TYPE_CHECKING:
 
 def run_read(spark, plan: ReadPlan, staging_uri: str, *,
              properties: dict[str, Any] | None = None,
-             options: dict[str, Any] | None = None) -> str:
+             options: dict[str, Any] | None = None, direct: bool = True) -> str:
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data`` in the
-    plan's output format."""
+    plan's output format. Parquet in a codec pyarrow has is written by the readers themselves,
+    one file per split (``reading.sink``): Spark runs the tasks and gets no rows. Otherwise,
+    or with ``direct=False``, the readers return the records and Spark writes them."""
+    staging = Staging(staging_uri)
     reader = (spark.read.format(f"streamslice-{plan.source}").option("plan", plan.to_json())
               .option("staging", staging_uri))
     if options:
@@ -32,15 +36,22 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
         reader = reader.option(prefix + key, str(value))
     fmt, compression = ((plan.output.file_format, plan.output.compression) if plan.output
                         else ("parquet", "snappy"))
+    codec = parquet_codec(fmt, compression) if direct else None
+    if codec:
+        reader = reader.option("directWrite", codec)
     try:
         df = reader.load()
-        if plan.output and plan.output.publisher != "files":  # tables partition by it
-            df = df.withColumn(PARTITION_COLUMN, _functions(spark).lit(plan.partition))
+        if codec:
+            staging.clear_data()
+            df.write.format("noop").mode("overwrite").save()  # runs the tasks, writes nothing
+            return staging.data_uri
+        for name, value in staged_constants(plan).items():  # tables partition by it
+            df = df.withColumn(name, _functions(spark).lit(value))
         (df.write.mode("overwrite").format(fmt).option("compression", compression)
-         .save(Staging(staging_uri).data_uri))
+         .save(staging.data_uri))
     except Exception as exc:  # Spark wraps executor errors; surface ours with their kind
         raise unwrap(exc) from None
-    return Staging(staging_uri).data_uri
+    return staging.data_uri
 
 
 def _functions(spark):

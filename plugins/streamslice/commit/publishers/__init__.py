@@ -25,6 +25,14 @@ PUBLISHERS: dict[str, str] = {
 PARTITION_COLUMN = "streamslice_partition"
 
 
+def staged_constants(plan: ReadPlan) -> dict[str, str]:
+    """Columns the staged files carry besides the records, each with one value: the
+    partition name, for the table publishers."""
+    if plan.output and plan.output.publisher != "files":
+        return {PARTITION_COLUMN: plan.partition}
+    return {}
+
+
 class Publisher(Protocol):
     def __init__(self, output: OutputTarget) -> None: ...
 

@@ -66,7 +66,7 @@ def partition_rows(dataset, hour):
     return list(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
 
 
-def test_backfill_by_time_range_and_the_ui(broker, airflow, tmp_path):
+def test_backfill_by_time_range_and_the_ui(broker, airflow, spark_connect, tmp_path):
     topic, name = unique("backfill"), unique("backfill")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, hours=3, per_hour=150, seed=21))
@@ -78,6 +78,9 @@ start_date: "2024-05-01T00:00:00Z"
 end_date: "2024-05-01T02:00:00Z"
 max_active_runs: 2
 retries: 0
+spark:  # backfill runs read in parallel on one Spark Connect server, no JVM start per task
+  runner: connect
+  remote: {spark_connect.remote}
 kafka:
   bootstrap_servers: {broker.bootstrap}
   topics: [{topic}]

@@ -11,9 +11,6 @@ import os
 import sys
 import time
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 
 def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     from streamslice.config import load_pipeline
@@ -51,11 +48,12 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
     from streamslice import faults
     from streamslice.commit.checkpoint import Checkpoint, advance
     from streamslice.commit.protocol import publish_once, staging_for
-    from streamslice.commit.publishers import PARTITION_COLUMN
+    from streamslice.commit.publishers import staged_constants
     from streamslice.config.schedule import interval_containing
     from streamslice.planning.plan import ReadPlan
     from streamslice.planning.planner import plan_run
     from streamslice.reading.decode import Decoder
+    from streamslice.reading.sink import ParquetSink
     from streamslice.sources import ReadRequest, source_class
 
     checkpoint_file = os.path.join(state_dir, "checkpoint.json")
@@ -84,17 +82,13 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
     request = ReadRequest(plan=plan, properties=cfg.source.client_properties(),
                           decoder=Decoder.from_dict(plan.decode), staging=staging,
                           fault=faults.current(), options=options)
-    staging.fs.create_dir(f"{staging.root}/data", recursive=True)
-    for split in plan.splits:
+    staging.clear_data()
+    for split in plan.splits:  # as the Spark job's tasks do on the direct write path
         reader = source.open_reader(split, request)
-        batches = list(reader.batches())
-        table = pa.Table.from_batches(batches, reader.schema)
-        if plan.output.publisher != "files":  # as the Spark job adds it for table formats
-            table = table.append_column(pa.field(PARTITION_COLUMN, pa.string(),
-                                                 nullable=False),
-                                        pa.array([plan.partition] * table.num_rows))
-        pq.write_table(table, f"{staging.root}/data/part-{split.id:05d}.parquet",
-                       filesystem=staging.fs)
+        reader.sink = ParquetSink(staging, split.id, source.record_schema(request.decoder, plan),
+                                  "snappy", constants=staged_constants(plan),
+                                  keep_empty=split is plan.splits[0])
+        assert list(reader.batches()) == []
 
     now = int(time.time() * 1000)
     manifest = publish_once(plan, staging, run_id=run_id, now_ms=now)

@@ -101,7 +101,10 @@ def kcat(bootstrap, n):
     return out.stdout.count(b"\n"), time.perf_counter() - start
 
 
-def streamslice_read(bootstrap, client, out_dir, topic=TOPIC):
+def streamslice_read(bootstrap, client, out_dir, topic=TOPIC, direct=True):
+    """(records, seconds, JVM start seconds, driver CPU seconds) of plan + read; ``direct``
+    False makes Spark write the Parquet (the path before the readers wrote it)."""
+    from bench.children import cpu_now
     from streamslice.commit.protocol import staging_for
     from streamslice.commit.verify import verify
     from streamslice.config import parse_pipeline
@@ -121,17 +124,17 @@ output:
     jvm = time.perf_counter()
     spark = spark_session()
     jvm = time.perf_counter() - jvm
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_now()
     plan = plan_run(cfg.source, pipeline="bench", mode="incremental",
                     output=cfg.output.target(cfg.name),
                     properties=cfg.source.client_properties())
     staging = staging_for(plan, f"{client}-{time.time_ns()}")
     run_read(spark, plan, staging.uri, properties=cfg.source.client_properties(),
-             options={"client": client})
-    elapsed = time.perf_counter() - start
+             options={"client": client}, direct=direct)
+    elapsed, cpu = time.perf_counter() - start, cpu_now() - cpu
     n = verify(plan, staging)["records"]
     shutil.rmtree(staging.root, ignore_errors=True)
-    return n, elapsed, jvm
+    return n, elapsed, jvm, cpu
 
 
 def rate(n, secs):
@@ -177,7 +180,7 @@ def main():
                                       TOPIC),
                                      ("d streamslice kafka-python (subset)", "kafka-python",
                                       SMALL)):
-            n, secs, jvm = streamslice_read(broker.bootstrap, client, work / "out", topic)
+            n, secs, jvm, _ = streamslice_read(broker.bootstrap, client, work / "out", topic)
             results[label] = (n, secs)
             runs.append((label, jvm))
         print(f"\n{'reader':<44}{'records':>11}{'seconds':>9}{'records/s':>12}")

@@ -6,10 +6,12 @@ the same records in the same run.
   reader  streamslice's split reader (KafkaSplitReader.batches(): bounds, decoding, Arrow
           batches, summary), one split per partition, no Spark, in a process of its own;
           ``reader+interval`` is the same in interval mode (on-time/late masks)
-  e2e     (--end-to-end) plan + Spark local[*] + Parquet with one split per partition:
-          records/s against the raw loop's, and the CPU of Spark's Python workers and JVM,
-          measured on the second of two reads back to back: with Spark's Python workers
-          running, as a long-lived Spark has them (Spark stops them after a minute idle)
+  e2e     (--end-to-end) plan + Spark local[*] + Parquet with one split per partition, on
+          both write paths: the readers write the Parquet (``direct``, the default) and Spark
+          writes it (``spark``, as before): records/s against the raw loop's, and the CPU of
+          Spark's Python workers, its JVM and the driver, measured on the second of two reads
+          back to back: with Spark's Python workers running, as a long-lived Spark has them
+          (Spark stops them after a minute idle)
 
 CPU is user + system seconds of the whole process (every thread, librdkafka's included) from
 getrusage over the read alone, after imports; ``/proc/<pid>/stat`` for Spark's processes. Each
@@ -111,15 +113,16 @@ def spark_cpu(before, after):
     return python, jvm
 
 
-def end_to_end(bootstrap, out_dir):
+def end_to_end(bootstrap, out_dir, direct):
     """Two reads back to back: the first may find Spark's Python workers gone and start
     them; the second finds them running."""
     from bench.kafka_bounded_read import streamslice_read
     runs = []
     for _ in range(2):
         before = proc_tree_cpu()
-        n, secs, _ = streamslice_read(bootstrap, "confluent-kafka", out_dir)
-        runs.append((n, secs, *spark_cpu(before, proc_tree_cpu())))
+        n, secs, _, driver = streamslice_read(bootstrap, "confluent-kafka", out_dir,
+                                              direct=direct)
+        runs.append((n, secs, *spark_cpu(before, proc_tree_cpu()), driver))
     return runs
 
 
@@ -153,12 +156,16 @@ def main():
         kinds = {"raw": ("raw", base), "reader": ("reader", {**base, "interval": False}),
                  "reader+interval": ("reader", {**base, "interval": True})}
         runs = {k: [] for k in kinds}
-        e2e = []
+        e2e = {"direct": [], "spark": []}
+        if args.end_to_end:  # not measured: starts the JVM and lets its JIT warm up
+            end_to_end(broker.bootstrap, work / "out", direct=False)
         for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
             for label, (kind, child_args) in kinds.items():
                 runs[label].append(run_child(__file__, kind, child_args))
             if args.end_to_end:
-                e2e.append(end_to_end(broker.bootstrap, work / "out"))
+                for path, measured in e2e.items():
+                    measured.append(end_to_end(broker.bootstrap, work / "out",
+                                               direct=path == "direct"))
             print(f"  round {i + 1}/{args.repeat} done", flush=True)
         report(runs, e2e, args)
     finally:
@@ -182,19 +189,26 @@ def report(runs, e2e, args):
         figures[label] = {"cpu_s_per_m": round(cpu, 3), "ratio": round(cpu / raw_cpu, 2)}
         print(f"{label:<18}{rs[0][0]:>10,}{cpu:>13.2f}{whole:>12.2f}{rate:>11,.0f}"
               f"{cpu / raw_cpu:>11.2f}x")
-    if e2e:
-        warm = [pair[1] for pair in e2e[1:] or e2e]  # the first round also starts the JVM
-        rate = med(n / s for n, s, _, _ in warm)
-        py = med(per_m(p, n) for n, _, p, _ in warm)
-        jvm = med(per_m(j, n) for n, _, _, j in warm)
-        print(f"\nend to end (plan + Spark local[*] + Parquet, {args.partitions} splits, Python "
-              f"workers running, median of {len(warm)}): {rate:,.0f} records/s = "
-              f"{rate / raw_rate:.2f}x the raw loop's {raw_rate:,.0f}")
+    for path, measured in e2e.items():
+        if not measured:
+            continue
+        warm = [pair[1] for pair in measured]  # the second of each pair: workers running
+        rate = med(n / s for n, s, _, _, _ in warm)
+        py = med(per_m(p, n) for n, _, p, _, _ in warm)
+        jvm = med(per_m(j, n) for n, _, _, j, _ in warm)
+        driver = med(per_m(d, n) for n, _, _, _, d in warm)
+        total = med(per_m(p + j + d, n) for n, _, p, j, d in warm)
+        writer = "the readers" if path == "direct" else "Spark"
+        print(f"\nend to end, {writer} writing the Parquet (plan + Spark local[*] + Parquet, "
+              f"{args.partitions} splits, Python workers running, median of {len(warm)}): "
+              f"{rate:,.0f} records/s = {rate / raw_rate:.2f}x the raw loop's {raw_rate:,.0f}")
         print(f"  CPU s per M records: Spark Python workers {py:.2f} ({py / raw_cpu:.2f}x raw), "
-              f"JVM {jvm:.2f}")
-        figures["e2e"] = {"records_per_s": round(rate), "ratio": round(rate / raw_rate, 2),
-                          "python_cpu_s_per_m": round(py, 3),
-                          "python_ratio": round(py / raw_cpu, 2), "jvm_cpu_s_per_m": round(jvm, 3)}
+              f"JVM {jvm:.2f}, driver {driver:.2f}; all {total:.2f} ({total / raw_cpu:.2f}x raw)")
+        figures[f"e2e_{path}"] = {
+            "records_per_s": round(rate), "ratio": round(rate / raw_rate, 2),
+            "python_cpu_s_per_m": round(py, 3), "python_ratio": round(py / raw_cpu, 2),
+            "jvm_cpu_s_per_m": round(jvm, 3), "driver_cpu_s_per_m": round(driver, 3),
+            "all_cpu_s_per_m": round(total, 3)}
     print(json.dumps(figures))
 
 

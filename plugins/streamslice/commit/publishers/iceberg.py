@@ -1,7 +1,7 @@
 """Apache Iceberg tables through pyiceberg: one atomic catalog commit per run.
 
 The table is partitioned by identity on the run's partition name (``interval=…`` or
-``batch=…``). A run moves the Parquet files Spark staged into the table's data folder and, in
+``batch=…``). A run moves the staged Parquet files into the table's data folder and, in
 one transaction, deletes the partition's rows and registers the new files (``add_files``:
 nothing is rewritten). Readers see the old partition or the new one. Every snapshot records
 the pipeline, run id, plan id, the end position of every split and the manifest in its summary,

@@ -106,3 +106,10 @@ def test_a_split_without_records_writes_no_file_unless_it_keeps_the_schema(tmp_p
     read(staging, rows=0, keep_empty=True)
     f = pq.ParquetFile(staging.data_file(7))
     assert f.metadata.num_rows == 0 and f.schema_arrow.names == ["v", "t"]
+
+
+def test_a_batch_that_is_not_the_declared_schema_fails_instead_of_being_cast(tmp_path):
+    staging = Staging(str(tmp_path))
+    sink = ParquetSink(staging, 7, pa.schema([("v", pa.string())]), "snappy")
+    with pytest.raises(ValueError, match="split 7: a batch's schema"):
+        sink.write(pa.RecordBatch.from_pydict({"v": pa.array([1], pa.int64())}))

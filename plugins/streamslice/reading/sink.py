@@ -45,6 +45,7 @@ class ParquetSink:
                  constants: dict[str, str] | None = None, keep_empty: bool = False) -> None:
         self.staging, self.split_id, self.codec = staging, split_id, codec
         self.constants = constants or {}  # string columns with one value (the table partition)
+        self.records = schema
         self.schema = pa.schema([*schema, *(pa.field(name, pa.string(), nullable=False)
                                             for name in self.constants)])
         self.keep_empty = keep_empty  # write a file without rows (it carries the schema)
@@ -54,6 +55,9 @@ class ParquetSink:
         self._bytes = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
+        if not batch.schema.equals(self.records):  # Spark checks this of the batches it gets
+            raise ValueError(f"split {self.split_id}: a batch's schema {batch.schema} is not "
+                             f"the declared {self.records}")
         if self._writer is None:
             self._open()
         self._pending.append(batch)

@@ -98,6 +98,15 @@ def test_verification_failures(tmp_path, rows, summaries_change, message):
         verify(plan, st)
 
 
+def test_an_empty_data_folder_is_a_verification_failure_not_a_crash(tmp_path):
+    """What a read killed before any split's file was in place leaves."""
+    plan = make_plan()
+    st = stage(tmp_path, GOOD_ROWS, good_summaries(plan)[:1])
+    (tmp_path / "staging" / "data" / "part-0.parquet").unlink()
+    with pytest.raises(CommitError, match=re.escape("t:0: 0 records staged, readers kept 3")):
+        verify(plan, st)
+
+
 def test_republish_replaces_the_partition(tmp_path):
     for rows in (GOOD_ROWS, GOOD_ROWS):
         plan = make_plan(dataset=str(tmp_path / "ds"))

@@ -68,6 +68,8 @@ def staged_counts(plan: ReadPlan, staging: Staging) -> dict[str, dict[str, Any]]
     output_format = plan.output.file_format if plan.output else "parquet"
     dataset = ds.dataset(f"{staging.root}/{DATA}", format=output_format,
                          filesystem=staging.fs, exclude_invalid_files=True)
+    if not dataset.files:  # e.g. a read killed before any split's file was in place
+        return {}
     cols = list(group) + ([position] if position else [])
     table = dataset.to_table(columns=cols)
     if table.num_rows == 0:

@@ -39,10 +39,10 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
     codec = parquet_codec(fmt, compression) if direct else None
     if codec:
         reader = reader.option("directWrite", codec)
+        staging.clear_data()  # what mode("overwrite") does on Spark's path
     try:
         df = reader.load()
         if codec:
-            staging.clear_data()
             df.write.format("noop").mode("overwrite").save()  # runs the tasks, writes nothing
             return staging.data_uri
         for name, value in staged_constants(plan).items():  # tables partition by it

@@ -63,6 +63,8 @@ def alerts(session, asset_model, recent: int = RECENT_ALERTS) -> tuple[int, list
         return 0, []
     where = (Row.asset_id == asset_model.id, Row.key.startswith(ALERT_PREFIX, autoescape=True))
     count = session.scalar(select(func.count()).select_from(Row).where(*where)) or 0
+    if not recent:
+        return count, []
     latest = session.scalars(select(Row.value).where(*where).order_by(Row.key.desc())
                              .limit(recent)).all()
     return count, [json.loads(v) for v in reversed(latest)]
@@ -149,11 +151,10 @@ def _stepper(timetable, start: int, end: int):
     from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
     if isinstance(timetable, DeltaDataIntervalTimetable):
         return lambda at: at + (end - start)
-    if isinstance(timetable, CronDataIntervalTimetable) and \
-            timetable.serialize().get("timezone") in ("UTC", "Etc/UTC"):
+    spec = timetable.serialize() if isinstance(timetable, CronDataIntervalTimetable) else {}
+    if spec.get("timezone") in ("UTC", "Etc/UTC"):
         from croniter import croniter
-        cron = croniter(timetable.serialize()["expression"],
-                        start_time=from_ms(end).replace(tzinfo=None))
+        cron = croniter(spec["expression"], start_time=from_ms(end).replace(tzinfo=None))
 
         def step(at: int) -> int:
             return to_ms(cron.get_next(datetime).replace(tzinfo=timezone.utc))

@@ -38,11 +38,13 @@ class DeltaPublisher:
     def uri(self, plan: ReadPlan) -> str:
         return f"{self.table_uri}#{plan.partition}"
 
-    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan, latest: int | None = None
+                           ) -> dict[str, Any] | None:
+        """Searched in the ``latest`` commits only, if given (each one read costs I/O)."""
         from deltalake import DeltaTable
         if not DeltaTable.is_deltatable(self.table_uri):
             return None
-        for entry in DeltaTable(self.table_uri).history():  # newest first
+        for entry in DeltaTable(self.table_uri).history(latest):  # newest first
             found = manifest_from(entry, plan)
             if found is not None:
                 return {**found, "published": {"uri": self.uri(plan),
@@ -77,7 +79,8 @@ class DeltaPublisher:
             raise CommitError(f"Delta commit to {self.table_uri} failed: "
                               f"{type(exc).__name__}: {exc}") from None
         staging.fs.delete_dir(staging.root)
-        found = self.published_manifest(plan)
+        # Ours is the newest commit unless another writer got in since: then search them all.
+        found = self.published_manifest(plan, latest=1) or self.published_manifest(plan)
         return found["published"] if found else {"uri": self.uri(plan)}
 
 

@@ -66,8 +66,9 @@ class IcebergPublisher:
 
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
         table = self._table(plan, create=False)
-        if table is None:
-            return None
+        return None if table is None else self._published_in(table, plan)
+
+    def _published_in(self, table, plan: ReadPlan) -> dict[str, Any] | None:
         for snapshot in reversed(table.snapshots()):  # the newest: the one holding the files
             props = snapshot.summary.additional_properties if snapshot.summary else {}
             found = manifest_from(props, plan)
@@ -92,7 +93,7 @@ class IcebergPublisher:
                 if files:
                     tx.add_files(files, snapshot_properties=props)
         staging.fs.delete_dir(staging.root)
-        found = self.published_manifest(plan)
+        found = self._published_in(table, plan)  # the commit left the table at its metadata
         return found["published"] if found else {"uri": self.uri(plan)}
 
     def _evolve(self, table, plan: ReadPlan) -> None:

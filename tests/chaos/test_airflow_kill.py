@@ -35,20 +35,7 @@ def dag_run(cfg, fault=None):
 @pytest.mark.parametrize("point", ["plan", "read:split=1:after=1", "after_publish",
                                    "after_checkpoint"])
 def test_kill_a_dag_run_then_the_next_run_recovers(broker, airflow_db, tmp_path, point):
-    topic = unique("chaos-af")
-    create_topic(broker.bootstrap, topic, 2)
-    sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=8, late_share=0),
-                   partitions=2)
-    cfg = write_pipeline(unique("chaos_af"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: 20
-output:
-  path: {tmp_path}
-""")
+    topic, sent, cfg = incremental(broker, tmp_path, "af", seed=8, retries="retries: 0")
     victim = dag_run(cfg, point)
     assert victim.returncode == -signal.SIGKILL, victim.stderr[-2000:]
     rescue = dag_run(cfg)
@@ -60,21 +47,8 @@ def test_a_dead_jvm_is_replaced_on_the_retry_in_the_same_process(broker, airflow
                                                                   tmp_path):
     """dag.test runs Airflow's retry in the process whose JVM died: the retry must start a new
     JVM rather than get PySpark's cached session for the dead one back."""
-    topic = unique("chaos-jvm")
-    create_topic(broker.bootstrap, topic, 2)
-    sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=9, late_share=0),
-                   partitions=2)
-    cfg = write_pipeline(unique("chaos_jvm"), f"""
-mode: incremental
-retries: 1
-retry_delay: 1s
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: 20
-output:
-  path: {tmp_path}
-""")
+    topic, sent, cfg = incremental(broker, tmp_path, "jvm", seed=9,
+                                   retries="retries: 1\nretry_delay: 1s")
     faults = tmp_path / "faults"
     faults.write_text("read:split=1:after=1:action=kill_jvm\n")  # fired once
     run = dag_run(cfg, f"@{faults}")
@@ -83,6 +57,26 @@ output:
     assert "the Spark JVM is gone" in run.stderr + run.stdout
     assert "EOFError" not in run.stderr  # PySpark's accumulator server stays quiet
     exactly_once(cfg, topic, sent)
+
+
+def incremental(broker, tmp_path, name, seed, retries):
+    """A 2-partition topic with 60 records and an incremental pipeline over it (splits of at
+    most 20 records): (topic, records sent, pipeline)."""
+    topic = unique(f"chaos-{name}")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=seed, late_share=0),
+                   partitions=2)
+    cfg = write_pipeline(unique(f"chaos_{name}"), f"""
+mode: incremental
+{retries}
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+  max_records_per_split: 20
+output:
+  path: {tmp_path}
+""")
+    return topic, sent, cfg
 
 
 def exactly_once(cfg, topic, sent):

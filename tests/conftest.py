@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cpu_hog import CpuHog
+
 ROOT = Path(__file__).resolve().parents[1]
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="streamslice-tests-"))
 
@@ -29,9 +31,37 @@ os.environ["STREAMSLICE_SPARK_CONF"] = json.dumps({
 (SESSION_DIR / "dags" / "pipelines").mkdir(parents=True, exist_ok=True)
 shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", SESSION_DIR / "dags")
 PIPELINES_DIR = SESSION_DIR / "dags" / "pipelines"
+_HOG = pytest.StashKey[CpuHog]()
+_HOG_SHARE = pytest.StashKey[float]()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-hog", action="store_true",
+                     default=os.environ.get("STREAMSLICE_CPU_HOG") == "1",
+                     help="run every test with one busy process per core beside it "
+                          "(tests/support/cpu_hog.py); also STREAMSLICE_CPU_HOG=1")
+
+
+def pytest_sessionstart(session):
+    """With --cpu-hog the machine is kept busy from before the first service starts until the
+    last test ends, so fixtures' set-up and every wait run against a loaded machine."""
+    if session.config.getoption("--cpu-hog"):
+        session.config.stash[_HOG] = CpuHog().start()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    share = config.stash.get(_HOG_SHARE, None)
+    if share is not None:
+        terminalreporter.write_line(
+            f"cpu hog: {os.cpu_count()} busy processes beside the tests used {share:.0%} of "
+            "the machine's cores over the run")
 
 
 def pytest_sessionfinish(session, exitstatus):
+    hog = session.config.stash.get(_HOG, None)
+    if hog is not None:
+        session.config.stash[_HOG_SHARE] = hog.busy_share()
+        hog.stop()
     if os.environ.get("STREAMSLICE_KEEP_TEST_DIR"):
         print(f"\ntest session files kept in {SESSION_DIR}")
     else:

@@ -267,7 +267,8 @@ def cmd_backfill(args):
     except ValueError as exc:
         raise ConfigError(f"backfill range: {exc}") from None
     result = backfill(cfg, start, end, wait=not args.no_wait, unpause=args.unpause,
-                      reprocess=args.reprocess, on_progress=None if args.json else progress)
+                      reprocess=args.reprocess, on_progress=None if args.json else progress,
+                      say=lambda line: print(line, file=sys.stderr))
     emit(args, result, table(["interval", "state", "records"],
                              [[r["interval"], r["state"], r.get("records")]
                               for r in result["runs"]]))

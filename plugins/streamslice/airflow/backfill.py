@@ -2,10 +2,26 @@
 
 The range is turned into the pipeline's intervals, ``airflow backfill create`` is asked for
 them (re-running intervals already done, which replaces their partitions), and progress is
-followed in the metadata database until every interval has finished."""
+followed in the metadata database until every interval has finished.
+
+Airflow lets a DAG have one open backfill at a time (``completed_at`` empty), and nothing but
+a timer in the scheduler's loop closes one (``_mark_backfills_complete``: every 30 s at best,
+later when the loop is slow), so a finished backfill goes on refusing the next one for a while.
+Worse, on SQLite under load ``backfill create`` can fail with "database is locked" after it has
+committed the backfill but before its runs (SQLite cannot wait out a write in a transaction
+whose read another writer overtook), and Airflow's clean-up then fails the same way: the empty
+backfill refuses every new one until the sweep counts it as abandoned, 2 minutes after its
+creation, and the next try can leave another. So the wrapper waits on what matters, its runs,
+then closes its backfill itself on the scheduler's own condition, in one conditional UPDATE; it
+closes a finished backfill that stands in its way the same way and removes an empty one its own
+failed try left. A backfill with a run queued or running is never touched: that is refused
+with a clear message."""
+from __future__ import annotations
+
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ..commit.manifest import read_manifest
@@ -15,11 +31,14 @@ from ..planning.planner import partition_name
 from ..timeutil import from_ms, iso
 
 FINISHED = {"success", "failed"}
-SWEEP_WAIT_S = 240
+SETUP_WAIT_S = 300
+ABANDONED_AFTER = timedelta(minutes=2)  # as the scheduler's sweep counts it
 
 
 def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="completed",
-             max_active_runs=None, unpause=False, poll_s=2.0, timeout_s=6 * 3600):
+             max_active_runs=None, unpause=False, poll_s=2.0, timeout_s=6 * 3600, say=None):
+    """Backfill the intervals overlapping ``[start_ms, end_ms)``; ``on_progress(done, total,
+    label)`` follows the runs, ``say(line)`` gets what the wrapper waits on or does for it."""
     if cfg.mode != "interval":
         raise ConfigError(f"{cfg.name} is an incremental pipeline: replay it by resetting its "
                           f"checkpoint (streamslice offsets reset {cfg.name} --to TIMESTAMP); "
@@ -29,7 +48,7 @@ def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="c
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     _check_dag(cfg.name, unpause)
-    _create(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs)
+    _create(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs, say)
     runs = {iv.start: "queued" for iv in intervals}
     if wait:
         deadline = time.monotonic() + timeout_s
@@ -44,6 +63,9 @@ def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="c
                 raise StreamsliceError(f"backfill of {cfg.name} did not finish in "
                                        f"{timeout_s}s: {done}/{len(runs)} intervals done")
             time.sleep(poll_s)
+        # Our runs have all ended: close the backfill now so that the next one (ours, the UI's)
+        # can start at once instead of after the scheduler's next sweep.
+        _close_finished_backfills(cfg.name)
     dataset = cfg.output.dataset(cfg.name)
     rows = []
     for iv in intervals:
@@ -69,17 +91,20 @@ def _check_dag(dag_id, unpause):
         _airflow("dags", "unpause", dag_id)
 
 
-def _create(dag_id, intervals, reprocess, max_active_runs):
+def _create(dag_id, intervals, reprocess, max_active_runs, say=None):
     # Backfill dates are logical dates, which for data-interval timetables are interval starts.
     args = ["backfill", "create", "--dag-id", dag_id,
             "--from-date", from_ms(intervals[0].start).isoformat(),
             "--to-date", from_ms(intervals[-1].start).isoformat(),
             "--reprocess-behavior", reprocess, "--max-active-runs", str(max_active_runs)]
-    # A finished backfill is only marked complete by the scheduler's sweep (every 30 s), so
-    # one whose runs have all ended still blocks a new one for a while: wait that out, but
-    # fail at once if it really has runs in flight.
-    deadline = time.monotonic() + SWEEP_WAIT_S
+    # What can stand in the way, and what ends it (see the module docstring): a finished
+    # backfill not swept yet (closed here at once), SQLite's lock (seconds; a backfill our own
+    # try left without runs is removed here), a backfill without runs that someone else left
+    # (Airflow counts it as abandoned 2 minutes after its creation; closed here then).
+    deadline = time.monotonic() + SETUP_WAIT_S
+    waiting = None
     while True:
+        since = datetime.now(timezone.utc) - timedelta(seconds=1)
         out = _airflow(*args, check=False)
         if out.returncode == 0:
             return
@@ -90,13 +115,83 @@ def _create(dag_id, intervals, reprocess, max_active_runs):
                 raise StreamsliceError(
                     f"another backfill of {dag_id} is still running ({busy} runs queued or "
                     "running); wait for it or cancel it (Airflow UI → Backfills, or the REST API)")
-            if time.monotonic() > deadline:
-                raise StreamsliceError(
-                    f"the last backfill of {dag_id} has finished but the scheduler has not "
-                    f"marked it complete in {SWEEP_WAIT_S}s: is the scheduler running?")
-        elif "database is locked" not in text or time.monotonic() > deadline:
+            if _close_finished_backfills(dag_id):
+                _say(say, f"backfill {dag_id}: the previous backfill had finished; "
+                          "marked it complete")
+                continue
+            now = "another backfill of it has no runs (being created, or left by a failed try)"
+        elif "database is locked" in text:
+            # SQLite cannot wait out a write after a read that another writer overtook, so
+            # `backfill create` can fail after it committed the backfill but before its runs
+            # (and Airflow's clean-up then fails the same way): remove that empty backfill.
+            if "_create_runs" in text and _drop_empty_backfills(dag_id, since):
+                _say(say, f"backfill {dag_id}: the metadata database was busy; removed the "
+                          "empty backfill the failed try left, trying again")
+            now = "the metadata database is busy"
+        else:
             raise StreamsliceError(f"airflow backfill create failed: {_error_line(text)}")
+        if time.monotonic() > deadline:
+            raise StreamsliceError(f"could not create the backfill of {dag_id} in "
+                                   f"{SETUP_WAIT_S}s: {now}")
+        if now != waiting:
+            _say(say, f"backfill {dag_id}: waiting, {now}")
+            waiting = now
         time.sleep(3)
+
+
+def _say(say, line):
+    if say:
+        say(line)
+
+
+def _close_finished_backfills(dag_id):
+    """Mark the DAG's open backfills that are over complete, on exactly the condition of the
+    scheduler's sweep (``SchedulerJobRunner._mark_backfills_complete``): none of its runs is
+    queued or running, and it has runs or was created over 2 minutes ago (one without runs
+    that is younger may still be being created). One UPDATE, so a run queued meanwhile keeps
+    its backfill open. Returns how many were closed (0 also while SQLite is busy)."""
+    from airflow.models.backfill import Backfill, BackfillDagRun
+    from airflow.models.dagrun import DagRun
+    from sqlalchemy import exists, or_, select, update
+    now = datetime.now(timezone.utc)
+    statement = (
+        update(Backfill)
+        .where(Backfill.dag_id == dag_id, Backfill.completed_at.is_(None),
+               or_(exists(select(BackfillDagRun.id)
+                          .where(BackfillDagRun.backfill_id == Backfill.id)),
+                   Backfill.created_at < now - ABANDONED_AFTER),
+               ~exists(select(DagRun.id).where(DagRun.backfill_id == Backfill.id,
+                                               DagRun.state.in_(["queued", "running"]))))
+        .values(completed_at=now)
+        .execution_options(synchronize_session=False))
+    return _write_db(statement)
+
+
+def _drop_empty_backfills(dag_id, since):
+    """Delete the DAG's open backfills created since ``since`` that have no runs at all: what
+    Airflow's own clean-up of a failed ``backfill create`` deletes when it gets the lock."""
+    from airflow.models.backfill import Backfill, BackfillDagRun
+    from airflow.models.dagrun import DagRun
+    from sqlalchemy import delete, exists, select
+    statement = (
+        delete(Backfill)
+        .where(Backfill.dag_id == dag_id, Backfill.completed_at.is_(None),
+               Backfill.created_at >= since,
+               ~exists(select(BackfillDagRun.id).where(BackfillDagRun.backfill_id == Backfill.id)),
+               ~exists(select(DagRun.id).where(DagRun.backfill_id == Backfill.id)))
+        .execution_options(synchronize_session=False))
+    return _write_db(statement)
+
+
+def _write_db(statement):
+    """Run one UPDATE/DELETE; how many rows it changed, or 0 while SQLite is busy."""
+    from airflow.utils.session import create_session
+    from sqlalchemy.exc import OperationalError
+    try:
+        with create_session() as session:
+            return int(getattr(session.execute(statement), "rowcount", 0) or 0)
+    except OperationalError:
+        return 0
 
 
 def _open_backfill_runs(dag_id):

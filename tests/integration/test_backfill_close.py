@@ -1,0 +1,81 @@
+"""How `streamslice backfill` gets past a backfill that stands in its way, against a real
+(SQLite) Airflow metadata database: a finished one is closed on the scheduler's own condition,
+one with a run queued or running is never touched, an empty one is left alone while it may
+still be being created, and an empty one a failed try of ours left behind is removed."""
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from tests.support.pipelines import unique
+
+pytestmark = pytest.mark.integration
+NOW = datetime.now(timezone.utc)
+
+
+def add_backfill(dag_id, run_states=(), created_at=None):
+    """A backfill row with one run (and its association) per state in ``run_states``."""
+    from airflow.models.backfill import Backfill, BackfillDagRun
+    from airflow.models.dag import DagModel
+    from airflow.models.dagbundle import DagBundleModel
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    with create_session() as session:
+        if session.get(DagBundleModel, "dags-folder") is None:
+            session.add(DagBundleModel(name="dags-folder"))
+            session.flush()
+        if session.get(DagModel, dag_id) is None:
+            session.add(DagModel(dag_id=dag_id, bundle_name="dags-folder"))
+            session.flush()
+        backfill = Backfill(dag_id=dag_id, from_date=NOW, to_date=NOW, dag_run_conf={},
+                            max_active_runs=1, created_at=created_at or NOW)
+        session.add(backfill)
+        session.flush()
+        for i, state in enumerate(run_states):
+            start = NOW - timedelta(days=backfill.id, hours=i + 1)
+            run = DagRun(dag_id=dag_id, run_id=f"{dag_id}-{backfill.id}-{i}", logical_date=start,
+                         run_after=start, data_interval=(start, start + timedelta(hours=1)),
+                         state=state, run_type="backfill", backfill_id=backfill.id)
+            session.add(run)
+            session.flush()
+            session.add(BackfillDagRun(backfill_id=backfill.id, dag_run_id=run.id,
+                                       logical_date=start, sort_ordinal=i + 1))
+        return backfill.id
+
+
+def completed(backfill_id):
+    from airflow.models.backfill import Backfill
+    from airflow.utils.session import create_session
+    with create_session() as session:
+        backfill = session.get(Backfill, backfill_id)
+        return "gone" if backfill is None else backfill.completed_at is not None
+
+
+def test_only_a_finished_backfill_is_closed(airflow_db):
+    from streamslice.airflow.backfill import _close_finished_backfills, _open_backfill_runs
+    finished, dag_id = add_backfill(dag := unique("bf"), ["success", "failed"]), dag
+    assert _close_finished_backfills(dag_id) == 1
+    assert completed(finished) is True
+    running = add_backfill(dag_id, ["success", "running"])
+    queued = add_backfill(unique("bf"), ["queued"])
+    assert _close_finished_backfills(dag_id) == 0
+    assert completed(running) is False and completed(queued) is False
+    assert _open_backfill_runs(dag_id) == 1
+
+
+def test_an_empty_backfill_is_closed_only_once_airflow_counts_it_abandoned(airflow_db):
+    from streamslice.airflow.backfill import _close_finished_backfills
+    young = add_backfill(dag_id := unique("bf"))
+    assert _close_finished_backfills(dag_id) == 0 and completed(young) is False
+    old = add_backfill(other := unique("bf"), created_at=NOW - timedelta(minutes=3))
+    assert _close_finished_backfills(other) == 1 and completed(old) is True
+
+
+def test_the_empty_backfill_a_failed_try_left_is_removed(airflow_db):
+    from streamslice.airflow.backfill import _drop_empty_backfills
+    dag_id = unique("bf")
+    earlier = add_backfill(dag_id, created_at=NOW - timedelta(seconds=30))
+    with_runs = add_backfill(dag_id, ["success"])
+    ours = add_backfill(dag_id)
+    assert _drop_empty_backfills(dag_id, NOW - timedelta(seconds=5)) == 1
+    assert completed(ours) == "gone"
+    assert completed(earlier) is False and completed(with_runs) is False

@@ -50,6 +50,19 @@ def pytest_sessionstart(session):
 
 
 def pytest_terminal_summary(terminalreporter, config):
+    # Where the run's time went, by folder (set-up, call and tear-down of each test summed);
+    # pytest.ini's --durations lists the slowest tests themselves.
+    spent: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                folder = report.nodeid.split("/")[1] if report.nodeid.count("/") > 1 else "?"
+                spent[folder] = spent.get(folder, 0.0) + report.duration
+    if spent:
+        terminalreporter.write_line("time by folder: " + ", ".join(
+            f"{folder} {seconds:.0f}s" for folder, seconds in
+            sorted(spent.items(), key=lambda kv: -kv[1])) +
+            f"; total {sum(spent.values()):.0f}s")
     share = config.stash.get(_HOG_SHARE, None)
     if share is not None:
         terminalreporter.write_line(

@@ -42,6 +42,12 @@ def pytest_addoption(parser):
                           "(tests/support/cpu_hog.py); also STREAMSLICE_CPU_HOG=1")
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The tests on the shared Airflow components run last, one after another: the components
+    then start once and never idle beside the other tests."""
+    items.sort(key=lambda item: "airflow_services" in getattr(item, "fixturenames", ()))
+
+
 def pytest_sessionstart(session):
     """With --cpu-hog the machine is kept busy from before the first service starts until the
     last test ends, so fixtures' set-up and every wait run against a loaded machine."""
@@ -158,3 +164,27 @@ def airflow_db():
     if out.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{out.stdout}\n{out.stderr}")
     return os.environ["AIRFLOW_HOME"]
+
+
+@pytest.fixture(scope="session")
+def airflow_services(sns_queue):
+    """Airflow's api-server, scheduler, dag-processor and triggerer (SQLite, LocalExecutor),
+    started once for every test that needs the real scheduler: starting them takes about a
+    minute on a busy machine. Their DAGs folder holds only those tests' pipelines
+    (``services.pipelines``), so each task parses little. Their tasks fire the faults listed
+    in ``services.faults`` (``STREAMSLICE_INJECT_FAULT=@FILE``), empty unless a test fills it."""
+    from devtools.services import AirflowServices
+    from tests.support.alerts import aws_conn
+    moto, _, _ = sns_queue
+    dags = SESSION_DIR / "airflow-dags"
+    (dags / "pipelines").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", dags)
+    faults = SESSION_DIR / "airflow-faults"
+    faults.write_text("")
+    services = AirflowServices(SESSION_DIR / "airflow-services", dags, env={
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"), "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
+        "AIRFLOW_CONN_ALERTS_AWS": aws_conn(moto), "STREAMSLICE_INJECT_FAULT": f"@{faults}"})
+    services.faults, services.pipelines = faults, dags / "pipelines"
+    yield services.start()
+    services.stop()

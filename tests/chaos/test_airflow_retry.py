@@ -10,8 +10,6 @@ end; the JVM's death is one clear line in the failed try's log.
 The faults come from a file the scheduler's tasks all see (``STREAMSLICE_INJECT_FAULT=@FILE``),
 one per line, each fired once."""
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,29 +20,19 @@ import pyarrow.dataset as ds
 import pytest
 
 from devtools.duck import connect
-from devtools.services import AirflowServices, create_topic
+from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from tests.conftest import ROOT, SESSION_DIR
 from tests.support.pipelines import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 
 
-@pytest.fixture(scope="module")
-def airflow():
-    dags = SESSION_DIR / "chaos-dags"
-    (dags / "pipelines").mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", dags)
-    faults = SESSION_DIR / "chaos-faults"
-    faults.write_text("")
-    services = AirflowServices(SESSION_DIR / "airflow-chaos", dags, env={
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"), "PYSPARK_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
-        "STREAMSLICE_INJECT_FAULT": f"@{faults}"}).start()
-    services.faults, services.pipelines = faults, dags / "pipelines"
-    yield services
-    services.stop()
+@pytest.fixture
+def airflow(airflow_services):
+    """The session's Airflow; faults a failed test leaves unfired do not outlive it."""
+    yield airflow_services
+    airflow_services.faults.write_text("")
 
 
 class Run:

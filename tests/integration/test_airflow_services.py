@@ -2,7 +2,6 @@
 SQLite, LocalExecutor): backfill by time range with Airflow's own backfill and with
 `streamslice backfill`, deadline alerts from the triggerer, and the UI in headless Chromium."""
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,10 +14,9 @@ from urllib.parse import quote
 import pyarrow.dataset as ds
 import pytest
 
-from devtools.services import AirflowServices, create_topic, free_port
+from devtools.services import create_topic, free_port
 from devtools.taxi import produce, trips
-from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
-from tests.support.alerts import aws_conn
+from tests.conftest import ROOT, SESSION_DIR
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
@@ -27,19 +25,13 @@ HOUR = 3_600_000
 ARTIFACTS = ROOT / "test-artifacts"
 
 
-@pytest.fixture(scope="module")
-def airflow(sns_queue):
-    moto, topic, _ = sns_queue
-    services = AirflowServices(SESSION_DIR / "airflow-services", PIPELINES_DIR.parent, env={
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
-        "AIRFLOW_CONN_ALERTS_AWS": aws_conn(moto), "PYSPARK_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT)])}).start()
-    yield services
-    services.stop()
+@pytest.fixture
+def airflow(airflow_services):
+    return airflow_services
 
 
-def write(name, text):
-    path = PIPELINES_DIR / f"{name}.yaml"
+def write(airflow, name, text):
+    path = airflow.pipelines / f"{name}.yaml"
     path.write_text(text)
     return path
 
@@ -97,7 +89,7 @@ def test_backfill_by_time_range_and_the_ui(broker, airflow, spark_connect, tmp_p
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, hours=3, per_hour=150, seed=21))
     expected = Counter((ts - T0) // HOUR for _, _, ts in sent)
-    write(name, f"""
+    write(airflow, name, f"""
 mode: interval
 schedule: "@hourly"
 start_date: "2024-05-01T00:00:00Z"
@@ -129,7 +121,7 @@ output:
 
     # The same through `streamslice backfill`, which thinks in timestamps and reprocesses.
     env = dict(airflow.env)
-    cli = [str(Path(sys.executable).parent / "streamslice"), "--dir", str(PIPELINES_DIR),
+    cli = [str(Path(sys.executable).parent / "streamslice"), "--dir", str(airflow.pipelines),
            "backfill", name]
     out = subprocess.run(cli + ["--from", "2024-05-01T01:30:00Z", "--to", str(T0 // 1000 + 3 *
                                                                               3600)],
@@ -199,7 +191,7 @@ def chromium(url, *what):
 def test_deadline_alert_from_the_triggerer(airflow, sns_queue):
     _, sns_topic, received = sns_queue
     name = unique("deadline")
-    write(name, f"""
+    write(airflow, name, f"""
 mode: incremental
 retries: 1
 retry_delay: 60s

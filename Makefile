@@ -16,9 +16,14 @@ demo: venv $(NODE_TOOLS)
 ui: venv
 	$(BIN)/python -m devtools.ui
 
-# Lint and type-check first: either failing fails the test run.
+# Lint and type-check first: either failing fails the test run, as does a run that collects
+# no tests (pytest's exit 5). The suite runs on TEST_WORKERS processes (pytest-xdist; the
+# grouping is in tests/conftest.py); TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= 2
+XDIST = -n $(TEST_WORKERS) --dist loadgroup
+
 test: venv tools lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(XDIST)
 
 # The unit tests alone (pure logic, no services): seconds.
 test-fast: venv
@@ -26,7 +31,7 @@ test-fast: venv
 
 # Process kills at every phase of a run, then recovery (also part of `make test`).
 test-chaos: venv
-	$(BIN)/python -m pytest -q -m chaos
+	$(BIN)/python -m pytest -q -m chaos $(XDIST)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -46,12 +46,27 @@ def pytest_collection_modifyitems(session, config, items):
     """The tests on the shared Airflow components run last, one after another: the components
     then start once and never idle beside the other tests."""
     items.sort(key=lambda item: "airflow_services" in getattr(item, "fixturenames", ()))
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+
+
+def _worker_group(item):
+    """Under ``pytest -n N --dist loadgroup`` (``make test``): the Airflow-component tests
+    share one worker, as do an integration module's tests (their module fixtures and the
+    machine-wide services some use, e.g. PostgreSQL, are set up once); unit and chaos tests,
+    each on its own topic and folders, go wherever a worker is free."""
+    if "airflow_services" in getattr(item, "fixturenames", ()):
+        return "airflow"
+    path = item.nodeid.split("::")[0]
+    return path if path.startswith("tests/integration/") else item.nodeid
 
 
 def pytest_sessionstart(session):
     """With --cpu-hog the machine is kept busy from before the first service starts until the
     last test ends, so fixtures' set-up and every wait run against a loaded machine."""
-    if session.config.getoption("--cpu-hog"):
+    is_xdist_worker = hasattr(session.config, "workerinput")
+    if session.config.getoption("--cpu-hog") and not is_xdist_worker:
         session.config.stash[_HOG] = CpuHog().start()
 
 

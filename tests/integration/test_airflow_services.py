@@ -52,16 +52,23 @@ def wait_runs(airflow, dag_id, count, run_type="backfill", timeout=300):
     raise AssertionError(f"{dag_id}: runs did not finish: {runs(airflow, dag_id, run_type)}")
 
 
-def create_backfill(airflow, body, timeout=60):
-    """POST /api/v2/backfills, again while it answers 503 (SQLite was busy: Airflow's "retry")."""
+def create_backfill(airflow, body, timeout=300):
+    """POST /api/v2/backfills, as the UI does. On SQLite under load Airflow may answer 503 (its
+    database was locked) after it has committed the backfill but not its runs, and its own
+    clean-up of that empty backfill can fail the same way: it then refuses new backfills (409)
+    until the scheduler counts it abandoned, 2 minutes after its creation. So 503 is tried
+    again, and so is 409, but only after a 503."""
     deadline = time.monotonic() + timeout
+    locked = False
     while True:
         try:
             return airflow.api("POST", "/api/v2/backfills", body)
         except urllib.error.HTTPError as exc:
-            if exc.code != 503 or time.monotonic() > deadline:
+            locked = locked or exc.code == 503
+            if exc.code not in (503, 409) or (exc.code == 409 and not locked) \
+                    or time.monotonic() > deadline:
                 raise
-        time.sleep(1)
+        time.sleep(2)
 
 
 def wait_run(airflow, dag_id, interval_start, timeout=300):

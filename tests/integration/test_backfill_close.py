@@ -9,7 +9,12 @@ import pytest
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
-NOW = datetime.now(timezone.utc)
+
+
+def now():
+    """Taken when a test runs, not at import: a worker may collect this module minutes before
+    it runs it, and a backfill 'created' at import time would already count as abandoned."""
+    return datetime.now(timezone.utc)
 
 
 def add_backfill(dag_id, run_states=(), created_at=None):
@@ -19,6 +24,7 @@ def add_backfill(dag_id, run_states=(), created_at=None):
     from airflow.models.dagbundle import DagBundleModel
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
+    at = now()
     with create_session() as session:
         if session.get(DagBundleModel, "dags-folder") is None:
             session.add(DagBundleModel(name="dags-folder"))
@@ -26,12 +32,12 @@ def add_backfill(dag_id, run_states=(), created_at=None):
         if session.get(DagModel, dag_id) is None:
             session.add(DagModel(dag_id=dag_id, bundle_name="dags-folder"))
             session.flush()
-        backfill = Backfill(dag_id=dag_id, from_date=NOW, to_date=NOW, dag_run_conf={},
-                            max_active_runs=1, created_at=created_at or NOW)
+        backfill = Backfill(dag_id=dag_id, from_date=at, to_date=at, dag_run_conf={},
+                            max_active_runs=1, created_at=created_at or at)
         session.add(backfill)
         session.flush()
         for i, state in enumerate(run_states):
-            start = NOW - timedelta(days=backfill.id, hours=i + 1)
+            start = at - timedelta(days=backfill.id, hours=i + 1)
             run = DagRun(dag_id=dag_id, run_id=f"{dag_id}-{backfill.id}-{i}", logical_date=start,
                          run_after=start, data_interval=(start, start + timedelta(hours=1)),
                          state=state, run_type="backfill", backfill_id=backfill.id)
@@ -66,16 +72,16 @@ def test_an_empty_backfill_is_closed_only_once_airflow_counts_it_abandoned(airfl
     from streamslice.airflow.backfill import _close_finished_backfills
     young = add_backfill(dag_id := unique("bf"))
     assert _close_finished_backfills(dag_id) == 0 and completed(young) is False
-    old = add_backfill(other := unique("bf"), created_at=NOW - timedelta(minutes=3))
+    old = add_backfill(other := unique("bf"), created_at=now() - timedelta(minutes=3))
     assert _close_finished_backfills(other) == 1 and completed(old) is True
 
 
 def test_the_empty_backfill_a_failed_try_left_is_removed(airflow_db):
     from streamslice.airflow.backfill import _drop_empty_backfills
-    dag_id = unique("bf")
-    earlier = add_backfill(dag_id, created_at=NOW - timedelta(seconds=30))
+    dag_id, start = unique("bf"), now()
+    earlier = add_backfill(dag_id, created_at=start - timedelta(seconds=30))
     with_runs = add_backfill(dag_id, ["success"])
     ours = add_backfill(dag_id)
-    assert _drop_empty_backfills(dag_id, NOW - timedelta(seconds=5)) == 1
+    assert _drop_empty_backfills(dag_id, start - timedelta(seconds=5)) == 1
     assert completed(ours) == "gone"
     assert completed(earlier) is False and completed(with_runs) is False

@@ -63,8 +63,8 @@ def test_flink_properties_map_to_the_native_config():
     ("flink.stream.initpos", "EARLIEST", "flink.stream.initpos: 'EARLIEST' is not one of"),
     ("flink.stream.efo.registration", "SOMETIMES", "is not LAZY, EAGER or NONE"),
     ("flink.partition.discovery", "x", "flink.partition.discovery is not a supported Flink"),
-    ("aws.credentials.provider", "PROFILE", "aws.credentials.provider: 'PROFILE' is not "
-                                            "supported"),
+    ("aws.credentials.provider", "WEB_IDENTITY_TOKEN", "aws.credentials.provider: "
+                                                        "'WEB_IDENTITY_TOKEN' is not supported"),
 ])
 def test_unsupported_flink_keys_are_named(key, value, message):
     lines = [ln for ln in FLINK.splitlines() if not ln.startswith(f"    {key}:")]

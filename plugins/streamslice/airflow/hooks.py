@@ -40,15 +40,33 @@ class KafkaConnectionHook(BaseHook):
         return props
 
 
-def aws_properties(conn_id: str, region: str | None = None) -> dict[str, Any]:
-    """Region, endpoint and credentials from an AWS connection (the amazon provider's hook;
-    ``endpoint_url`` and ``region_name`` in its extra)."""
-    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-    hook = AwsBaseHook(aws_conn_id=conn_id, client_type="kinesis", region_name=region)
-    creds = hook.get_credentials()
-    props = {"region": hook.region_name, "access_key_id": creds.access_key,
-             "secret_access_key": creds.secret_key, "session_token": creds.token,
-             "endpoint_url": hook.conn_config.get_service_endpoint_url("kinesis")}
+def aws_properties(conn_id: str, region: str | None = None,
+                   service: str = "kinesis") -> dict[str, Any]:
+    """Client properties from an Airflow AWS connection, read as the amazon provider reads
+    it: ``region_name``, ``endpoint_url`` (or ``service_config.<service>.endpoint_url``),
+    ``profile_name``, ``role_arn`` with ``assume_role_kwargs`` (``ExternalId``,
+    ``RoleSessionName``, ``DurationSeconds``), ``service_config.sts.endpoint_url``; static
+    keys (login/password, or the extra's ``aws_access_key_id``…) as ``access_key_id``… .
+    The role is not assumed here: each process that calls AWS assumes it itself, with
+    credentials that refresh (``streamslice.aws``); the keys are secrets and never travel
+    in a plan."""
+    from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionWrapper
+    conn = AwsConnectionWrapper(BaseHook.get_connection(conn_id), region_name=region)
+    kwargs = conn.assume_role_kwargs or {}
+    if conn.role_arn and (conn.assume_role_method or "assume_role") != "assume_role":
+        from ..errors import ConfigError
+        raise ConfigError(f"AWS connection {conn_id!r}: assume_role_method "
+                          f"{conn.assume_role_method!r} is not supported (assume_role is)")
+    props = {"region": conn.region_name,
+             "endpoint_url": conn.get_service_endpoint_url(service),
+             "profile": conn.profile_name, "role_arn": conn.role_arn,
+             "external_id": kwargs.get("ExternalId"),
+             "session_name": kwargs.get("RoleSessionName"),
+             "session_duration": kwargs.get("DurationSeconds"),
+             "sts_endpoint_url": conn.get_service_config("sts").get("endpoint_url"),
+             "access_key_id": conn.aws_access_key_id,
+             "secret_access_key": conn.aws_secret_access_key,
+             "session_token": conn.aws_session_token}
     return {k: v for k, v in props.items() if v}
 
 

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..errors import ConfigError, SourceError
+from ..errors import SourceError
 
 
 @dataclass(frozen=True)
@@ -39,55 +39,37 @@ RETRYABLE = {"ProvisionedThroughputExceededException", "LimitExceededException",
 
 
 def make_client(props=None, *, utc_timestamps=False):
-    """``props``: region, endpoint_url, access_key_id, secret_access_key, session_token — all
-    optional (the default credential chain and region apply). ``utc_timestamps``: the readers'
-    client, which parses every record's arrival time (see ``utc_timestamp``); it is made once
-    per process and properties (clients are thread-safe; making one costs more CPU than
-    reading a small shard)."""
-    import boto3
+    """A Kinesis client for client properties: the ``AwsAuth`` keys (region, endpoint_url,
+    profile, role_arn, external_id, session_name, session_duration, sts_endpoint_url) and,
+    where static keys were handed over privately, access_key_id / secret_access_key /
+    session_token; without them the default credential chain and region apply.
+    ``utc_timestamps``: the readers' client, which parses every record's arrival time (see
+    ``utc_timestamp``); it is made once per process and properties (clients are thread-safe;
+    making one costs more CPU than reading a small shard)."""
     from botocore.config import Config
+
+    from ..aws import AwsAuth, aws_client
     props = props or {}
-    kwargs = {"region_name": props.get("region") or None,
-              "endpoint_url": props.get("endpoint_url") or None,
-              "config": Config(retries={"total_max_attempts": 1}, connect_timeout=10,
-                               read_timeout=60, tcp_keepalive=True)}
-    if props.get("access_key_id"):
-        kwargs.update(aws_access_key_id=props["access_key_id"],
-                      aws_secret_access_key=props.get("secret_access_key"),
-                      aws_session_token=props.get("session_token") or None)
-    from botocore.exceptions import NoRegionError
-    try:
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        if not utc_timestamps:
-            return boto3.client("kinesis", **kwargs)
-        key = tuple(sorted((k, v) for k, v in kwargs.items() if k != "config"))
-        with _LOCK:  # boto3 sessions are not thread-safe
-            if key not in _READER_CLIENTS:  # one per process: a Spark worker reads many splits
-                _READER_CLIENTS[key] = _utc_session().client("kinesis", **kwargs)
-            return _READER_CLIENTS[key]
-    except NoRegionError:
-        raise ConfigError("no AWS region: set kinesis.region, the AWS connection's "
-                          "region_name, or AWS_DEFAULT_REGION") from None
-    except ValueError as exc:  # botocore: "Invalid endpoint: …"
-        raise ConfigError(f"kinesis.endpoint_url: {exc}") from None
+    auth = AwsAuth.from_dict(props)
+    secrets = {k: props[k] for k in SECRET_PROPERTIES if props.get(k)}
+    config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=60,
+                    tcp_keepalive=True)
+    if not utc_timestamps:
+        return aws_client("kinesis", auth, secrets, config=config)
+    key = (auth, tuple(sorted(secrets.items())))
+    with _LOCK:
+        found = _READER_CLIENTS.get(key)
+    if found is None:  # one per process: a Spark worker reads many splits
+        found = aws_client("kinesis", auth, secrets, config=config,
+                           timestamp_parser=utc_timestamp)
+        with _LOCK:
+            found = _READER_CLIENTS.setdefault(key, found)
+    return found
 
 
+SECRET_PROPERTIES = ("access_key_id", "secret_access_key", "session_token")
 _LOCK = threading.Lock()
-_SESSIONS: list = []
 _READER_CLIENTS: dict = {}
-
-
-def _utc_session():
-    """One boto3 session per process whose responses parse timestamps with ``utc_timestamp``
-    (a session of its own, so other clients keep botocore's default)."""
-    if not _SESSIONS:
-        import boto3
-        import botocore.session
-        core = botocore.session.get_session()
-        core.get_component("response_parser_factory").set_parser_defaults(
-            timestamp_parser=utc_timestamp)
-        _SESSIONS.append(boto3.session.Session(botocore_session=core))
-    return _SESSIONS[0]
 
 
 def utc_timestamp(value):

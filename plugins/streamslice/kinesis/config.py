@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from ..aws import parse_auth
 from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
 from ..errors import ConfigError
@@ -31,6 +32,9 @@ from .positions import (
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER",
              "AFTER_SEQUENCE_NUMBER")
 REGISTRATIONS = ("per_run", "keep", "none")
+# Besides region and endpoint_url: how the process that calls Kinesis gets its identity.
+AUTH_KEYS = ("profile", "role_arn", "external_id", "session_name", "session_duration",
+             "sts_endpoint_url")
 
 
 def parse_kinesis(f, mode, pipeline_name):
@@ -105,6 +109,7 @@ def _parse_kinesis(f, mode, pipeline_name, flink):
         streams=tuple(streams), start=start, stop=stop,
         region=f.str("region", None), endpoint_url=f.str("endpoint_url", None),
         conn_id=f.str("conn_id", None), credentials=_credentials(f),
+        aws=parse_auth(f, keys=AUTH_KEYS),
         reader=reader, efo_registration=registration,
         efo_consumer_name=_consumer_name(efo, pipeline_name),
         efo_consumer_arns=dict(arns),

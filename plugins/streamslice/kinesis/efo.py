@@ -7,7 +7,7 @@ import time
 
 from ..errors import SourceError
 from .client import call, error_code
-from .polling import emit, resume_from, shard_iterator
+from .polling import emit, records_args, resume_from, shard_iterator
 from .positions import AfterSequenceNumber
 
 RECOVERABLE = {"ResourceInUseException", "LimitExceededException", "InternalFailure",
@@ -70,7 +70,7 @@ def _confirm_end(client, split, settings, state):
     resp = call(client.get_records, f"GetRecords({split.shard_id})",
                 settings.backoff["get_records"],
                 ShardIterator=shard_iterator(client, split, resume_from(split, state), settings),
-                Limit=1)
+                Limit=1, **records_args(split))
     if resp.get("NextShardIterator") is None and not resp.get("Records"):
         state.finished = True
         return True

@@ -19,6 +19,12 @@ _RETRY_APIS = {"flink.shard.getrecords": "get_records",
 _RETRY_FIELDS = {"maxretries": "max_retries", "retries": "max_retries",
                  "backoff.base": "backoff_base", "backoff.max": "backoff_max",
                  "backoff.expconst": "backoff_exponent"}
+# AWSConfigConstants of the ASSUME_ROLE and PROFILE providers (the role's own base provider is
+# the process's default chain).
+_AUTH = {"aws.credentials.provider.role.arn": "role_arn",
+         "aws.credentials.provider.role.sessionName": "session_name",
+         "aws.credentials.provider.role.externalId": "external_id",
+         "aws.credentials.provider.profile.name": "profile"}
 _NOT_FOR_BOUNDED = {
     "flink.shard.discovery.intervalmillis": "shards are listed once per plan",
     "flink.shard.adaptivereads": "a bounded read takes max_records per call",
@@ -44,13 +50,16 @@ def flink_to_native(props):
             out["endpoint_url"] = value_s
         elif key == "aws.credentials.provider":
             provider = value_s.upper()
-            if provider not in ("AUTO", "BASIC"):
-                raise ValueError(f"{key}: {value_s!r} is not supported (AUTO or BASIC); use an "
-                                 "Airflow AWS connection (conn_id) for other providers")
+            if provider not in ("AUTO", "BASIC", "ASSUME_ROLE", "PROFILE"):
+                raise ValueError(f"{key}: {value_s!r} is not supported (AUTO, BASIC, "
+                                 "ASSUME_ROLE or PROFILE); use an Airflow AWS connection "
+                                 "(conn_id) for other providers")
         elif key == "aws.credentials.provider.basic.accesskeyid":
             out.setdefault("credentials", {})["access_key_id"] = value_s
         elif key == "aws.credentials.provider.basic.secretkey":
             out.setdefault("credentials", {})["secret_access_key"] = value_s
+        elif key in _AUTH:
+            out[_AUTH[key]] = value_s
         elif key == "flink.stream.initpos":
             initpos = value_s.upper()
             if initpos not in _INITPOS:
@@ -85,6 +94,9 @@ def flink_to_native(props):
     if provider == "BASIC" and len(out.get("credentials", {})) != 2:
         raise ValueError("aws.credentials.provider BASIC needs "
                          "aws.credentials.provider.basic.accesskeyid and .secretkey")
+    if provider == "ASSUME_ROLE" and "role_arn" not in out:
+        raise ValueError("aws.credentials.provider ASSUME_ROLE needs "
+                         "aws.credentials.provider.role.arn")
     if initpos == "AT_TIMESTAMP":
         if timestamp is None:
             raise ValueError("flink.stream.initpos AT_TIMESTAMP needs "
@@ -126,7 +138,10 @@ def _int(key, value):
         raise ValueError(f"{key}: {value!r} is not a whole number") from None
 
 
-_ORIGINS = {"region": "aws.region", "endpoint_url": "aws.endpoint",
+_ORIGINS = {"region": "aws.region", "role_arn": "aws.credentials.provider.role.arn",
+            "session_name": "aws.credentials.provider.role.sessionName",
+            "external_id": "aws.credentials.provider.role.externalId",
+            "endpoint_url": "aws.endpoint",
             "credentials": "aws.credentials.provider", "start": "flink.stream.initpos",
             "timestamp_format": "flink.stream.timestamp.date.format",
             "reader": "flink.stream.recordpublisher",

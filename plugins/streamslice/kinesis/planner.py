@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..aws import stream_ref
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
 from ..sources import SourcePlan
 from .client import DEFAULT_BACKOFF, call, error_code, make_client
-from .polling import iterator_args
+from .polling import iterator_args, stream_arg
 from .positions import (
     AfterSequenceNumber,
     AtSequenceNumber,
@@ -32,25 +33,26 @@ if TYPE_CHECKING:
 
 
 def stream_names(client, ref):
-    """A stream name or ARN → (name, ARN), checking the stream exists."""
-    name = ref.rsplit("/", 1)[-1] if ref.startswith("arn:") else ref
+    """A stream name or ARN → (name, ARN), checking the stream exists. An ARN is asked for
+    by ARN: a stream of another account is reached that way (its resource policy)."""
+    name, arn = stream_ref(ref)
     try:
         desc = call(client.describe_stream_summary, f"DescribeStreamSummary({name})",
                     DEFAULT_BACKOFF["list_shards"], passthrough=("ResourceNotFoundException",),
-                    StreamName=name)["StreamDescriptionSummary"]
+                    **stream_arg(arn or name))["StreamDescriptionSummary"]
     except Exception as exc:
         if error_code(exc) == "ResourceNotFoundException":
-            raise PlanError(f"Kinesis stream {name!r} does not exist") from None
+            raise PlanError(f"Kinesis stream {ref!r} does not exist") from None
         raise
     return name, desc["StreamARN"]
 
 
 def list_shards(client, stream, shard_filter=None):
-    """All shards of a stream (open and closed ones still within retention), following
-    NextToken pages."""
+    """All shards of a stream (a name or ARN; open and closed ones still within
+    retention), following NextToken pages."""
     shards, token = [], None
     while True:
-        args = {"NextToken": token} if token else {"StreamName": stream}
+        args = {"NextToken": token} if token else stream_arg(stream)
         if shard_filter and not token:
             args["ShardFilter"] = shard_filter
         resp = call(client.list_shards, f"ListShards({stream})", DEFAULT_BACKOFF["list_shards"],
@@ -92,7 +94,7 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
         info["streams"][name] = arn
         shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (at.bounds.start - 1000) / 1000}
                         if at.bounds is not None else None)
-        shards = list_shards(client, name, shard_filter)
+        shards = list_shards(client, arn, shard_filter)
         listed = {s["ShardId"] for s in shards}
         all_shards.update((sid, name) for sid in listed)
         for shard in shards:
@@ -105,7 +107,8 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
                 if begin is None:
                     continue  # finished
                 if isinstance(begin, AfterSequenceNumber):
-                    begin = _check_trimmed(client, name, sid, begin, source.on_data_loss, gaps)
+                    begin = _check_trimmed(client, arn, sid, begin, source.on_data_loss, gaps,
+                                           key)
             else:
                 waiting = [p for p in parents if p in listed and
                            not checkpoint.get(f"{name}:{p}", {}).get("finished")]
@@ -122,7 +125,7 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
             if stream == name and sid not in listed and not value.get("finished"):
                 expired.append(key)
     if isinstance(initial, SequenceNumbers) and not checkpoint:
-        check_sequence_numbers(client, initial.seqs, all_shards)
+        check_sequence_numbers(client, initial.seqs, all_shards, info["streams"])
     if expired:
         gap = [{"key": k, "from": checkpoint[k], "to": None,
                 "reason": "shard expired before it was read to its end"} for k in expired]
@@ -150,7 +153,8 @@ def initial_position(source: KinesisSource, request: PlanRequest, at: PlanTime) 
 _NOT_IN_SHARD = ("InvalidArgumentException", "ResourceNotFoundException")
 
 
-def check_sequence_numbers(client, seqs: dict[str, str], shards: dict[str, str]) -> None:
+def check_sequence_numbers(client, seqs: dict[str, str], shards: dict[str, str],
+                           arns: dict[str, str] | None = None) -> None:
     """Sequence numbers a user gave must name shards that exist and lie in them: a mistyped
     shard id would otherwise be read from its start, a wrong number fail only mid-read."""
     for sid, seq in sorted(seqs.items()):
@@ -161,7 +165,8 @@ def check_sequence_numbers(client, seqs: dict[str, str], shards: dict[str, str])
         try:
             call(client.get_shard_iterator, f"GetShardIterator({sid})",
                  DEFAULT_BACKOFF["get_shard_iterator"], passthrough=_NOT_IN_SHARD,
-                 **iterator_args(shards[sid], sid, AtSequenceNumber(seq)))
+                 **iterator_args((arns or {}).get(shards[sid], shards[sid]), sid,
+                                 AtSequenceNumber(seq)))
         except Exception as exc:
             if error_code(exc) not in _NOT_IN_SHARD:
                 raise
@@ -187,10 +192,11 @@ def settings_from_dict(data):
 
 
 def _check_trimmed(client, stream: str, shard_id: str, position: AfterSequenceNumber,
-                   policy: str, gaps: list) -> Position:
+                   policy: str, gaps: list, key: str | None = None) -> Position:
     """The record a checkpoint stopped at must still be there; if the trim horizon has passed
     it, records after it may have expired unread."""
     seq = position.seq
+    key = key or f"{stream}:{shard_id}"
     probe = AtSequenceNumber(seq)
     first = None
     try:
@@ -200,7 +206,8 @@ def _check_trimmed(client, stream: str, shard_id: str, position: AfterSequenceNu
                   **iterator_args(stream, shard_id, probe))["ShardIterator"]
         for _ in range(5):
             resp = call(client.get_records, f"GetRecords({shard_id})",
-                        DEFAULT_BACKOFF["get_records"], ShardIterator=it, Limit=1)
+                        DEFAULT_BACKOFF["get_records"], ShardIterator=it, Limit=1,
+                        **({"StreamARN": stream} if stream.startswith("arn:") else {}))
             if resp.get("Records"):
                 first = resp["Records"][0]["SequenceNumber"]
                 break
@@ -212,11 +219,11 @@ def _check_trimmed(client, stream: str, shard_id: str, position: AfterSequenceNu
             raise
     if first == seq:
         return position
-    gap = {"key": f"{stream}:{shard_id}", "from": seq, "to": first,
+    gap = {"key": key, "from": seq, "to": first,
            "reason": "checkpoint older than the trim horizon"}
     if policy != "skip":
         raise DataLossError(
-            f"data loss: {stream}:{shard_id}: the checkpointed sequence number {seq} is older "
+            f"data loss: {key}: the checkpointed sequence number {seq} is older "
             f"than the trim horizon; records after it may have expired unread. Set "
             "on_data_loss: skip to continue from the trim horizon and record the gap.", [gap])
     gaps.append(gap)

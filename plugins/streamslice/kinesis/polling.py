@@ -42,15 +42,30 @@ class ShardRead:
         self.millis_behind_last = millis
 
 
-def iterator_args(stream: str, shard_id: str, position: Position) -> dict:
-    return {"StreamName": stream, "ShardId": shard_id, **position.iterator_args()}
+def stream_arg(ref: str) -> dict:
+    """``StreamARN`` where we have it (what a stream in another account needs, through its
+    resource policy), else ``StreamName``."""
+    return {"StreamARN": ref} if ref.startswith("arn:") else {"StreamName": ref}
+
+
+def iterator_args(ref: str, shard_id: str, position: Position) -> dict:
+    return {**stream_arg(ref), "ShardId": shard_id, **position.iterator_args()}
+
+
+def split_ref(split) -> str:
+    return getattr(split, "stream_arn", None) or split.stream
 
 
 def shard_iterator(client, split, position: Position, settings) -> str:
     resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
                 settings.backoff["get_shard_iterator"],
-                **iterator_args(split.stream, split.shard_id, position))
+                **iterator_args(split_ref(split), split.shard_id, position))
     return resp["ShardIterator"]
+
+
+def records_args(split) -> dict:
+    ref = split_ref(split)
+    return {"StreamARN": ref} if ref.startswith("arn:") else {}
 
 
 def resume_from(split, state) -> Position:
@@ -92,7 +107,8 @@ def poll(client, split, settings, state, sleep=time.sleep, clock=time.monotonic)
         try:
             resp = call(client.get_records, f"GetRecords({split.shard_id})",
                         settings.backoff["get_records"], passthrough=("ExpiredIteratorException",),
-                        sleep=sleep, ShardIterator=iterator, Limit=settings.max_records)
+                        sleep=sleep, ShardIterator=iterator, Limit=settings.max_records,
+                        **records_args(split))
         except Exception as exc:
             if error_code(exc) != "ExpiredIteratorException":
                 raise

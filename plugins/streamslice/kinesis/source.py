@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..aws import AwsAuth
 from ..sources import LifecycleTask, ReadRequest, ResetTarget, Source, SourcePlan
 from .polling import PollingSettings
 
@@ -32,7 +33,8 @@ class KinesisSource(Source):
     region: str | None = None
     endpoint_url: str | None = None
     conn_id: str | None = None
-    credentials: dict[str, str] = field(default_factory=dict)
+    credentials: dict[str, str] = field(default_factory=dict)  # static keys (Flink BASIC)
+    aws: AwsAuth = field(default_factory=AwsAuth)  # profile, role to assume (no secrets)
     reader: str = "polling"  # or "efo"
     efo_registration: str = "per_run"
     efo_consumer_name: str | None = None
@@ -64,6 +66,7 @@ class KinesisSource(Source):
         for key, value in (("region", self.region), ("endpoint_url", self.endpoint_url)):
             if value:
                 props[key] = value
+        props.update(self.aws.to_dict())
         props.update(self.credentials)
         return props
 
@@ -89,8 +92,8 @@ class KinesisSource(Source):
         client = make_client(properties)
         keys = []
         for ref in self.streams:
-            name, _ = stream_names(client, ref)
-            keys += [f"{name}:{s['ShardId']}" for s in list_shards(client, name)]
+            name, arn = stream_names(client, ref)
+            keys += [f"{name}:{s['ShardId']}" for s in list_shards(client, arn)]
         return keys
 
     def plan(self, request: PlanRequest) -> SourcePlan:

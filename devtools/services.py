@@ -156,6 +156,58 @@ class KinesisLocal:
         self.stop()
 
 
+class SchemaRegistry:
+    """The local Confluent Schema Registry (``devtools.schema_registry``) in a process of its
+    own on loopback; ``user`` ("name:password") requires basic auth, ``cert``/``key`` TLS."""
+
+    def __init__(self, port=None, user=None, cert=None, key=None, data=None, log_file=None):
+        self.port, self.user, self.cert, self.key = port or free_port(), user, cert, key
+        self.data, self.log_file = data, log_file
+        self._proc = None
+
+    @property
+    def url(self):
+        return f"{'https' if self.cert else 'http'}://127.0.0.1:{self.port}"
+
+    def start(self):
+        cmd = [sys.executable, "-m", "devtools.schema_registry", "--port", str(self.port)]
+        for flag, value in (("--user", self.user), ("--cert", self.cert), ("--key", self.key),
+                            ("--data", self.data)):
+            if value:
+                cmd += [flag, str(value)]
+        out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL
+        self._proc = subprocess.Popen(cmd, cwd=str(Path(__file__).resolve().parents[1]),
+                                      stdout=out, stderr=subprocess.STDOUT)
+        wait_for_port(self.port, what="schema registry")
+        return self
+
+    def stop(self):
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+
+    def faults(self, delay_s=0.0, status=0):
+        """Make every request slow (``delay_s``) or fail (``status``, e.g. 503)."""
+        import json
+        import ssl
+        import urllib.request
+        req = urllib.request.Request(f"{self.url}/_devtools/faults", method="PUT",
+                                     data=json.dumps({"delay_s": delay_s,
+                                                      "status": status}).encode())
+        ctx = ssl._create_unverified_context() if self.cert else None
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+            return json.load(r)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
 class SparkStandalone:
     """A Spark standalone master and one worker from the pyspark install, on loopback."""
 

@@ -1,0 +1,2 @@
+"""Binary record codecs: Avro and Protobuf schemas as Arrow types (Spark's mappings), and
+record batches decoded into Arrow arrays, each bad record a dead letter with its reason."""

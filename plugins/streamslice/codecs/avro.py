@@ -1,0 +1,409 @@
+"""Avro: schemas to Arrow types as Spark's ``from_avro`` maps them, and records decoded by
+fastavro's compiled reader straight into Arrow arrays.
+
+Types (Spark's ``SchemaConverters``): boolean, int, long, float, double, bytes → binary,
+string, enum → string, fixed → binary, record → struct, array → list, map → map<string, _>;
+``[null, T]`` → nullable T, unions of int/long → long, of float/double → double, other unions
+→ struct<member0, member1, …>. Logical types: decimal(p, s) → decimal128(p, s), date → date32,
+timestamp-millis/micros → timestamp[us, UTC], local-timestamp-millis/micros → timestamp[us]
+(Spark's TIMESTAMP_NTZ), uuid → string (as Spark reads it). A recursive schema cannot become
+columns (Spark refuses it too) and fails naming the type.
+
+Decoding resolves each record from its writer schema to the one reader schema of the run with
+Avro's resolution rules (fastavro's). A record that does not decode, leaves bytes unread (the
+wrong schema), or holds a value its column cannot (a decimal beyond its precision) is a dead
+letter with its reason; the others are rows.
+"""
+from __future__ import annotations
+
+import io
+import json
+import threading
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from .framed import Codec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..registry.base import Registered
+
+TS_UTC = pa.timestamp("us", tz="UTC")
+TS_NTZ = pa.timestamp("us")
+_PRIMITIVES = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
+               "float": pa.float32(), "double": pa.float64(), "bytes": pa.binary(),
+               "string": pa.string()}
+# Logical types read as their underlying value, then made Arrow types in C: fastavro would
+# build a Python datetime/date/UUID per value first.
+_AS_STORED = {"timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": TS_UTC,
+              "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": TS_NTZ,
+              "date": pa.date32(), "uuid": pa.string()}
+MAX_DECIMAL = 38  # Spark's DecimalType
+
+
+class AvroSchemaError(ValueError):
+    """A schema that is not valid Avro or cannot become Arrow columns."""
+
+
+def parse(text: str | dict | list, named: dict[str, Any] | None = None) -> Any:
+    """Avro schema JSON → the schema as plain data, checked by fastavro."""
+    import fastavro
+    try:
+        schema = json.loads(text) if isinstance(text, str) else text
+        fastavro.parse_schema(schema, named_schemas=dict(named or {}), _write_hint=False)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise AvroSchemaError(f"not a valid Avro schema: {exc}") from None
+    except Exception as exc:  # fastavro's SchemaParseException, UnknownType
+        raise AvroSchemaError(f"not a valid Avro schema: {type(exc).__name__}: {exc}") from None
+    return schema
+
+
+def arrow_type(schema: Any, named: dict[str, Any] | None = None) -> pa.DataType:
+    """An Avro schema (plain data) → its Arrow type; as stored: timestamps in their own
+    unit (``to_columns`` casts them to microseconds)."""
+    return _Types(dict(named or {})).of(schema, (), None)
+
+
+def final_type(stored: pa.DataType) -> pa.DataType:
+    """The column type: millisecond timestamps as Spark's microseconds."""
+    if pa.types.is_timestamp(stored):
+        return pa.timestamp("us", tz=stored.tz)
+    if pa.types.is_struct(stored):
+        return pa.struct([f.with_type(final_type(f.type)) for f in stored])
+    if pa.types.is_list(stored):
+        return pa.list_(stored.value_field.with_type(final_type(stored.value_type)))
+    if pa.types.is_map(stored):
+        return pa.map_(stored.key_type, stored.item_field.with_type(
+            final_type(stored.item_type)))
+    return stored
+
+
+class _Types:
+    def __init__(self, named: dict[str, Any]) -> None:
+        self.named = named
+        self.complex = False  # a union became struct<member0, …>: values need rewriting
+
+    def of(self, s: Any, path: tuple[str, ...], namespace: str | None) -> pa.DataType:
+        if isinstance(s, str):
+            if s in _PRIMITIVES:
+                return _PRIMITIVES[s]
+            full = s if "." in s or not namespace else f"{namespace}.{s}"
+            target = self.named.get(full) or self.named.get(s)
+            if target is None:
+                raise AvroSchemaError(f"unknown type {s!r}")
+            name = _fullname(target, namespace)
+            if name in path:
+                raise AvroSchemaError(f"recursive type {name!r} ({' > '.join((*path, name))}) "
+                                      "cannot become columns")
+            return self.of(target, path, namespace)
+        if isinstance(s, list):
+            return self._union(s, path, namespace)
+        if not isinstance(s, dict):
+            raise AvroSchemaError(f"not an Avro type: {json.dumps(s)[:60]}")
+        kind, logical = s.get("type"), s.get("logicalType")
+        if logical == "decimal" and kind in ("bytes", "fixed"):
+            precision, scale = s.get("precision"), s.get("scale", 0)
+            if not isinstance(precision, int) or not 0 < precision <= MAX_DECIMAL or \
+                    not isinstance(scale, int) or not 0 <= scale <= precision:
+                raise AvroSchemaError(f"decimal({precision}, {scale}) is not a decimal of at "
+                                      f"most {MAX_DECIMAL} digits (Spark's widest)")
+            if kind == "fixed":
+                self._name(s, namespace)
+            return pa.decimal128(precision, scale)
+        if logical in _AS_STORED and kind in ("int", "long", "string"):
+            return _AS_STORED[logical]
+        if kind in _PRIMITIVES:
+            return _PRIMITIVES[kind]
+        if kind == "record" or kind == "error":
+            name = self._name(s, namespace)
+            if name in path:
+                raise AvroSchemaError(f"recursive type {name!r} cannot become columns")
+            ns = name.rpartition(".")[0] or None
+            return pa.struct([pa.field(f["name"], self.of(f["type"], (*path, name), ns))
+                              for f in s.get("fields", [])])
+        if kind == "enum":
+            self._name(s, namespace)
+            return pa.string()
+        if kind == "fixed":
+            self._name(s, namespace)
+            return pa.binary()
+        if kind == "array":
+            return pa.list_(self.of(s["items"], path, namespace))
+        if kind == "map":
+            return pa.map_(pa.string(), self.of(s["values"], path, namespace))
+        return self.of(kind, path, namespace)  # {"type": "string"} or a named reference
+
+    def _name(self, s: dict[str, Any], namespace: str | None) -> str:
+        name = _fullname(s, namespace)
+        self.named.setdefault(name, s)
+        return name
+
+    def _union(self, branches: list[Any], path: tuple[str, ...],
+               namespace: str | None) -> pa.DataType:
+        kinds = [self.of(b, path, namespace) for b in branches]
+        real = [k for k in kinds if k != pa.null()]
+        if not real:
+            return pa.null()
+        if len(real) == 1:
+            return real[0]
+        if all(k in (pa.int32(), pa.int64()) for k in real):
+            return pa.int64()
+        if all(k in (pa.float32(), pa.float64()) for k in real):
+            return pa.float64()
+        self.complex = True
+        return pa.struct([pa.field(f"member{i}", k) for i, k in enumerate(real)])
+
+
+def _fullname(s: dict[str, Any], namespace: str | None) -> str:
+    name = s.get("name", "")
+    if "." in name:
+        return name
+    ns = s.get("namespace", namespace)
+    return f"{ns}.{name}" if ns else name
+
+
+def as_stored(schema: Any) -> Any:
+    """The schema with the logical types of ``_AS_STORED`` removed: fastavro then yields the
+    stored ints and strings, which Arrow turns into its types in C."""
+    if isinstance(schema, list):
+        return [as_stored(b) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: as_stored(v) if k in ("type", "items", "values") else v
+           for k, v in schema.items() if not (k == "logicalType" and v in _AS_STORED)}
+    if "fields" in schema:
+        out["fields"] = [{**f, "type": as_stored(f["type"])} for f in schema["fields"]]
+    return out
+
+
+class Reader:
+    """Decodes the records of one writer schema as the run's reader schema."""
+
+    __slots__ = ("writer", "reader", "fix")
+
+    def __init__(self, writer: Any, reader: Any | None, fix: Callable[[Any], Any] | None):
+        self.writer, self.reader, self.fix = writer, reader, fix
+
+    def __call__(self, payload: bytes) -> Any:
+        from fastavro import schemaless_reader
+        bio = io.BytesIO(payload)
+        value = schemaless_reader(bio, self.writer, self.reader, return_record_name=True,
+                                  return_record_name_override=True)
+        left = len(payload) - bio.tell()
+        if left:
+            raise ValueError(f"{left} bytes left after the record: written with another "
+                             "schema?")
+        return self.fix(value) if self.fix else value
+
+
+class AvroCodec(Codec):
+    """One run's reader schema: readers per writer schema, and rows → Arrow."""
+
+    schema_type = "AVRO"
+
+    def __init__(self, reader_text: str, references: dict[str, Any] | None = None) -> None:
+        import fastavro
+        self.named = dict(references or {})
+        self.schema = parse(reader_text, self.named)
+        types = _Types(dict(self.named))
+        self.stored_type = types.of(self.schema, (), None)
+        self.type = final_type(self.stored_type)
+        self.record = pa.types.is_struct(self.type) and isinstance(self.schema, dict) and \
+            self.schema.get("type") in ("record", "error")
+        self._reader_named: dict[str, Any] = {}
+        for ref in self.named.values():
+            fastavro.parse_schema(as_stored(ref), named_schemas=self._reader_named)
+        self.parsed_reader = fastavro.parse_schema(as_stored(self.schema),
+                                                   named_schemas=self._reader_named)
+        self.fix = _union_fixer(self.schema, self.stored_type, self.named) \
+            if types.complex else None
+        self.canonical = _canonical(self.schema)
+        self._lock = threading.Lock()
+        self._readers: dict[Any, Reader] = {}
+
+    def fields(self) -> list[pa.Field]:
+        """The value's columns: a record's fields, or one ``value`` column."""
+        if self.record:
+            return list(self.type)
+        return [pa.field("value", self.type)]
+
+    def reader_for(self, key: Any, writer_text: str | None,
+                   references: dict[str, Any] | None = None) -> Reader:
+        """The reader of records written with ``writer_text`` (None: the reader schema)."""
+        with self._lock:
+            got = self._readers.get(key)
+        if got is not None:
+            return got
+        import fastavro
+        if writer_text is None:
+            got = Reader(self.parsed_reader, None, self.fix)
+        else:
+            named: dict[str, Any] = {}
+            writer = parse(writer_text, references)
+            for ref in (references or {}).values():
+                fastavro.parse_schema(as_stored(ref), named_schemas=named)
+            parsed = fastavro.parse_schema(as_stored(writer), named_schemas=named)
+            same = _canonical(writer) == self.canonical
+            got = Reader(self.parsed_reader if same else parsed,
+                         None if same else self.parsed_reader, self.fix)
+        with self._lock:
+            self._readers[key] = got
+        return got
+
+    def reader_for_frame(self, writer: Registered | None,
+                         indexes: tuple[int, ...]) -> Reader:
+        if writer is None:
+            return self.reader_for(None, None)
+        return self.reader_for((writer.name, writer.id), writer.text, named_types(writer))
+
+    def describe_error(self, exc: Exception) -> str:
+        kind = type(exc).__name__
+        if kind == "SchemaResolutionError":
+            return f"cannot be read as the reader schema: {str(exc)[:200]}"
+        if isinstance(exc, ValueError) and "bytes left after" in str(exc):
+            return str(exc)
+        return f"not a valid Avro record: {kind}: {str(exc)[:200]}"
+
+    def to_columns(self, values: list[Any], errors: dict[int, str]) -> list[pa.Array]:
+        """Decoded values (None where ``errors`` has the row) → the value's columns. A row
+        whose values do not fit their columns joins ``errors``."""
+        try:
+            arr = pa.array(values, self.stored_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            arr = self._row_by_row(values, errors)
+        if arr.type != self.type:
+            arr = arr.cast(self.type)
+        # Rows in ``errors`` are null here; the reader drops them, whatever their fields hold.
+        return arr.flatten() if self.record else [arr]
+
+    def _row_by_row(self, values: list[Any], errors: dict[int, str]) -> pa.Array:
+        out = []
+        for row, v in enumerate(values):
+            if v is not None:
+                try:
+                    pa.array([v], self.stored_type)
+                except Exception as exc:  # the row's own reason, naming the field
+                    errors[row] = _misfit(v, self.stored_type, exc)
+                    v = None
+            out.append(v)
+        return pa.array(out, self.stored_type)
+
+
+def _misfit(value: Any, t: pa.DataType, exc: Exception) -> str:
+    if pa.types.is_struct(t) and isinstance(value, dict):
+        for f in t:
+            try:
+                pa.array([value.get(f.name)], f.type)
+            except Exception as inner:
+                return f"field {f.name!r}: {_misfit(value.get(f.name), f.type, inner)}"
+    text = str(exc).split("\n")[0][:200]
+    if pa.types.is_decimal(t):
+        return f"{str(value)[:60]} does not fit decimal({t.precision}, {t.scale}): {text}"
+    return f"value does not fit {t}: {text}"
+
+
+def named_types(registered: Registered) -> dict[str, Any]:
+    """The named types a schema's references define (Confluent schema references)."""
+    named: dict[str, Any] = {}
+    for _, ref in registered.references:
+        named.update(named_types(ref))
+        schema = parse(ref.text, named)
+        if isinstance(schema, dict) and "name" in schema:
+            named[_fullname(schema, None)] = schema
+    return named
+
+
+def _canonical(schema: Any) -> str:
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+def _union_fixer(schema: Any, t: pa.DataType, named: dict[str, Any]) -> Callable[[Any], Any]:
+    """A function that rewrites the values of complex unions as {memberN: value}, choosing
+    the branch by the value's kind (records come as (name, value) from fastavro)."""
+    resolve = _Types(dict(named))
+
+    def make(s: Any, t: pa.DataType, ns: str | None) -> Callable[[Any], Any] | None:
+        if isinstance(s, str) and s not in _PRIMITIVES:
+            full = s if "." in s or not ns else f"{ns}.{s}"
+            s = resolve.named.get(full) or resolve.named.get(s) or s
+        if isinstance(s, list):
+            real = [b for b in s if b != "null"]
+            if pa.types.is_struct(t) and len(real) > 1 and t.num_fields == len(real):
+                branches = [(b, make(b, f.type, ns), f.name, f.type) for b, f in zip(real, t)]
+                return lambda v: None if v is None else _pick(v, branches)
+            if len(real) == 1:
+                return make(real[0], t, ns)
+            return None
+        if isinstance(s, dict):
+            kind = s.get("type")
+            if kind in ("record", "error"):
+                name = resolve._name(s, ns)
+                inner = name.rpartition(".")[0] or None
+                subs: list[tuple[str, Callable[[Any], Any]]] = []
+                for f, ft in zip(s["fields"], t):
+                    fn = make(f["type"], ft.type, inner)
+                    if fn is not None:
+                        subs.append((f["name"], fn))
+                if not subs:
+                    return None
+
+                def record(v: Any) -> Any:
+                    if isinstance(v, tuple):
+                        v = v[1]
+                    if v is None:
+                        return None
+                    out = dict(v)
+                    for n, fn in subs:
+                        out[n] = fn(out.get(n))
+                    return out
+                return record
+            if kind == "array":
+                item = make(s["items"], t.value_type, ns)
+                if item is None:
+                    return None
+                return lambda v: None if v is None else [item(x) for x in v]
+            if kind == "map":
+                value = make(s["values"], t.item_type, ns)
+                if value is None:
+                    return None
+                return lambda v: None if v is None else {k: value(x) for k, x in v.items()}
+            if isinstance(kind, (str, list, dict)) and kind not in _PRIMITIVES and \
+                    kind not in ("enum", "fixed"):
+                return make(kind, t, ns)
+        return None
+
+    fixer = make(schema, t, None)
+    return fixer or (lambda v: v)
+
+
+def _pick(v: Any, subs: list[tuple[Any, Any, str, pa.DataType]]) -> dict[str, Any]:
+    name = v[0] if isinstance(v, tuple) else None
+    for branch, fn, member, t in subs:
+        if name is not None:
+            if isinstance(branch, dict) and _fullname(branch, None).endswith(name) or \
+                    isinstance(branch, str) and name.endswith(branch):
+                return {member: fn(v) if fn else v[1]}
+            continue
+        if _fits(v, t):
+            return {member: fn(v) if fn else v}
+    raise ValueError(f"no union branch holds {str(v)[:40]}")
+
+
+def _fits(v: Any, t: pa.DataType) -> bool:
+    if isinstance(v, bool):
+        return pa.types.is_boolean(t)
+    if isinstance(v, int):
+        return pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)
+    if isinstance(v, float):
+        return pa.types.is_floating(t)
+    if isinstance(v, str):
+        return pa.types.is_string(t)
+    if isinstance(v, (bytes, bytearray)):
+        return pa.types.is_binary(t)
+    if isinstance(v, list):
+        return pa.types.is_list(t)
+    if isinstance(v, dict):
+        return pa.types.is_map(t) or pa.types.is_struct(t)
+    return pa.types.is_decimal(t)

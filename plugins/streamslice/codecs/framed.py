@@ -1,0 +1,124 @@
+"""Batches of registry-framed (or plain) binary records → Arrow columns + dead-letter reasons.
+
+Per record: the frame (``registry.wire``), the writer schema it names (fetched once per id
+and process), the record decoded as the run's one reader schema. Everything a record can do
+wrong becomes that record's reason; only the registry being unreachable (``SourceError``) or
+refusing the pipeline's settings (``ConfigError``) stops the read, as the run cannot go on
+without it.
+"""
+from __future__ import annotations
+
+import struct
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..registry.base import UnknownSchema
+from ..registry.wire import FrameError, parse
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import pyarrow as pa
+
+    from ..registry.base import Registered, Registry
+
+_CORRUPT = (EOFError, IndexError, struct.error, OverflowError, MemoryError)
+
+
+class Codec:
+    """What a format gives this loop: readers per writer schema, and rows → columns."""
+
+    schema_type: str  # AVRO | PROTOBUF | JSON, as the registry names it
+    protobuf: bool = False  # frames carry a message index
+
+    def reader_for_frame(self, writer: Registered | None,
+                         indexes: tuple[int, ...]) -> Callable[[bytes], Any]:
+        raise NotImplementedError
+
+    def fields(self) -> list[pa.Field]:
+        raise NotImplementedError
+
+    def to_columns(self, values: list[Any], errors: dict[int, str]) -> list[pa.Array]:
+        raise NotImplementedError
+
+    def describe_error(self, exc: Exception) -> str:
+        return f"cannot decode: {type(exc).__name__}: {str(exc)[:200]}"
+
+
+class Framed:
+    """Decodes registry-framed records (``registry`` given) or plain ones (None)."""
+
+    def __init__(self, codec: Codec, registry: Registry | None, fmt: str | None = None):
+        self.codec, self.registry, self.fmt = codec, registry, fmt
+        self._lock = threading.Lock()
+        self._readers: dict[Any, Callable[[bytes], Any] | str] = {}
+
+    def decode(self, values: list[bytes | None]) -> tuple[list[pa.Array], dict[int, str]]:
+        out: list[Any] = []
+        errors: dict[int, str] = {}
+        append = out.append
+        for row, data in enumerate(values):
+            try:
+                append(self._one(data))
+            except (FrameError, UnknownSchema) as exc:
+                errors[row] = str(exc)
+                append(None)
+            except UnicodeDecodeError as exc:
+                errors[row] = f"a string is not valid UTF-8 (byte {exc.start})"
+                append(None)
+            except _CORRUPT as exc:
+                errors[row] = f"truncated or corrupt record ({type(exc).__name__}" + \
+                    (f": {exc})" if str(exc) else ")")
+                append(None)
+            except RecursionError:
+                errors[row] = "record nested too deeply"
+                append(None)
+            except Exception as exc:  # the reason, never the reader's crash
+                if _stops_the_read(exc):
+                    raise
+                errors[row] = self.codec.describe_error(exc)
+                append(None)
+        return self.codec.to_columns(out, errors), errors
+
+    def _one(self, data: bytes | None) -> Any:
+        if self.registry is None:
+            if data is None:
+                raise FrameError("value is null")
+            return self._reader(None, None, ())(data)
+        frame = parse(data, self.codec.protobuf)
+        return self._reader(frame.key, frame, frame.indexes)(frame.payload)
+
+    def _reader(self, key: Any, frame: Any, indexes: tuple[int, ...]) -> Callable[[bytes], Any]:
+        cache_key = (key, indexes)
+        got = self._readers.get(cache_key)
+        if got is None:
+            got = self._make(frame, indexes)
+            with self._lock:
+                self._readers[cache_key] = got
+        if isinstance(got, str):
+            raise UnknownSchema(got)
+        return got
+
+    def _make(self, frame: Any, indexes: tuple[int, ...]) -> Callable[[bytes], Any] | str:
+        writer = None
+        if frame is not None:
+            assert self.registry is not None
+            try:
+                writer = self.registry.by_frame(frame.kind, frame.schema, self.fmt)
+            except UnknownSchema as exc:
+                return str(exc)
+            if writer.schema_type != self.codec.schema_type:
+                return (f"{writer.name} is a {writer.schema_type} schema, but the format "
+                        f"reads {self.codec.schema_type}")
+        try:
+            return self.codec.reader_for_frame(writer, indexes)
+        except Exception as exc:
+            if _stops_the_read(exc):
+                raise
+            what = writer.name if writer is not None else "the schema"
+            return f"{what} cannot be read as the reader schema: {str(exc)[:300]}"
+
+
+def _stops_the_read(exc: Exception) -> bool:
+    from ..errors import ConfigError, SourceError
+    return isinstance(exc, (SourceError, ConfigError))

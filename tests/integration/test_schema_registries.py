@@ -1,0 +1,186 @@
+"""The registry clients against registries over HTTP in other processes: the local Confluent
+Schema Registry (devtools/schema_registry.py; basic auth, TLS, injected slowness and
+failures) and moto_server's Glue API. Records are written by the libraries' own serializers
+(confluent-kafka's AvroSerializer, the aws-glue-schema-registry package's KafkaSerializer)."""
+import datetime
+import json
+import ssl
+
+import pytest
+
+from devtools.services import SchemaRegistry
+from streamslice.codecs.avro import AvroCodec
+from streamslice.codecs.framed import Framed
+from streamslice.errors import ConfigError, SourceError
+from streamslice.registry.base import UnknownSchema, open_registry
+from streamslice.registry.wire import parse
+
+V1 = {"type": "record", "name": "Trip", "fields": [{"name": "id", "type": "long"}]}
+V2 = {"type": "record", "name": "Trip", "fields": [
+    {"name": "id", "type": "long"}, {"name": "note", "type": ["null", "string"],
+                                     "default": None}]}
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(__import__("ipaddress").ip_address("127.0.0.1"))]), False)
+            .sign(key, hashes.SHA256()))
+    folder = tmp_path_factory.mktemp("tls")
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def confluent(tls):
+    """A registry with basic auth and TLS: what a production registry asks of clients."""
+    with SchemaRegistry(user="reader:s3cret", cert=tls / "cert.pem", key=tls / "key.pem") as sr:
+        yield sr
+
+
+def confluent_props(tls, **more):
+    return {"basic.auth.user.info": "reader:s3cret", "ssl.ca.location": str(tls / "cert.pem"),
+            **more}
+
+
+def serialize(sr, tls, schema, record, subject_topic="trips"):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    client = SchemaRegistryClient({"url": sr.url, **confluent_props(tls)})
+    return AvroSerializer(client, json.dumps(schema))(
+        record, SerializationContext(subject_topic, MessageField.VALUE))
+
+
+def test_confluent_ids_versions_and_errors(confluent, tls):
+    one = serialize(confluent, tls, V1, {"id": 1})
+    two = serialize(confluent, tls, V2, {"id": 2, "note": "n"})
+    registry = open_registry({"kind": "confluent", "url": confluent.url}, confluent_props(tls))
+    latest = registry.version("trips-value", None)
+    assert (latest.version, json.loads(latest.text)) == (2, V2)
+    assert json.loads(registry.version("trips-value", 1).text) == V1
+    codec = AvroCodec(latest.text)
+    columns, errors = Framed(codec, registry).decode([one, two, one[:1] + b"\x00\x00\x27\x0f"
+                                                      + one[5:]])
+    assert columns[0].to_pylist()[:2] == [1, 2] and columns[1].to_pylist()[:2] == [None, "n"]
+    assert errors == {2: f"schema id 9999 is not in {registry.where}"}
+    with pytest.raises(ConfigError, match="subject 'nope' version latest does not exist"):
+        registry.version("nope", None)
+    with pytest.raises(ConfigError, match="subject 'trips-value' version 7 does not exist"):
+        registry.version("trips-value", 7)
+    wrong = open_registry({"kind": "confluent", "url": confluent.url},
+                          confluent_props(tls, **{"basic.auth.user.info": "reader:wrong"}))
+    with pytest.raises(ConfigError, match="refused the credentials"):
+        wrong.version("trips-value", None)
+    untrusted = open_registry({"kind": "confluent", "url": confluent.url},
+                              {"basic.auth.user.info": "reader:s3cret"})
+    with pytest.raises(SourceError, match="cannot be reached.*CERTIFICATE_VERIFY_FAILED"):
+        untrusted.version("trips-value", None)
+
+
+def test_confluent_guid_frames(confluent, tls):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    client = SchemaRegistryClient({"url": confluent.url, **confluent_props(tls)})
+    ser = AvroSerializer(client, json.dumps(V1), conf={
+        "schema.id.serializer": lambda payload, ctx, sid: sid.guid_to_bytes() + payload})
+    data = ser({"id": 5}, SerializationContext("guids", MessageField.VALUE))
+    assert parse(data).kind == "confluent-guid"
+    registry = open_registry({"kind": "confluent", "url": confluent.url}, confluent_props(tls))
+    columns, errors = Framed(AvroCodec(json.dumps(V1)), registry).decode([data])
+    assert errors == {} and columns[0].to_pylist() == [5]
+
+
+def test_confluent_down_or_slow_is_retryable(tls):
+    with SchemaRegistry(user="reader:s3cret", cert=tls / "cert.pem",
+                        key=tls / "key.pem") as sr:
+        data = serialize(sr, tls, V1, {"id": 1}, "slow")
+        props = confluent_props(tls, timeout="1", **{"max.retries": "0"})
+        slow = open_registry({"kind": "confluent", "url": sr.url}, props)
+        sr.faults(delay_s=3)
+        with pytest.raises(SourceError, match="cannot be reached.*the read will be retried"):
+            slow.by_frame("confluent", 1)
+        sr.faults(status=503)
+        with pytest.raises(SourceError, match=r"failed for subject 'slow-value' .* \(503"):
+            slow.version("slow-value", None)
+        sr.faults()
+        assert slow.by_frame("confluent", 1).text == json.dumps(V1)  # errors are not cached
+    with pytest.raises(SourceError, match="Connection refused"):
+        Framed(AvroCodec(json.dumps(V1)), open_registry(
+            {"kind": "confluent", "url": sr.url}, props)).decode([data.replace(
+                b"\x00\x00\x00\x01", b"\x00\x00\x00\x02", 1)])
+
+
+@pytest.fixture(scope="module")
+def glue(sns_queue):
+    """Glue on the session's moto_server (the alert tests' one)."""
+    moto = sns_queue[0]
+    client = moto.client("glue")
+    client.create_registry(RegistryName="streams")
+    yield moto, client
+    client.delete_registry(RegistryId={"RegistryName": "streams"})
+
+
+def glue_props(moto):
+    return {"region": "us-east-1", "endpoint_url": moto.endpoint, "access_key_id": "test",
+            "secret_access_key": "test"}
+
+
+def test_glue_versions_and_records_from_the_aws_serializer(glue):
+    from aws_schema_registry import DataAndSchema, SchemaRegistryClient
+    from aws_schema_registry.adapter.kafka import KafkaSerializer
+    from aws_schema_registry.avro import AvroSchema
+    moto, client = glue
+    from aws_schema_registry import codec
+    lib = SchemaRegistryClient(client, registry_name="streams", wait_interval_seconds=0.01)
+    ser = KafkaSerializer(lib, compatibility_mode="BACKWARD",
+                          schema_naming_strategy=lambda topic, is_key, schema: "trips")
+    records = [ser.serialize("trips", DataAndSchema({"id": 1}, AvroSchema(V1))),
+               ser.serialize("trips", DataAndSchema({"id": 2, "note": "z"}, AvroSchema(V2)))]
+    # the same records zlib-compressed by the library's codec (its serializer has no switch)
+    records += [codec.encode(*codec.decode(r), compression=True) for r in records]
+    assert records[2][1] == 5  # the zlib compression byte
+    registry = open_registry({"kind": "glue", "registry_name": "streams"}, glue_props(moto))
+    latest = registry.version("trips", None)
+    assert (latest.version, json.loads(latest.text)) == (2, V2)
+    assert json.loads(registry.version("trips", 1).text) == V1
+    columns, errors = Framed(AvroCodec(latest.text), registry).decode(
+        [*records, records[0][:2] + b"\x00" * 16 + records[0][18:]])
+    assert columns[0].to_pylist()[:4] == [1, 2, 1, 2]
+    assert columns[1].to_pylist()[:4] == [None, "z", None, "z"]
+    assert list(errors) == [4] and "00000000-0000-0000-0000-000000000000 is not in" in errors[4]
+    with pytest.raises(ConfigError, match="schema 'nope' version latest does not exist"):
+        registry.version("nope", None)
+    with pytest.raises(UnknownSchema):
+        registry.by_frame("confluent", 3)
+
+
+def test_glue_unreachable_is_retryable(glue):
+    moto, _ = glue
+    props = {**glue_props(moto), "endpoint_url": "http://127.0.0.1:9"}
+    with pytest.raises(SourceError, match="cannot be reached"):
+        open_registry({"kind": "glue", "registry_name": "streams"}, props).version("trips", 1)
+
+
+def test_tls_context_is_real(confluent, tls):
+    """The registry serves TLS only: a plain-HTTP client gets nothing from it."""
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=str(tls / "cert.pem"))
+    req = urllib.request.Request(f"{confluent.url}/subjects")
+    with pytest.raises(urllib.error.HTTPError, match="401"):
+        urllib.request.urlopen(req, context=ctx, timeout=10)

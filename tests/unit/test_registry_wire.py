@@ -1,0 +1,136 @@
+"""Schema-registry wire formats, as the registries' own libraries write them: Confluent's
+``SchemaId`` (magic 0 + id, magic 1 + GUID, Protobuf message-index arrays), the
+aws-glue-schema-registry package's codec (0x03, compression, version UUID, zlib), and a
+record taken byte for byte from AWS's Java library's tests. Then hostile bytes: every input
+is a frame or a FrameError, never another exception."""
+import io
+import random
+import uuid
+import zlib
+
+import pytest
+from aws_schema_registry import codec as glue_codec
+from confluent_kafka.schema_registry.common.serde import SchemaId
+
+from streamslice.registry.wire import CONFLUENT, CONFLUENT_GUID, GLUE, FrameError, parse
+
+GUID = "b7b4a7f0-9c96-4e4a-a687-fb5de9ef0c63"
+# AWS's Java library (kafkastreams-serde AWSKafkaAvroSerDeTest): the generic record
+# {"name": "sansa", "favorite_number": 99, "favorite_color": "red"} of user.avsc, written
+# with schema version b7b4a7f0-9c96-4e4a-a687-fb5de9ef0c63 and no compression.
+AWS_JAVA_VECTOR = bytes(b & 0xFF for b in [
+    3, 0, -73, -76, -89, -16, -100, -106, 78, 74, -90, -121, -5, 93, -23, -17, 12, 99, 10, 115,
+    97, 110, 115, 97, 0, -58, 1, 0, 6, 114, 101, 100])
+AWS_USER_SCHEMA = {"namespace": "com.amazonaws.services.schemaregistry.serializers.avro",
+                   "type": "record", "name": "User", "fields": [
+                       {"name": "name", "type": "string"},
+                       {"name": "favorite_number", "type": ["int", "null"]},
+                       {"name": "favorite_color", "type": ["string", "null"]}]}
+
+
+def test_confluent_id_and_guid_as_the_client_writes_them():
+    assert parse(SchemaId("AVRO", schema_id=70000).id_to_bytes() + b"body") == \
+        parse(b"\x00\x00\x01\x11\x70body")
+    f = parse(SchemaId("AVRO", schema_id=70000).id_to_bytes() + b"body")
+    assert (f.kind, f.schema, f.payload, f.indexes) == (CONFLUENT, 70000, b"body", ())
+    g = parse(SchemaId("AVRO", guid=GUID).guid_to_bytes() + b"body")
+    assert (g.kind, g.schema, g.payload) == (CONFLUENT_GUID, GUID, b"body")
+
+
+@pytest.mark.parametrize("indexes", [[0], [1], [2, 0, 5], [300, 1]])
+def test_confluent_protobuf_message_indexes(indexes):
+    for head in (SchemaId("PROTOBUF", schema_id=7, message_indexes=indexes).id_to_bytes(),
+                 SchemaId("PROTOBUF", guid=GUID, message_indexes=indexes).guid_to_bytes()):
+        f = parse(head + b"\x08\x01", protobuf=True)
+        assert f.indexes == tuple(indexes) and f.payload == b"\x08\x01"
+        # and the client reads back what we read
+        back = SchemaId("PROTOBUF")
+        rest = back.from_bytes(io.BytesIO(head + b"\x08\x01"))
+        assert tuple(back.message_indexes) == f.indexes and rest.read() == f.payload
+
+
+@pytest.mark.parametrize("compression", [None, "zlib"])
+def test_glue_frames_from_the_aws_python_library(compression):
+    version = uuid.uuid4()
+    data = glue_codec.encode(b"avro-bytes" * 50, version, compression=compression)
+    f = parse(data)
+    assert (f.kind, f.schema, f.payload) == (GLUE, str(version), b"avro-bytes" * 50)
+    assert glue_codec.decode(data) == (f.payload, version)
+
+
+def test_glue_frame_from_the_aws_java_library():
+    import fastavro
+    f = parse(AWS_JAVA_VECTOR)
+    assert (f.kind, f.schema) == (GLUE, GUID)
+    record = fastavro.schemaless_reader(io.BytesIO(f.payload),
+                                        fastavro.parse_schema(AWS_USER_SCHEMA))
+    assert record == {"name": "sansa", "favorite_number": 99, "favorite_color": "red"}
+
+
+def test_glue_protobuf_index_is_one_unsigned_varint():
+    head = bytes([3, 0]) + uuid.UUID(GUID).bytes
+    assert parse(head + b"\x01\x0a\x03Foo", protobuf=True).indexes == (1,)
+    assert parse(head + b"\x96\x01\x08\x01", protobuf=True).indexes == (150,)
+    zipped = bytes([3, 5]) + uuid.UUID(GUID).bytes + zlib.compress(b"\x02\x08\x01")
+    f = parse(zipped, protobuf=True)
+    assert f.indexes == (2,) and f.payload == b"\x08\x01"
+
+
+@pytest.mark.parametrize("data, reason", [
+    (None, "null"), (b"", "empty record"),
+    (b"\x00\x00\x01", "truncated Confluent frame: 3 bytes"),
+    (b"\x01" + b"\x00" * 10, "truncated Confluent frame"),
+    (b"\x03\x00" + b"\x00" * 10, "truncated AWS Glue frame"),
+    (b'{"id": 1}', "unknown magic byte 0x7b"),
+    (b"\x02abcdef", "unknown magic byte 0x02"),
+    (bytes([3, 7]) + b"\x00" * 16 + b"x", "unknown compression byte 0x07"),
+    (bytes([3, 5]) + b"\x00" * 16 + b"not zlib", "does not inflate"),
+    (bytes([3, 5]) + b"\x00" * 16 + zlib.compress(b"abc" * 100)[:-5], "truncated"),
+    (bytes([3, 5]) + b"\x00" * 16 + zlib.compress(b"abc") + b"junk", "after the zlib"),
+])
+def test_bad_frames_say_why(data, reason):
+    with pytest.raises(FrameError, match=reason):
+        parse(data)
+
+
+def test_a_zlib_bomb_is_refused(monkeypatch):
+    monkeypatch.setattr("streamslice.registry.wire.MAX_INFLATED", 1024 * 1024)
+    bomb = zlib.compress(b"\x00" * (2 * 1024 * 1024), 9)
+    with pytest.raises(FrameError, match="inflates past"):
+        parse(bytes([3, 5]) + b"\x00" * 16 + bomb)
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"\x00\x00\x00\x00\x07", "truncated Confluent Protobuf message-index array"),
+    (b"\x00\x00\x00\x00\x07\x03", "message-index array of length -2"),
+    (b"\x00\x00\x00\x00\x07\x04\x02", "truncated Confluent Protobuf message index"),
+    (b"\x00\x00\x00\x00\x07\x02\x01", "negative Confluent Protobuf message index"),
+    (b"\x00\x00\x00\x00\x07" + b"\xff" * 12, "longer than 10 bytes"),
+    (b"\x00\x00\x00\x00\x07\xfe\xff\x03", "array of length"),
+])
+def test_bad_protobuf_indexes_say_why(data, reason):
+    with pytest.raises(FrameError, match=reason):
+        parse(data, protobuf=True)
+
+
+def test_fuzz_every_input_is_a_frame_or_a_frame_error():
+    rng = random.Random(19)
+    seeds = [AWS_JAVA_VECTOR, SchemaId("PROTOBUF", schema_id=3, message_indexes=[1, 2])
+             .id_to_bytes() + b"\x08\x01", bytes([3, 5]) + b"\x00" * 16 + zlib.compress(b"x")]
+    for _ in range(20_000):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            op = rng.randrange(3)
+            if op == 0 and data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif op == 1:
+                data = data[:rng.randrange(len(data) + 1)]
+            else:
+                data[rng.randrange(len(data) + 1):0] = bytes([rng.randrange(256)])
+        for protobuf in (False, True):
+            try:
+                f = parse(bytes(data), protobuf)
+            except FrameError as exc:
+                assert str(exc)
+            else:
+                assert f.kind in (CONFLUENT, CONFLUENT_GUID, GLUE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from .splits import summary_lag, total_lag
 from .timeutil import parse_duration_ms
 
 KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline")
@@ -86,17 +87,18 @@ def parse_alerts(f):
 def evaluate(rules, manifest, empty_streak=0):
     """``[(kind, message, details)]`` for one committed run."""
     out = []
-    lag = [s["lag"] for s in manifest["splits"] if s.get("lag") is not None]
-    if rules.lag_records is not None and lag and sum(lag) > rules.lag_records:
-        worst = max(manifest["splits"], key=lambda s: s.get("lag") or 0)
-        out.append(("lag", f"{sum(lag)} records behind the high watermark at plan time "
-                    f"(threshold {rules.lag_records}); most on {worst['key']} ({worst['lag']})",
-                    {"lag_records": sum(lag), "worst_split": worst["key"]}))
-    behind = [s["millis_behind_latest"] for s in manifest["splits"]
-              if s.get("millis_behind_latest") is not None]
-    if rules.lag_millis is not None and behind and max(behind) > rules.lag_millis:
-        out.append(("lag", f"MillisBehindLatest {max(behind)} ms (threshold "
-                    f"{rules.lag_millis} ms)", {"millis_behind_latest": max(behind)}))
+    splits = manifest["splits"]
+    lag = total_lag(splits)
+    if rules.lag_records is not None and lag["records"] is not None \
+            and lag["records"] > rules.lag_records:
+        worst = max(splits, key=lambda s: _lag(s, "records"))
+        out.append(("lag", f"{lag['records']} records behind the high watermark at plan time "
+                    f"(threshold {rules.lag_records}); most on {worst['key']} "
+                    f"({_lag(worst, 'records')})",
+                    {"lag_records": lag["records"], "worst_split": worst["key"]}))
+    if rules.lag_millis is not None and lag["ms"] is not None and lag["ms"] > rules.lag_millis:
+        out.append(("lag", f"MillisBehindLatest {lag['ms']} ms (threshold "
+                    f"{rules.lag_millis} ms)", {"millis_behind_latest": lag["ms"]}))
     if rules.dead_letters is not None and manifest["dead_letters"] >= rules.dead_letters:
         out.append(("dead_letters", f"{manifest['dead_letters']} records failed to decode and "
                     f"went to the dead letters of {manifest['partition']} (threshold "
@@ -108,6 +110,11 @@ def evaluate(rules, manifest, empty_streak=0):
         out.append(("data_loss", "records were lost and skipped (on_data_loss: skip): " +
                     "; ".join(_gap(g) for g in manifest["gaps"]), {"gaps": manifest["gaps"]}))
     return out
+
+
+def _lag(summary, unit):
+    value, its_unit = summary_lag(summary)
+    return (value or 0) if its_unit == unit else 0
 
 
 def _gap(gap):

@@ -149,6 +149,7 @@ def cmd_validate(args):
 def cmd_plan(args):
     from .config.schedule import interval_containing
     from .planning.planner import plan_run
+    from .splits import lag_text
     cfg = find_pipeline(args)
     interval, checkpoint = None, None
     if cfg.mode == "interval":
@@ -164,10 +165,9 @@ def cmd_plan(args):
         checkpoint = _checkpoint_or_none(cfg)
     plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
                     interval=interval, checkpoint=checkpoint, properties=_properties(cfg))
-    fmt = type(cfg.source).describe_position
-    rows = [[s.id, s.key, fmt(s.start), fmt(getattr(s, "stop", None) or
-                                            getattr(s, "stop_before", None)),
-             getattr(s, "size", None) or None, s.lag] for s in plan.splits]
+    text_of = type(cfg.source).position_text
+    rows = [[s.id, s.key, text_of(s.start).full, text_of(s.end).full, s.size,
+             lag_text(s.lag, s.lag_unit) if s.lag is not None else None] for s in plan.splits]
     head = f"{cfg.name}: {len(plan.splits)} splits → {plan.partition}"
     if interval:
         head += f"  [{iso(interval.start)}, {iso(interval.end)})"

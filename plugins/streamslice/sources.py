@@ -11,12 +11,13 @@ executors call ``open_reader`` with the split the plan holds, the commit verifie
 from __future__ import annotations
 
 import importlib
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     import pyarrow as pa
 
@@ -26,8 +27,10 @@ if TYPE_CHECKING:
     from .reading.decode import Decoder
     from .reading.loop import SplitReader
     from .reading.staging import Staging
+    from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
+SplitT = TypeVar("SplitT", bound="Split")
 
 # kind → "module:Class"; imported on first use, so a Kafka run never loads boto3.
 SOURCES: dict[str, str] = {
@@ -36,13 +39,34 @@ SOURCES: dict[str, str] = {
 }
 
 
-def source_class(kind: str) -> type[Source]:
+def source_class(kind: str) -> type[Source[Any]]:
     try:
         module, _, name = SOURCES[kind].partition(":")
     except KeyError:
         raise ValueError(f"unknown source {kind!r} (known: {', '.join(SOURCES)})") from None
-    cls: type[Source] = getattr(importlib.import_module(module), name)
+    cls: type[Source[Any]] = getattr(importlib.import_module(module), name)
     return cls
+
+
+def position_text(kind: str | None, position: Any) -> PositionText:
+    """A position of a ``kind`` source for people (``splits.PositionText``: short + full).
+    For pages that know only the source's kind (from a plan's ``source`` or a DAG's tags);
+    an unknown kind or a value its source does not recognise is shown as it is."""
+    from .splits import NO_POSITION, PositionText
+    if position is None:
+        return NO_POSITION
+    if kind in SOURCES:
+        try:
+            return source_class(kind).position_text(position)
+        except (ValueError, KeyError, TypeError):
+            pass
+    return PositionText.plain(position if isinstance(position, str) else
+                              json.dumps(position, sort_keys=True))
+
+
+def lag_unit(kind: str | None) -> LagUnit | None:
+    """The unit a ``kind`` source's lag is measured in (``records`` or ``ms``)."""
+    return source_class(kind).lag_unit if kind in SOURCES else None
 
 
 @dataclass
@@ -60,7 +84,7 @@ class PlanRequest:
 class SourcePlan:
     """What a source's planner returns, the same shape for every source."""
 
-    splits: list[Any]
+    splits: Sequence[Split]
     gaps: list[dict[str, Any]] = field(default_factory=list)
     next_positions: dict[str, Any] = field(default_factory=dict)  # {} when readers decide
     info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
@@ -97,13 +121,15 @@ class LifecycleTask:
     doc: str
 
 
-class Source(ABC):
-    """One configured source. Instances are frozen dataclasses parsed from the YAML block."""
+class Source(ABC, Generic[SplitT]):
+    """One configured source. Instances are frozen dataclasses parsed from the YAML block;
+    ``SplitT`` is its split type (``splits.Split``)."""
 
     kind: ClassVar[str]
     option_prefix: ClassVar[str]  # client properties as Spark options: "kafka." / "aws."
     options: ClassVar[tuple[str, ...]]  # the source's own Spark option names
     conn_type: ClassVar[str]  # the Airflow connection type ``conn_id`` refers to
+    lag_unit: ClassVar[LagUnit]  # what its splits' lag counts: records, or ms behind the tip
     conn_id: str | None
 
     # -- configuration ----------------------------------------------------------------------
@@ -165,7 +191,7 @@ class Source(ABC):
     # -- reading (executors: these only get the plan) --------------------------------------
     @classmethod
     @abstractmethod
-    def split_from_dict(cls, data: dict[str, Any]) -> Any:
+    def split_from_dict(cls, data: dict[str, Any]) -> SplitT:
         """A split as the plan's JSON holds it → the split object."""
 
     @classmethod
@@ -175,7 +201,7 @@ class Source(ABC):
 
     @classmethod
     @abstractmethod
-    def open_reader(cls, split: Any, request: ReadRequest) -> SplitReader:
+    def open_reader(cls, split: SplitT, request: ReadRequest) -> SplitReader:
         """A reader for one split."""
 
     # -- commit ---------------------------------------------------------------------------
@@ -192,5 +218,10 @@ class Source(ABC):
         return merged
 
     @classmethod
-    def describe_position(cls, position: Any) -> str:
-        return str(position)
+    def position_text(cls, position: Any) -> PositionText:
+        """A position of this source (a split's start or end, a checkpoint value, a reader's
+        first or last position) for people: ``short`` for a table cell, ``full`` to copy."""
+        from .splits import NO_POSITION, PositionText
+        if position is None:
+            return NO_POSITION
+        return PositionText.plain(str(position))

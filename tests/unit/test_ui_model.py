@@ -39,12 +39,26 @@ def test_lag_per_split_over_runs_skips_runs_without_figures():
     assert lag_series(runs) == {"t:0": [(0, 9.0), (2, 2.0)], "t:1": [(2, 4.0)]}
 
 
-def test_checkpoint_next_to_the_high_watermark_the_last_plan_saw():
-    rows = checkpoint_rows({"positions": {"t:0": 7, "s:shardId-1": {"type": "AFTER", "n": "9"}}},
-                           [{"topic": "t", "partition": 0, "high_watermark": 10}])
-    assert rows == [{"split": "s:shardId-1", "next": "AFTER 9", "high_watermark": None,
-                     "behind": None},
-                    {"split": "t:0", "next": "7", "high_watermark": 10, "behind": 3}]
+def test_checkpoint_next_to_where_the_last_plan_ended_and_its_lag():
+    split = {"id": 0, "topic": "t", "partition": 0, "start": 3, "stop": 10,
+             "high_watermark": 10}
+    last = run("a", "success", records=7, lag_by_split={"t:0": 7}, lag_unit="records")
+    rows = checkpoint_rows({"positions": {"t:0": 10, "t:1": 4}}, [split], "kafka", last)
+    assert [(r["split"], r["next"].short, r["planned_end"].short, r["lag_text"])
+            for r in rows] == [("t:0", "10", "10", "7 records"), ("t:1", "4", "-", "-")]
+
+
+def test_kinesis_checkpoint_rows_show_short_sequence_numbers_and_time_behind():
+    seq = "49651234567890123456789012345678901234567890123456789012"
+    split = {"id": 0, "stream": "s", "shard_id": "shardId-1", "start": {"type": "TRIM_HORIZON"},
+             "stop_before": 1_714_521_600_000}
+    last = run("a", "success", records=1, lag_by_split={"s:shardId-1": 2500},
+               millis_behind_latest=2500)
+    (row,) = checkpoint_rows({"positions": {"s:shardId-1": {"after": seq}}}, [split], "kinesis",
+                             last)
+    assert (row["next"].short, row["next"].full) == ("after 4965…12", f"after {seq}")
+    assert row["planned_end"].short == "arrived before 2024-05-01T00:00:00.000Z"
+    assert row["lag_text"] == "2.5 s behind"
 
 
 def test_names_and_messages_are_escaped_everywhere():

@@ -17,6 +17,7 @@ from ..planning.plan import Interval, ReadPlan
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
 from ..sources import source_class
+from ..splits import summary_lag, total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
 from .hooks import source_properties, with_catalog_connection
@@ -114,18 +115,17 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
 def run_metrics(manifest: dict[str, Any],
                 positions: dict[str, Any] | None = None) -> dict[str, Any]:
     """What downstream DAGs and the Streamslice page see as the asset event's extra: the
-    run's counts, its lag per partition/shard and the checkpoint's next positions."""
+    run's counts, its lag per partition/shard (in ``lag_unit``) and the checkpoint's next
+    positions."""
     splits = manifest["splits"]
-    lag = [s.get("lag") for s in splits if s.get("lag") is not None]
-    behind = [s.get("millis_behind_latest") for s in splits
-              if s.get("millis_behind_latest") is not None]
+    lag = total_lag(splits)
+    units = {summary_lag(s)[1] for s in splits}
     out = {k: manifest[k] for k in ("partition", "records", "dead_letters", "late_records",
                                     "min_timestamp", "max_timestamp", "batch", "plan_id")}
     out.update(splits=len(splits), bytes=sum(s.get("bytes", 0) for s in splits),
-               lag_records=sum(lag) if lag else None,
-               millis_behind_latest=max(behind) if behind else None, gaps=len(manifest["gaps"]),
-               lag_by_split={s["key"]: s.get("lag") if s.get("lag") is not None
-                             else s.get("millis_behind_latest") for s in splits},
+               lag_records=lag["records"], millis_behind_latest=lag["ms"],
+               lag_unit=units.pop() if len(units) == 1 else None, gaps=len(manifest["gaps"]),
+               lag_by_split={s["key"]: summary_lag(s)[0] for s in splits},
                positions=positions or {})
     if manifest["dead_letters"]:
         out["dead_letter_uri"] = manifest.get("dead_letter_uri")

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from ..sources import SOURCES
 from ..timeutil import from_ms, to_ms
 from ..ui.model import Overview, Run
 from .alerting import ALERT_PREFIX, RECENT_ALERTS
@@ -33,7 +34,7 @@ def pipelines(session, dag_ids: set[str] | None) -> list[Overview]:
     for dag in session.scalars(query):
         tags = {t.name for t in dag.tags}
         rows.append(Overview(
-            dag_id=dag.dag_id, source=next((k for k in ("kafka", "kinesis") if k in tags), "-"),
+            dag_id=dag.dag_id, source=next((k for k in SOURCES if k in tags), "-"),
             mode=next((m for m in ("interval", "incremental") if m in tags), "-"),
             schedule=dag.timetable_summary if dag.timetable_summary not in (None, "None")
             else "manual", paused=bool(dag.is_paused),

@@ -27,8 +27,7 @@ def verify(plan: ReadPlan, staging: Staging) -> dict[str, Any]:
             problems.append(f"split {split.id} ({split.key}) left no summary")
         elif not s.get("reached_stop"):
             problems.append(f"split {split.id} ({split.key}) did not reach its stop")
-        elif (s.get("start") != split.start
-              or s.get("stop") != getattr(split, "stop", None)):
+        elif s.get("start") != split.start or s.get("stop") != split.end:
             problems.append(f"split {split.id} ({split.key}) summary is for another range")
     extra = set(summaries) - {s.id for s in plan.splits}
     if extra:
@@ -38,14 +37,14 @@ def verify(plan: ReadPlan, staging: Staging) -> dict[str, Any]:
         s = summaries.get(split.id) or {}
         expected[split.key] = expected.get(split.key, 0) + s.get("records", 0)
     staged = staged_counts(plan, staging)
-    ranged = source_class(plan.source).verify_columns[1] is not None
     for key in sorted(set(expected) | set(staged)):
         got, want = staged.get(key, {}).get("records", 0), expected.get(key, 0)
         if got != want:
             problems.append(f"{key}: {got} records staged, readers kept {want}")
         lo, hi = staged.get(key, {}).get("min"), staged.get(key, {}).get("max")
-        ranges = [(s.start, s.stop) for s in plan.splits if s.key == key] if ranged else []
-        if lo is not None and ranges and not (
+        ranges = [r for s in plan.splits if s.key == key
+                  for r in [s.offset_range] if r is not None]
+        if lo is not None and hi is not None and ranges and not (
                 min(r[0] for r in ranges) <= lo and hi < max(r[1] for r in ranges)):
             problems.append(f"{key}: staged offsets {lo}..{hi} fall outside the plan")
     dead = staging.dead_letter_rows()

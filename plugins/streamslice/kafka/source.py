@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SourceError
 from ..sources import ReadRequest, ResetTarget, Source, SourcePlan
-from .options import OPTIONS
+from ..splits import NO_POSITION, PositionText
+from .options import EARLIEST, LATEST, OPTIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class KafkaSource(Source):
+class KafkaSource(Source["KafkaSplit"]):
     subscriber: Subscriber
     start: KafkaPosition
     stop: KafkaPosition
@@ -43,6 +44,7 @@ class KafkaSource(Source):
     option_prefix = "kafka."
     options = OPTIONS
     conn_type = "kafka"
+    lag_unit = "records"
     verify_columns = (("topic", "partition"), "offset")
 
     # -- configuration ----------------------------------------------------------------------
@@ -156,3 +158,14 @@ class KafkaSource(Source):
                                 fault=request.fault,
                                 include_headers=request.plan.source_info.get("include_headers",
                                                                              True))
+
+    @classmethod
+    def position_text(cls, position: Any) -> PositionText:
+        """Offsets as they are (people compare them digit by digit); Spark-option splits
+        not bound yet start at ``earliest`` and stop at ``latest``."""
+        if position is None:
+            return NO_POSITION
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise ValueError(f"not a Kafka offset: {position!r}")
+        text = {EARLIEST: "earliest", LATEST: "latest"}.get(position, str(position))
+        return PositionText(text, text)

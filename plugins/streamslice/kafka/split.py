@@ -1,8 +1,11 @@
-"""A Kafka split: one topic-partition offset range ``[start, stop)``."""
+"""A Kafka split: one topic-partition offset range ``[start, stop)`` (``splits.Split``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ..splits import LagUnit
 
 
 @dataclass
@@ -21,9 +24,15 @@ class KafkaSplit:
     owned_until: int | None = None
     late: dict[str, Any] | None = None  # unresolved start/stop, bound when read (kafka.late)
 
+    lag_unit: ClassVar[LagUnit] = "records"
+
     @property
     def key(self) -> str:
         return f"{self.topic}:{self.partition}"
+
+    @property
+    def end(self) -> int:
+        return self.stop
 
     @property
     def size(self) -> int:
@@ -33,3 +42,10 @@ class KafkaSplit:
     def lag(self) -> int:
         """Records behind the high watermark at plan time (from where this split starts)."""
         return max(0, self.high_watermark - self.start)
+
+    @property
+    def offset_range(self) -> tuple[int, int]:
+        return self.start, self.stop
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -7,7 +7,7 @@ Checkpoint values per shard: ``{"after": seq}``, ``{"at": seq}``, ``{"at_timesta
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError
 from ..sources import ResetTarget
@@ -15,6 +15,7 @@ from .positions import NO_BOUND, AtTimestamp, TrimHorizon
 
 if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
+    from .split import KinesisSplit
 
 _SEQ = re.compile(r"\d{1,128}")
 
@@ -23,7 +24,7 @@ def next_positions(plan: ReadPlan, summaries: dict[int, dict[str, Any]],
                    base_positions: dict[str, Any] | None) -> dict[str, Any]:
     """``{stream:shard: {"after": seq} | {"at_timestamp": ms} | {"finished": true}}``."""
     positions = dict(base_positions or {})
-    for split in plan.splits:
+    for split in cast("list[KinesisSplit]", plan.splits):
         s = summaries[split.id]
         if s.get("finished"):
             positions[split.key] = {"finished": True}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PlanError
 from ..planning.bounds import resolve_time
+from ..splits import PositionText
 from ..timeutil import SYMBOLS, iso
 
 if TYPE_CHECKING:
@@ -229,3 +230,31 @@ class ArrivedBefore(Stop):
     def describe(self) -> str:
         ts = self.timestamp
         return f"arrived before {ts if ts in SYMBOLS else iso(int(ts))}"
+
+
+def position_text(value: Any) -> PositionText:
+    """Any Kinesis position for people (``splits.PositionText``): a split's start strategy, a
+    split's end, a checkpoint value or a reader's sequence number."""
+    if isinstance(value, str):
+        return PositionText.plain(value)
+    if not isinstance(value, dict):
+        raise ValueError(f"not a Kinesis position: {value!r}")
+    if "type" in value:
+        position = position_from_dict(value)
+        if isinstance(position, _Sequence):
+            word = "at" if isinstance(position, AtSequenceNumber) else "after"
+            return PositionText.labelled(word, position.seq)
+        text = position.describe()
+        return PositionText(text, text)
+    for word in ("after", "at"):
+        if word in value:
+            return PositionText.labelled(word, str(value[word]))
+    if "at_timestamp" in value:
+        text = f"at {iso(int(value['at_timestamp']))}"
+    elif "arrived_before" in value:
+        text = f"arrived before {iso(int(value['arrived_before']))}"
+    elif value.get("finished") or value.get("shard_end"):
+        text = "SHARD_END"
+    else:
+        raise ValueError(f"not a Kinesis position: {value!r}")
+    return PositionText(text, text)

@@ -57,7 +57,7 @@ class KinesisSplitReader(SplitReader):
 
     def summary_extra(self) -> dict[str, Any]:
         s = self.state
-        return {"finished": s.finished, "last_seq": s.last_seq,
+        return {"finished": s.finished, "last_seq": s.last_seq, "lag": s.millis_behind_first,
                 "millis_behind_latest": s.millis_behind_first,
                 "millis_behind_latest_end": s.millis_behind_last, "calls": s.calls,
                 "expired_iterators": s.expired_iterators, "resubscriptions": s.resubscriptions,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..aws import AwsAuth
 from ..sources import LifecycleTask, ReadRequest, ResetTarget, Source, SourcePlan
+from ..splits import NO_POSITION
 from .polling import PollingSettings
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
     from ..reading.decode import Decoder
     from ..sources import PlanRequest
+    from ..splits import PositionText
     from .positions import Position, Stop
     from .reader import KinesisSplitReader
     from .split import KinesisSplit
@@ -26,7 +28,7 @@ GLUE = "streamslice.airflow.efo"
 
 
 @dataclass(frozen=True)
-class KinesisSource(Source):
+class KinesisSource(Source["KinesisSplit"]):
     streams: tuple[str, ...]  # names or ARNs
     start: Position
     stop: Stop
@@ -48,6 +50,7 @@ class KinesisSource(Source):
     options = ("streamName", "startingPosition", "startingTimestamp", "endingTimestamp",
                "region", "endpointUrl", "consumerArns")
     conn_type = "aws"
+    lag_unit = "ms"
     verify_columns = (("stream", "shardId"), None)
 
     # -- configuration ----------------------------------------------------------------------
@@ -160,8 +163,6 @@ class KinesisSource(Source):
         return next_positions(plan, summaries, base)
 
     @classmethod
-    def describe_position(cls, position: Any) -> str:
-        from .positions import position_from_dict
-        if isinstance(position, dict) and "type" in position:
-            return position_from_dict(position).describe()
-        return str(position)
+    def position_text(cls, position: Any) -> PositionText:
+        from .positions import position_text
+        return NO_POSITION if position is None else position_text(position)

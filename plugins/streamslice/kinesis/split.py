@@ -1,13 +1,18 @@
-"""A Kinesis split: one shard, from a start position until an arrival-time bound or shard end.
+"""A Kinesis split: one shard, from a start position until an arrival-time bound or shard end
+(``splits.Split``).
 
 ``start`` is stored as a plain dict so plans stay JSON; ``start_position`` is its strategy
-object (``kinesis.positions``)."""
+object (``kinesis.positions``). How far behind a shard is only its reader learns
+(``MillisBehindLatest``), so ``lag`` is None here and the summary carries the reader's figure."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .positions import Position, position_from_dict
+from .positions import NO_BOUND, Position, position_from_dict
+
+if TYPE_CHECKING:
+    from ..splits import LagUnit
 
 
 @dataclass
@@ -21,6 +26,8 @@ class KinesisSplit:
     parents: list[str] = field(default_factory=list)
     stream_arn: str | None = None
 
+    lag_unit: ClassVar[LagUnit] = "ms"
+
     @property
     def key(self) -> str:
         return f"{self.stream}:{self.shard_id}"
@@ -30,9 +37,24 @@ class KinesisSplit:
         return position_from_dict(self.start)
 
     @property
-    def size(self) -> int:
-        return 0  # unknown until read
+    def end(self) -> dict[str, Any]:
+        """``{"arrived_before": ms}``, or ``{"shard_end": true}`` (read until the shard ends
+        or the reader has caught up)."""
+        if self.stop_before >= NO_BOUND:
+            return {"shard_end": True}
+        return {"arrived_before": self.stop_before}
+
+    @property
+    def size(self) -> None:
+        return None  # unknown until read
 
     @property
     def lag(self) -> None:
         return None
+
+    @property
+    def offset_range(self) -> None:
+        return None  # sequence numbers are not range-checked against the staged rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

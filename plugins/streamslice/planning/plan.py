@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..splits import Split
 
 PLAN_VERSION = 2
 
@@ -55,7 +58,7 @@ class ReadPlan:
     source: str  # a key of sources.SOURCES
     mode: str  # "interval" | "incremental" | "bounded"
     planned_at: int  # epoch ms
-    splits: list[Any]
+    splits: list[Split]
     partition: str  # output partition, relative: "interval=…" or "batch=…"
     output: OutputTarget | None = None
     run_id: str | None = None
@@ -73,7 +76,7 @@ class ReadPlan:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["splits"] = [asdict(s) for s in self.splits]
+        data["splits"] = [s.to_dict() for s in self.splits]
         return data
 
     @classmethod
@@ -94,7 +97,7 @@ class ReadPlan:
 
     @property
     def total_records_hint(self) -> int:
-        return sum(getattr(s, "size", 0) for s in self.splits)
+        return sum(s.size or 0 for s in self.splits)
 
 
 def build(cls: Any, data: dict[str, Any]) -> Any:

@@ -37,7 +37,7 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
     batch = (checkpoint.batch if checkpoint else 0) + 1 if mode == "incremental" else None
     return ReadPlan(
         pipeline=pipeline, source=source.kind, mode=mode, planned_at=now_ms,
-        splits=planned.splits, partition=partition_name(mode, interval, batch, run_id),
+        splits=list(planned.splits), partition=partition_name(mode, interval, batch, run_id),
         output=output, run_id=run_id, interval=interval, batch=batch,
         base_checkpoint=checkpoint.to_dict() if checkpoint else None,
         next_positions=planned.next_positions, gaps=planned.gaps,

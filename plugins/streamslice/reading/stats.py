@@ -1,15 +1,18 @@
-"""What a reader saw on one split: the summary the commit step verifies and the manifest shows."""
+"""What a reader saw on one split: the summary the commit step verifies and the manifest shows.
+
+``lag`` starts as the split's own (records behind at plan time); a reader that measures it
+(Kinesis' MillisBehindLatest) replaces it through ``note``. ``lag_unit`` says which it is."""
 import pyarrow.compute as pc
 
 
 class SplitStats:
     def __init__(self, split):
         self.split = split
-        self.d = {"split": split.id, "key": split.key, "start": _pos(split, "start"),
-                  "stop": _pos(split, "stop"), "scanned": 0, "records": 0, "late": 0,
+        self.d = {"split": split.id, "key": split.key, "start": split.start,
+                  "stop": split.end, "scanned": 0, "records": 0, "late": 0,
                   "outside_interval": 0, "dead_letters": 0, "bytes": 0,
                   "first": None, "last": None, "min_timestamp": None, "max_timestamp": None,
-                  "reached_stop": False, "lag": getattr(split, "lag", None)}
+                  "reached_stop": False, "lag": split.lag, "lag_unit": split.lag_unit}
 
     def scanned(self, positions):
         if not positions:
@@ -48,9 +51,3 @@ class SplitStats:
 
     def to_dict(self):
         return dict(self.d)
-
-
-def _pos(split, name):
-    value = getattr(split, name, None)
-    to_dict = getattr(value, "to_dict", None)
-    return to_dict() if to_dict is not None else value

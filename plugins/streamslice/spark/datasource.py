@@ -54,7 +54,7 @@ class PlanReader(DataSourceReader):
         from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
         self.kind, self.plan_json = plan.source, plan.to_json()
-        self.splits = [dict(s.__dict__) for s in plan.splits]
+        self.splits = [s.to_dict() for s in plan.splits]
         self.properties = client_properties(options, source_class(plan.source).option_prefix)
         self.read_options = json.loads(options.get("readoptions") or "{}")
         if "client" in options:  # a Spark user may set the Kafka client directly

@@ -3,7 +3,13 @@ recorded (the asset event's extra), the intervals its schedule expects, its chec
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+from ..sources import SOURCES, lag_unit, position_text, source_class
+from ..splits import LAG_UNITS, lag_text
+
+if TYPE_CHECKING:
+    from ..splits import LagUnit, Split
 
 # Cell states of the coverage strip, in legend order.
 STATES = ("published", "late", "empty", "failed", "running", "missing")
@@ -30,10 +36,26 @@ class Run:
 
     @property
     def lag(self) -> int | None:
-        """Records behind (Kafka) or milliseconds behind (Kinesis) when the run was planned."""
+        """How far behind the run started, in ``lag_unit``: records behind the end of the
+        partitions at plan time, or milliseconds behind the tip as the readers saw it."""
         m = self.metrics or {}
         return m.get("lag_records") if m.get("lag_records") is not None \
             else m.get("millis_behind_latest")
+
+    @property
+    def lag_unit(self) -> LagUnit | None:
+        m = self.metrics or {}
+        unit = m.get("lag_unit")
+        if unit in LAG_UNITS:
+            return cast("LagUnit", unit)
+        if m.get("lag_records") is not None:
+            return "records"
+        return "ms" if m.get("millis_behind_latest") is not None else None
+
+    @property
+    def lag_text(self) -> str:
+        """``1,234 records`` or ``2.5 s behind`` (``splits.lag_text``)."""
+        return lag_text(self.lag, self.lag_unit)
 
     @property
     def status(self) -> str:
@@ -96,34 +118,36 @@ def lag_series(runs: list[Run]) -> dict[str, list[tuple[int, float]]]:
     return series
 
 
-def checkpoint_rows(checkpoint: dict[str, Any] | None,
-                    splits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The checkpoint's next position per partition/shard next to what the latest plan saw
-    (Kafka's high watermark; Kinesis has no count behind, only time)."""
+def checkpoint_rows(checkpoint: dict[str, Any] | None, splits: list[dict[str, Any]],
+                    kind: str | None, last: Run | None = None) -> list[dict[str, Any]]:
+    """The checkpoint's next position per partition/shard, next to where the latest plan
+    ended it (``splits``: the plan's JSON splits) and its lag then (the ``last`` run's figure,
+    in its unit). Positions are ``splits.PositionText`` (short for the cell, full to copy)."""
     positions = (checkpoint or {}).get("positions") or {}
-    seen = {_split_key(s): s for s in splits}
+    planned = {s.key: s for s in _typed_splits(kind, splits)}
+    lags = ((last.metrics or {}).get("lag_by_split") or {}) if last else {}
+    unit = last.lag_unit if last else lag_unit(kind)
     rows = []
-    for key in sorted(set(positions) | set(seen)):
-        split = seen.get(key, {})
-        nxt, high = positions.get(key), split.get("high_watermark")
-        behind = high - nxt if isinstance(nxt, int) and isinstance(high, int) else None
-        rows.append({"split": key, "next": _position_text(nxt), "high_watermark": high,
-                     "behind": behind})
+    for key in sorted(set(positions) | set(planned)):
+        split = planned.get(key)
+        lag = lags.get(key, split.lag if split else None)
+        rows.append({"split": key, "next": position_text(kind, positions.get(key)),
+                     "planned_end": position_text(kind, split.end if split else None),
+                     "lag": lag, "lag_unit": unit, "lag_text": lag_text(lag, unit)})
     return rows
 
 
-def _split_key(split: dict[str, Any]) -> str:
-    if "topic" in split:
-        return f"{split['topic']}:{split['partition']}"
-    return f"{split.get('stream')}:{split.get('shard_id')}"
-
-
-def _position_text(position: Any) -> str:
-    if position is None:
-        return "-"
-    if isinstance(position, dict):  # a Kinesis position strategy as the plan stores it
-        return " ".join(str(v) for v in position.values())
-    return str(position)
+def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]:
+    if kind not in SOURCES:
+        return []
+    read = source_class(kind).split_from_dict
+    out = []
+    for data in splits:
+        try:
+            out.append(read(data))
+        except (TypeError, ValueError, KeyError):  # a plan of another release: left out
+            continue
+    return out
 
 
 @dataclass

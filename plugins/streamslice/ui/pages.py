@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..timeutil import iso
 from . import svg
 from .model import Cell, Overview, Run, checkpoint_rows, lag_series
+
+if TYPE_CHECKING:
+    from ..splits import PositionText
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#1c2833}
@@ -61,7 +64,7 @@ def overview(rows: list[Overview], base: str, airflow: str) -> str:
             f'<td>{escape(row.source)}</td><td>{escape(row.mode)}</td>'
             f'<td>{escape(row.schedule)}</td><td>{state}</td>'
             f'<td class="n">{_num(last.records if last else None)}</td>'
-            f'<td class="n">{_num(last.lag if last else None)}</td>'
+            f'<td class="n">{escape(last.lag_text) if last else "-"}</td>'
             f'<td class="n">{_num(last.dead_letters if last else None)}</td>'
             f'<td class="n">{row.alerts}</td><td>{"yes" if row.paused else "no"}</td></tr>')
     table = f"<table>{head}{''.join(body)}</table>" if body else \
@@ -130,14 +133,20 @@ def _checkpoint(view: PipelineView) -> str:
     cp = view.checkpoint
     if not cp:
         return '<p class="none">No checkpoint yet.</p>'
-    rows = "".join(f'<tr><td>{escape(r["split"])}</td><td>{escape(r["next"])}</td>'
-                   f'<td class="n">{_num(r["high_watermark"])}</td>'
-                   f'<td class="n">{_num(r["behind"])}</td></tr>'
-                   for r in checkpoint_rows(cp, view.plan_splits))
+    rows = "".join(f'<tr><td>{escape(r["split"])}</td>{_position(r["next"])}'
+                   f'{_position(r["planned_end"])}<td class="n">{escape(r["lag_text"])}</td>'
+                   "</tr>"
+                   for r in checkpoint_rows(cp, view.plan_splits, view.row.source,
+                                            view.recent[-1] if view.recent else None))
     return (f"<p>Batch {cp.get('batch')}, committed {_time(cp.get('committed_at'))} by "
             f"<code>{escape(str(cp.get('run_id')))}</code></p><table id=\"checkpoint\"><tr>"
-            "<th>Partition / shard</th><th>Next position</th><th>High watermark (last plan)"
-            f"</th><th>Behind</th></tr>{rows}</table>")
+            "<th>Partition / shard</th><th>Next position</th><th>Last plan ended at</th>"
+            f"<th>Lag (last run)</th></tr>{rows}</table>")
+
+
+def _position(text: PositionText) -> str:
+    """A position cell: the short form, the full value on hover (to copy)."""
+    return f'<td title="{escape(text.full)}">{escape(text.short)}</td>'
 
 
 def _history(runs: list[Run]) -> str:

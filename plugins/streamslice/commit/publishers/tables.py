@@ -28,7 +28,7 @@ def table_schema(plan: ReadPlan) -> pa.Schema:
 
 def commit_properties(plan: ReadPlan, manifest: dict[str, Any]) -> dict[str, str]:
     """Pipeline, run, plan id, the end position of every split, and the manifest itself."""
-    ends = {s.key: getattr(s, "stop", None) for s in plan.splits}
+    ends = {s.key: s.end for s in plan.splits}
     ends.update({k: v for k, v in plan.next_positions.items()})
     slim = {k: v for k, v in manifest.items() if k != "plan"}
     return {f"{PREFIX}pipeline": plan.pipeline, f"{PREFIX}run_id": str(manifest.get("run_id")),

@@ -1,0 +1,122 @@
+"""The Split contract (``splits.Split``) and how positions and lag are shown, for every
+registered source: what the planner, commit, CLI and UI rely on without knowing the source."""
+import json
+
+import pytest
+
+from streamslice.sources import SOURCES, lag_unit, position_text, source_class
+from streamslice.splits import PositionText, Split, elide, lag_text, summary_lag, total_lag
+
+SEQ = "49651234567890123456789012345678901234567890123456789012"
+
+# One planned split per source, as the plan's JSON holds it.
+SPLITS = {
+    "kafka": {"id": 3, "topic": "orders", "partition": 2, "start": 40, "stop": 90,
+              "log_start": 0, "high_watermark": 100},
+    "kinesis": {"id": 1, "stream": "trips", "shard_id": "shardId-000000000001",
+                "start": {"type": "AFTER_SEQUENCE_NUMBER", "seq": SEQ},
+                "stop_before": 1_714_521_600_000},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SPLITS))
+def test_every_source_split_meets_the_contract_and_round_trips(kind):
+    cls = source_class(kind)
+    split = cls.split_from_dict(SPLITS[kind])
+    assert isinstance(split, Split)
+    assert split.lag_unit == cls.lag_unit == lag_unit(kind)
+    assert SPLITS[kind].items() <= split.to_dict().items()
+    assert cls.split_from_dict(json.loads(json.dumps(split.to_dict()))) == split
+    # start and end are JSON values the source renders
+    json.dumps([split.start, split.end])
+    assert isinstance(cls.position_text(split.start), PositionText)
+    assert isinstance(cls.position_text(split.end), PositionText)
+
+
+def test_a_kafka_split_is_an_offset_range_with_records_behind():
+    split = source_class("kafka").split_from_dict(SPLITS["kafka"])
+    assert (split.key, split.start, split.end, split.size) == ("orders:2", 40, 90, 50)
+    assert (split.lag, split.lag_unit, split.offset_range) == (60, "records", (40, 90))
+
+
+def test_a_kinesis_split_ends_at_an_arrival_time_and_its_lag_is_the_readers():
+    split = source_class("kinesis").split_from_dict(SPLITS["kinesis"])
+    assert split.key == "trips:shardId-000000000001"
+    assert split.end == {"arrived_before": 1_714_521_600_000}
+    assert (split.size, split.lag, split.lag_unit, split.offset_range) == (None, None, "ms", None)
+    shard_end = source_class("kinesis").split_from_dict({**SPLITS["kinesis"],
+                                                         "stop_before": 2 ** 62})
+    assert shard_end.end == {"shard_end": True}
+    assert position_text("kinesis", shard_end.end).full == "SHARD_END"
+
+
+@pytest.mark.parametrize("kind, value, short, full", [
+    ("kafka", 4968, "4968", "4968"),
+    ("kafka", 123456789012345, "123456789012345", "123456789012345"),  # offsets are not cut
+    ("kafka", -2, "earliest", "earliest"),
+    ("kafka", -1, "latest", "latest"),
+    ("kinesis", {"after": SEQ}, "after 4965…12", f"after {SEQ}"),
+    ("kinesis", {"at": SEQ}, "at 4965…12", f"at {SEQ}"),
+    ("kinesis", SEQ, "4965…12", SEQ),
+    ("kinesis", {"type": "AFTER_SEQUENCE_NUMBER", "seq": SEQ}, "after 4965…12",
+     f"after {SEQ}"),
+    ("kinesis", {"type": "AT_SEQUENCE_NUMBER", "seq": SEQ}, "at 4965…12", f"at {SEQ}"),
+    ("kinesis", {"type": "TRIM_HORIZON"}, "TRIM_HORIZON", "TRIM_HORIZON"),
+    ("kinesis", {"type": "AT_TIMESTAMP", "timestamp": 1_714_521_600_000},
+     "AT_TIMESTAMP 2024-05-01T00:00:00.000Z", "AT_TIMESTAMP 2024-05-01T00:00:00.000Z"),
+    ("kinesis", {"at_timestamp": 1_714_521_600_000}, "at 2024-05-01T00:00:00.000Z",
+     "at 2024-05-01T00:00:00.000Z"),
+    ("kinesis", {"finished": True}, "SHARD_END", "SHARD_END"),
+    ("kinesis", {"arrived_before": 0}, "arrived before 1970-01-01T00:00:00.000Z",
+     "arrived before 1970-01-01T00:00:00.000Z"),
+    ("kafka", None, "-", "-"),
+    ("kinesis", None, "-", "-"),
+])
+def test_positions_have_a_short_and_a_full_text(kind, value, short, full):
+    text = position_text(kind, value)
+    assert (text.short, text.full, str(text)) == (short, full, full)
+
+
+@pytest.mark.parametrize("kind, value, full", [
+    ("kafka", {"after": "9"}, '{"after": "9"}'),  # not a Kafka offset: shown as it is
+    ("kinesis", 17, "17"),
+    ("nosuchsource", {"x": 1}, '{"x": 1}'),
+    (None, "abc", "abc"),
+])
+def test_a_position_a_source_does_not_know_is_shown_as_it_is(kind, value, full):
+    assert position_text(kind, value).full == full
+
+
+def test_elide_keeps_short_text_whole():
+    assert elide("12345678901") == "1234…01"
+    assert elide("1234567890") == "1234567890"
+    assert elide("abcdefghijklmnop", 3, 0) == "abc…"
+
+
+@pytest.mark.parametrize("value, unit, text", [
+    (None, "records", "-"), (0, "records", "0 records"), (1, "records", "1 record"),
+    (1234567, "records", "1,234,567 records"), (2500, "ms", "2.5 s behind"),
+    (3000, "ms", "3 s behind"), (200_000, "ms", "3 min 20 s behind"),
+    (120_000, "ms", "2 min behind"), (7_500_000, "ms", "2 h 5 min behind"),
+    (7_200_000, "ms", "2 h behind"), (5, None, "5 records"),
+])
+def test_lag_text_says_its_unit(value, unit, text):
+    assert lag_text(value, unit) == text
+
+
+def test_run_lag_adds_records_but_takes_the_worst_time_behind():
+    summaries = [{"lag": 5, "lag_unit": "records"}, {"lag": 7, "lag_unit": "records"},
+                 {"lag": 900, "lag_unit": "ms"}, {"lag": 100, "lag_unit": "ms"},
+                 {"lag": None, "lag_unit": "ms"}]
+    assert total_lag(summaries) == {"records": 12, "ms": 900}
+    assert total_lag([]) == {"records": None, "ms": None}
+
+
+def test_summaries_from_before_lag_unit_still_read():
+    assert summary_lag({"lag": None, "millis_behind_latest": 40}) == (40, "ms")
+    assert summary_lag({"lag": 3}) == (3, "records")
+
+
+def test_every_registered_source_names_its_lag_unit():
+    for kind in SOURCES:
+        assert source_class(kind).lag_unit in ("records", "ms")

@@ -1,6 +1,6 @@
 """The AWS Glue Schema Registry through boto3: a record's writer schema by its schema version
 UUID (``GetSchemaVersion``), and a schema's pinned or latest version by registry and schema
-name, with the pipeline's AWS connection (region, endpoint, credentials).
+name, with the pipeline's AWS connection (region, endpoint, role, credentials).
 
 A version id Glue does not have is ``UnknownSchema`` (that record is a dead letter); a
 registry or schema that does not exist, or access denied, is a ``ConfigError`` naming it;
@@ -94,24 +94,11 @@ class GlueRegistry(Registry):
 
 
 def _client(props: dict[str, Any]) -> Any:
-    import boto3
+    """A Glue client through the process's AWS session factory (``streamslice.aws``): the
+    connection's region, endpoint, profile and role (assumed here, refreshed), keys apart."""
     from botocore.config import Config
-    from botocore.exceptions import NoRegionError
-    kwargs: dict[str, Any] = {
-        "region_name": props.get("region") or None,
-        "endpoint_url": props.get("endpoint_url") or None,
-        "config": Config(retries={"total_max_attempts": 3, "mode": "standard"},
-                         connect_timeout=5, read_timeout=10)}
-    if props.get("access_key_id"):
-        kwargs.update(aws_access_key_id=props["access_key_id"],
-                      aws_secret_access_key=props.get("secret_access_key"),
-                      aws_session_token=props.get("session_token") or None)
-    try:
-        return boto3.session.Session().client(
-            "glue", **{k: v for k, v in kwargs.items() if v is not None})
-    except NoRegionError:
-        raise ConfigError("format.registry: no AWS region for the Glue Schema Registry (set "
-                          "region, the AWS connection's region_name, or AWS_DEFAULT_REGION)"
-                          ) from None
-    except ValueError as exc:
-        raise ConfigError(f"format.registry: endpoint_url: {exc}") from None
+
+    from ..aws import AwsAuth, aws_client
+    return aws_client("glue", AwsAuth.from_dict(props), props, config=Config(
+        retries={"total_max_attempts": 3, "mode": "standard"}, connect_timeout=5,
+        read_timeout=10))

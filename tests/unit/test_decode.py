@@ -10,6 +10,7 @@ def test_json_fields_and_errors():
         b'{"id": 1, "ok": true, "at": "2024-05-01T00:00:00Z", "n": 5}',
         b'{"id": 2, "at": 1714521600000, "extra": "ignored"}',
         b'{"id": 3.5}', None, b'{"n": 3000000000}', b'\xff'])
+    cols = [c.to_pylist() for c in cols]
     assert cols[0][:2] == [1, 2] and cols[1][:2] == [True, None]
     assert cols[2][0] == cols[2][1] == datetime(2024, 5, 1, tzinfo=timezone.utc)
     assert errors == {2: "field 'id': expected long, got 3.5",
@@ -20,7 +21,9 @@ def test_json_fields_and_errors():
 
 
 def test_string_and_raw():
-    assert Decoder("string").decode_values([b"caf\xc3\xa9", None]) == ([["café", None]], {})
+    (col,), errors = Decoder("string").decode_values([b"caf\xc3\xa9", None])
+    assert (col.to_pylist(), errors) == (["café", None], {})
     out, errors = Decoder("string").decode_values([b"\xc3"])
     assert errors == {0: "value is not valid UTF-8 at byte 0"}
-    assert Decoder().decode_values([b"\x00"]) == ([[b"\x00"]], {})
+    (col,), errors = Decoder().decode_values([b"\x00"])
+    assert (col.to_pylist(), errors) == ([b"\x00"], {})

@@ -3,7 +3,6 @@ dead letter with its reason, never a crash of the reader, and the rows always co
 declared Arrow types."""
 import json
 
-import pyarrow as pa
 import pytest
 
 from streamslice.reading.decode import ARROW_TYPES, Decoder
@@ -29,7 +28,7 @@ def test_every_hostile_value_is_a_row_or_a_dead_letter(typ):
     assert all(len(c) == len(HOSTILE) for c in columns)
     good = [i for i in range(len(HOSTILE)) if i not in errors]
     assert all(isinstance(reason, str) and reason for reason in errors.values())
-    pa.array([columns[0][i] for i in good], ARROW_TYPES[typ])  # the rows convert
+    assert columns[0].type == ARROW_TYPES[typ]  # the rows are Arrow of the declared type
     assert len(good) + len(errors) == len(HOSTILE)
 
 
@@ -44,7 +43,8 @@ def test_what_lands_where():
     assert "field 'id': expected long" in errors[1] and "field 'ts'" in errors[2]
     assert "field 'name': expected string" in errors[3]
     assert errors[4] in ("invalid JSON: nested too deeply",) or "JSON" in errors[4]
-    assert columns[3][6] != columns[3][6]  # NaN is a float value, kept
+    f = columns[3].to_pylist()[6]
+    assert f != f  # NaN is a float value, kept
 
 
 @pytest.mark.parametrize("fmt", ["raw", "string"])

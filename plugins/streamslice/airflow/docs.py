@@ -10,7 +10,7 @@ def dag_doc(cfg):
             ("Bounds", src.describe_bounds(cfg.mode)), ("Schedule", cfg.schedule or "manual"),
             ("Start date", iso(cfg.start_date) if cfg.start_date is not None else "-"),
             ("Allowed lateness", f"{cfg.allowed_lateness // 1000}s"),
-            ("Value format", cfg.decode.value), ("Output",
+            ("Value format", cfg.decode.value.name), ("Output",
                                                  f"`{cfg.output.dataset(cfg.name)}` "
                                                  f"({cfg.output.format})"),
             ("Pipeline file", f"`{cfg.file}`")]

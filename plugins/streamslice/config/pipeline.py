@@ -14,6 +14,7 @@ import yaml
 
 from ..alerts import AlertRules, parse_alerts
 from ..errors import ConfigError
+from ..formats import FormatSpec, format_class, formats_for
 from ..planning.plan import OutputTarget
 from ..sources import SOURCES, source_class
 from ..timeutil import parse_duration_ms, parse_timestamp_ms
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
 
 MODES = ("interval", "incremental")
 MAX_FILE_BYTES = 1024 * 1024
-VALUE_FORMATS = ("raw", "string", "json")
-KEY_FORMATS = ("raw", "string")
-FIELD_TYPES = ("string", "int", "long", "double", "float", "boolean", "timestamp", "binary")
 TABLE_FORMATS = ("iceberg", "delta")
 OUTPUT_FORMATS = ("parquet", "json", "orc", *TABLE_FORMATS)
 RUNNERS = ("local", "spark-submit", "emr-serverless", "connect")
@@ -40,14 +38,20 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 @dataclass(frozen=True)
 class Decoding:
-    value: str = "raw"
-    key: str = "raw"
-    schema: tuple[tuple[str, str], ...] = ()  # ((name, type), ...) for json
+    """The ``format:`` block: the value's and the key's format (``streamslice.formats``)."""
+
+    value: FormatSpec = FormatSpec()
+    key: FormatSpec = FormatSpec()
     on_error: str = "dead_letter"  # or "fail"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "key": self.key, "schema": [list(f) for f in self.schema],
+        return {"value": self.value.to_dict(), "key": self.key.to_dict(),
                 "on_error": self.on_error}
+
+    def prepared(self) -> Decoding:
+        """As the plan records it: each format's ``prepare`` ran (on the driver, per run)."""
+        return Decoding(format_class(self.value.name).prepare(self.value),
+                        format_class(self.key.name).prepare(self.key), self.on_error)
 
 
 @dataclass(frozen=True)
@@ -267,23 +271,10 @@ def _schedule(f, mode):
 
 
 def _decoding(f):
-    value = f.str("value", "raw", choices=VALUE_FORMATS)
-    schema: tuple[tuple[str, str], ...] = ()
-    if f.has("schema"):
-        if value != "json":
-            raise f.error("is only used with value: json", "schema")
-        raw = f.raw("schema")
-        if not isinstance(raw, dict) or not raw:
-            raise f.error("must map field names to types "
-                          f"({', '.join(FIELD_TYPES)})", "schema")
-        for name, typ in raw.items():
-            if typ not in FIELD_TYPES:
-                raise f.error(f"field {name!r}: type {typ!r} is not one of "
-                              f"{', '.join(FIELD_TYPES)}", "schema")
-        schema = tuple((str(k), v) for k, v in raw.items())
-    elif value == "json":
-        raise f.error("is required with value: json (map each field to a type)", "schema")
-    dec = Decoding(value=value, key=f.str("key", "raw", choices=KEY_FORMATS), schema=schema,
+    value = f.str("value", "raw", choices=formats_for("value"))
+    key = f.str("key", "raw", choices=formats_for("key"))
+    dec = Decoding(value=format_class(value).parse(f, "value"),
+                   key=format_class(key).parse(f, "key"),
                    on_error=f.str("on_error", "dead_letter", choices=("dead_letter", "fail")))
     f.done()
     return dec

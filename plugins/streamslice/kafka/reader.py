@@ -29,7 +29,7 @@ def record_schema(decoder: Decoder, interval_mode: bool,
                   include_headers: bool = True) -> pa.Schema:
     """Columns as Spark's Kafka source names them; json values become top-level fields;
     ``headers`` as with Spark's ``includeHeaders``."""
-    fields = [pa.field("key", decoder.key_field().type), *decoder.value_fields(), *_META]
+    fields = [*decoder.key_fields(), *decoder.value_fields(), *_META]
     if include_headers:
         fields.append(pa.field("headers", HEADERS))
     if interval_mode:
@@ -87,23 +87,22 @@ class KafkaSplitReader(SplitReader):
                 late_mask = late_mask.take(pa.array(kept_idx, pa.int64()))
             late = late_mask
             self.stats.outside(n - kept)
-        keys, key_errors = self.decoder.decode_keys(cols["key"])
+        key_cols, key_errors = self.decoder.decode_keys(cols["key"])
         value_cols, value_errors = self.decoder.decode_values(cols["value"])
         errors = {**value_errors, **key_errors}
         if errors:
             bad, good = self.failed_rows(errors, len(offsets),
                                          lambda row: f"offset {offsets[row].as_py()}")
             self.dead_letters(self._dead_letters(cols, offsets, ts, errors, bad))
-            keys = [keys[i] for i in good]
-            value_cols = [[c[i] for i in good] for c in value_cols]
+            good_idx = pa.array(good, pa.int64())
+            key_cols = [c.take(good_idx) for c in key_cols]
+            value_cols = [c.take(good_idx) for c in value_cols]
             cols = _take(cols, good)
             offsets, ts = cols["offset"], cols["timestamp"]
             if late is not None:
-                late = late.take(pa.array(good, pa.int64()))
-        arrays = [pa.array(keys, self.schema.field("key").type)]
-        for name, values in zip(self.schema.names[1:1 + len(value_cols)], value_cols):
-            arrays.append(pa.array(values, self.schema.field(name).type))
-        payload = _bytes(arrays[:1 + len(value_cols)])
+                late = late.take(good_idx)
+        arrays = [*key_cols, *value_cols]
+        payload = _bytes(arrays)
         count = len(offsets)
         arrays += [pa.repeat(pa.scalar(self.split.topic, pa.string()), count),
                    pa.repeat(pa.scalar(self.split.partition, pa.int32()), count),

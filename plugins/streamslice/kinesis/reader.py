@@ -82,8 +82,9 @@ class KinesisSplitReader(SplitReader):
                  pa.array([errors[i] for i in bad], pa.string())], schema=DEAD_LETTER_SCHEMA))
             seqs, subs, keys, arrivals = ([c[i] for i in good] for c in (seqs, subs, keys,
                                                                           arrivals))
-            value_cols = [[c[i] for i in good] for c in value_cols]
-        values = [pa.array(v, f.type) for v, f in zip(value_cols, self.schema)]
+            good_idx = pa.array(good, pa.int64())
+            value_cols = [c.take(good_idx) for c in value_cols]
+        values = value_cols
         meta = self._meta(seqs, subs, keys, arrivals)
         self.stats.kept(seqs, pa.array(arrivals, pa.int64()), None,
                         sum(a.nbytes for a in values))

@@ -41,4 +41,4 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
         output=output, run_id=run_id, interval=interval, batch=batch,
         base_checkpoint=checkpoint.to_dict() if checkpoint else None,
         next_positions=planned.next_positions, gaps=planned.gaps,
-        decode=decode.to_dict() if decode else {}, source_info=planned.info)
+        decode=decode.prepared().to_dict() if decode else {}, source_info=planned.info)

@@ -3,7 +3,7 @@
 Either ``plan`` (a ReadPlan as JSON, as the Airflow DAG passes it: it stays fixed, which is how
 a DAG run reads exactly what it planned) or a source's own options (``Source.from_options``:
 Spark's Kafka option names for Kafka), plus the decoding options every source shares:
-``valueFormat``, ``keyFormat``, ``schema`` (JSON ``{"field": "type"}``) and
+``valueFormat``, ``keyFormat``, ``schema`` (Spark DDL, or JSON ``{"field": "type"}``) and
 ``onDecodeError``. Option names are checked strictly: a misspelt one would silently read
 another range, so it fails naming the closest known option.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 
-from ..config.options import client_properties, json_option
+from ..config.options import client_properties
 from ..errors import ConfigError
 from ..planning.plan import ReadPlan
 
@@ -34,7 +34,8 @@ def check_names(opts: dict[str, str], kind: str, known: tuple[str, ...], prefix:
 
 
 def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
-    from ..config.pipeline import FIELD_TYPES, KEY_FORMATS, VALUE_FORMATS, Decoding
+    from ..config.pipeline import Decoding
+    from ..formats import format_class, formats_for
     from ..planning.planner import plan_run
     from ..sources import source_class
     opts = {k.lower(): v for k, v in options.items()}
@@ -46,19 +47,11 @@ def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
     cls = source_class(kind)
     check_names(opts, kind, cls.options, cls.option_prefix)
     source, props = cls.from_options(opts)
-    schema = json_option(opts, "schema") if "schema" in opts else {}
-    for name, typ in schema.items():
-        if typ not in FIELD_TYPES:
-            raise ConfigError(f"option schema: field {name!r}: type {typ!r} is not one of "
-                              f"{', '.join(FIELD_TYPES)}")
-    value = _choice(opts, "valueFormat", VALUE_FORMATS, "json" if schema else "raw")
-    if value == "json" and not schema:
-        raise ConfigError("option valueFormat json needs option schema (a JSON object of "
-                          "field → type)")
-    if schema and value != "json":
-        raise ConfigError("option schema is only used with valueFormat json")
-    decode = Decoding(value=value, key=_choice(opts, "keyFormat", KEY_FORMATS, "raw"),
-                      schema=tuple(schema.items()),
+    value = _choice(opts, "valueFormat", formats_for("value"),
+                    "json" if "schema" in opts else "raw")
+    key = _choice(opts, "keyFormat", formats_for("key"), "raw")
+    decode = Decoding(value=format_class(value).from_options(opts, "value"),
+                      key=format_class(key).from_options(opts, "key"),
                       on_error=_choice(opts, "onDecodeError", ("fail", "dead_letter"), "fail"))
     return plan_run(source, pipeline=opts.get("pipeline", "adhoc"), mode="bounded",
                     decode=decode, properties=props)

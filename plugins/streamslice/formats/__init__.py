@@ -1,0 +1,168 @@
+"""Record formats: how the bytes of a record's value (or key) become Arrow columns.
+
+One module per format (``raw``, ``string``, ``json``…) behind one small contract, ``Format``,
+and one line per format in ``FORMATS``. Nothing outside this package asks which format a
+pipeline uses: the config parses ``format:`` through ``Format.parse``, the plan records each
+format's ``FormatSpec`` (plain JSON), and the readers on the executors build the format from
+that spec and call ``fields`` and ``decode``.
+
+How a new format plugs in (e.g. ``avro``):
+
+1. ``formats/avro.py`` with a class ``Avro(BaseFormat)`` (``BaseFormat`` gives the defaults):
+
+   - ``name = "avro"``; ``roles = ("value", "key")`` where it may be used.
+   - ``parse(f, role) -> FormatSpec`` (classmethod): its settings from the pipeline file's
+     ``format:`` block. ``f`` is that block (``config.fields.Fields``): read only the keys
+     it owns with ``f.str``/``f.raw``/``f.child`` (e.g. ``schema``, ``registry``; for the key
+     role, ``key_``-prefixed ones), raise ``f.error(message, key)`` for a bad one (it names
+     file, line and field). Never call ``f.done()``: the block is shared. Return a
+     ``FormatSpec(name, schema, options)``: JSON-serialisable values only (it goes into the
+     ReadPlan that executors get; no secrets: credentials come from connections at read
+     time).
+   - ``from_options(options, role) -> FormatSpec`` (classmethod): the same from Spark data
+     source options (keys lower-cased; the shared ones are ``valueformat``, ``keyformat``,
+     ``schema``); raise ``errors.ConfigError`` naming the option.
+   - ``prepare(spec) -> FormatSpec`` (classmethod, optional): called once per run on the
+     driver when the plan is made; what it returns is recorded in the plan, so a retry
+     decodes exactly as the first attempt (pin a registry's latest schema version here).
+   - ``__init__(spec, role)``: on an executor, once per split reader: compile the decoder
+     (``role`` is ``"value"`` or ``"key"``, for reasons such as ``key is not valid UTF-8``).
+   - ``fields(column) -> list[pa.Field]``: the Arrow fields it makes of the record part
+     ``column`` (``"value"``, ``"key"``, Kinesis' ``"data"``): one field named ``column`` for
+     raw and string; a record format's top-level fields for a value (they become the
+     dataset's columns, as ``value: json`` does). Stable for a given spec: tables and
+     Spark see this schema before any record is read.
+   - ``decode(items) -> Decoded``: a batch of record parts (``bytes`` or ``None``) → one
+     ``pa.Array`` per field of ``fields``, each ``len(items)`` long and of exactly that
+     field's type, plus ``{row: reason}`` for the rows that did not decode. A failed row's
+     slots may hold anything (nulls): readers drop those rows and send them to the dead
+     letters with the reason (or fail the run with ``on_error: fail``). A reason is one
+     line that names what was wrong and where (``field 'user.tags[3]': expected int, got
+     "x"``). ``decode`` must never raise for a bad record: catch per record, never lose one.
+
+2. One line in ``FORMATS`` below: ``"avro": "streamslice.formats.avro:Avro"``. Pipeline files
+   accept ``format.value: avro`` (and ``format.key: avro`` if ``roles`` says so), Spark
+   accepts ``valueFormat=avro``; the readers, Parquet sink, tables and Spark schema follow
+   from ``fields``.
+
+3. Types: map the format's types to Arrow as Spark would (``formats.types``: Spark DDL ↔
+   Arrow, ``spark_type`` for names in messages); decimals ``decimal128(p, s)``, dates
+   ``date32``, timestamps ``timestamp("us", tz="UTC")`` (``types.TS``) or ``types.TS_NTZ``.
+
+4. Tests: ``tests/unit/test_formats_contract.py`` runs every registered format through the
+   contract (lengths, types, never raising on hostile bytes); add the format's own cases
+   beside it.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pyarrow as pa
+
+    from ..config.fields import Fields
+
+Role = Literal["value", "key"]
+
+# format name → "module:Class", imported on first use (a raw pipeline never loads msgspec).
+FORMATS: dict[str, str] = {
+    "raw": "streamslice.formats.raw:Raw",
+    "string": "streamslice.formats.string:String",
+    "json": "streamslice.formats.json:Json",
+}
+
+# One pa.Array per field of ``Format.fields``, each as long as the batch; {row: reason}.
+Decoded = tuple[list["pa.Array"], dict[int, str]]
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """A configured format as the plan records it: plain JSON values only."""
+
+    name: str = "raw"
+    schema: str = ""  # the declared fields as Spark DDL (json); "" where the format has none
+    options: dict[str, Any] = field(default_factory=dict)  # format-specific, JSON values
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "schema": self.schema, "options": dict(self.options)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | str) -> FormatSpec:
+        if isinstance(d, str):
+            return cls(name=d)
+        return cls(name=d.get("name", "raw"), schema=d.get("schema", ""),
+                   options=dict(d.get("options") or {}))
+
+
+class Format(Protocol):
+    """One record format (see the module docstring for how a new one plugs in)."""
+
+    name: ClassVar[str]
+    roles: ClassVar[tuple[Role, ...]]
+
+    def __init__(self, spec: FormatSpec, role: Role) -> None: ...
+
+    @classmethod
+    def parse(cls, f: Fields, role: Role) -> FormatSpec: ...
+
+    @classmethod
+    def from_options(cls, options: dict[str, str], role: Role) -> FormatSpec: ...
+
+    @classmethod
+    def prepare(cls, spec: FormatSpec) -> FormatSpec: ...
+
+    def fields(self, column: str) -> list[pa.Field]: ...
+
+    def decode(self, items: Sequence[bytes | None]) -> Decoded: ...
+
+
+class BaseFormat:
+    """Defaults for a format without settings of its own."""
+
+    name: ClassVar[str]
+    roles: ClassVar[tuple[Role, ...]] = ("value", "key")
+
+    def __init__(self, spec: FormatSpec, role: Role = "value") -> None:
+        self.spec, self.role = spec, role
+
+    @classmethod
+    def parse(cls, f: Fields, role: Role) -> FormatSpec:
+        if role == "value" and f.has("schema"):
+            raise f.error(f"is not used with value: {cls.name} (it is the fields of value: "
+                          "json)", "schema")
+        return FormatSpec(cls.name)
+
+    @classmethod
+    def from_options(cls, options: dict[str, str], role: Role) -> FormatSpec:
+        if role == "value" and "schema" in options:
+            from ..errors import ConfigError
+            raise ConfigError(f"option schema is not used with valueFormat {cls.name} (it is "
+                              "the fields of valueFormat json)")
+        return FormatSpec(cls.name)
+
+    @classmethod
+    def prepare(cls, spec: FormatSpec) -> FormatSpec:
+        return spec
+
+
+def format_class(name: str) -> type[Format]:
+    try:
+        module, _, attr = FORMATS[name].partition(":")
+    except KeyError:
+        raise ValueError(f"unknown format {name!r} (known: {', '.join(FORMATS)})") from None
+    cls: type[Format] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def make_format(spec: FormatSpec, role: Role = "value") -> Format:
+    """The format a spec describes, ready to decode (on an executor)."""
+    return format_class(spec.name)(spec, role)
+
+
+def formats_for(role: Role) -> tuple[str, ...]:
+    """The registered formats that may decode ``role`` (imports each, once)."""
+    return tuple(name for name in FORMATS if role in format_class(name).roles)

@@ -1,0 +1,449 @@
+"""``json``: one JSON object per record → the declared schema's columns, nested ones included.
+
+The schema is Spark DDL or the map form (``formats.types``). What a JSON value must be for each
+type (anything else is a dead letter naming the field's path, ``field 'user.tags[3]':
+expected int, got "x"``):
+
+- ``string``: a string (lone surrogates such as ``"\\ud800"`` cannot be UTF-8: refused);
+  ``binary``: a string, stored as its UTF-8 bytes; ``boolean``: ``true``/``false``;
+- ``tinyint``/``smallint``/``int``/``bigint``: an integer within the type's range (``1.0``
+  is refused); ``float``/``double``: any number, ``NaN`` and ``±Infinity`` included (as
+  Spark's ``allowNonNumericNumbers``); a finite number beyond ``float``'s range is refused;
+- ``decimal(p,s)``: a number or a numeric string with at most ``s`` decimal places and
+  ``p - s`` integer digits (nothing is rounded);
+- ``date``: ``"YYYY-MM-DD"`` (ISO 8601); ``timestamp``: ISO 8601 text (an offset or ``Z``;
+  none means UTC) or epoch milliseconds, kept to the microsecond; ``timestamp_ntz``: ISO 8601
+  text without an offset;
+- ``struct``: an object (other keys are ignored, missing ones are null); ``array``: an
+  array; ``map<string, …>``: an object;
+- ``NOT NULL``: the field must be present and not null.
+
+Two decoders, which agree (``tests/unit/test_json_format.py`` fuzzes one against the other):
+the fast one decodes each record with msgspec straight into the declared types (checked in C)
+and builds the whole batch's columns with pyarrow (C++); the reference one is ``json.loads``
+plus a walk over the declared type that says what does not fit and where. A record the fast
+decoder refuses goes to the reference, which decides: a row, or a dead letter with its reason.
+Only batches holding such records pay for the reference.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import date, datetime, timedelta, timezone
+from decimal import Context, Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NotRequired, Required, TypedDict
+
+import msgspec
+import pyarrow as pa
+
+from ..errors import ConfigError
+from . import BaseFormat, Decoded, FormatSpec, Role
+from .types import SchemaError, parse_schema, schema_from_mapping, spark_ddl, spark_type
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..config.fields import Fields
+
+UTC = timezone.utc
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+TS_RANGE_MS = (-62_135_596_800_000, 253_402_300_799_999)  # years 1 to 9999
+FLOAT32_MAX = 3.4028234663852886e38
+_INT_RANGES = {8: (-2**7, 2**7 - 1), 16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1),
+               64: (-2**63, 2**63 - 1)}
+_LABELS = {pa.int8(): "byte", pa.int16(): "short", pa.int32(): "int", pa.int64(): "long",
+           pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean",
+           pa.string(): "string", pa.binary(): "binary", pa.date32(): "date (YYYY-MM-DD)"}
+_DECIMALS = Context(prec=80, Emax=10**6, Emin=-10**6)  # room for any DECIMAL(38, s)
+
+
+def declared_schema(raw: Any) -> pa.Schema:
+    """A ``schema`` as a pipeline file or Spark option gives it: DDL text, or the map form."""
+    schema = schema_from_mapping(raw) if isinstance(raw, Mapping) else parse_schema(raw)
+    _check_json_types(schema)
+    return schema
+
+
+def _check_json_types(schema: pa.Schema | pa.StructType) -> None:
+    for field in schema:
+        typ = field.type
+        while pa.types.is_list(typ) or pa.types.is_map(typ):
+            if pa.types.is_map(typ) and not pa.types.is_string(typ.key_type):
+                raise SchemaError(f"field {field.name!r}: {spark_type(typ)}: JSON object "
+                                  "keys are strings, so a map's keys must be STRING")
+            typ = typ.item_type if pa.types.is_map(typ) else typ.value_type
+        if pa.types.is_struct(typ):
+            _check_json_types(typ)
+
+
+class Json(BaseFormat):
+    name = "json"
+    roles: ClassVar[tuple[Role, ...]] = ("value",)
+
+    @classmethod
+    def parse(cls, f: Fields, role: Role) -> FormatSpec:
+        key = "schema" if role == "value" else "key_schema"
+        if not f.has(key):
+            raise f.error(f"is required with {role}: json (Spark DDL such as 'id BIGINT, user "
+                          "STRUCT<name: STRING>', or a map of field → type)", key)
+        try:
+            return FormatSpec(cls.name, spark_ddl(declared_schema(f.raw(key))))
+        except SchemaError as exc:
+            raise f.error(str(exc), key) from None
+
+    @classmethod
+    def from_options(cls, options: dict[str, str], role: Role) -> FormatSpec:
+        text = options.get("schema")
+        if not text:
+            raise ConfigError("option valueFormat json needs option schema (Spark DDL such as "
+                              "'id BIGINT, user STRUCT<name: STRING>', or a JSON object of "
+                              "field → type)")
+        try:
+            raw: Any = text
+            if text.lstrip().startswith("{"):
+                raw = json.loads(text)
+            return FormatSpec(cls.name, spark_ddl(declared_schema(raw)))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"option schema is not a JSON object: {exc}") from None
+        except SchemaError as exc:
+            raise ConfigError(f"option schema: {exc}") from None
+
+    def __init__(self, spec: FormatSpec, role: Role = "value") -> None:
+        super().__init__(spec, role)
+        self.schema = parse_schema(spec.schema)
+        self.struct = pa.struct(list(self.schema))
+        self._fast = msgspec.json.Decoder(_msgspec_record(self.schema), dec_hook=_dec_hook)
+        self._slow = [(f.name, _converter(f.type), f.nullable) for f in self.schema]
+
+    def fields(self, column: str) -> list[pa.Field]:
+        return list(self.schema)
+
+    def decode(self, items: Sequence[bytes | None]) -> Decoded:
+        errors: dict[int, str] = {}
+        try:
+            rows: list[Any] = list(map(self._fast.decode, items))  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - some record does not fit: find which, below
+            rows = [self._one(row, raw, errors) for row, raw in enumerate(items)]
+        try:
+            struct = pa.array(rows, self.struct)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError):
+            # A value msgspec let through that Arrow refuses (a decimal's precision): the
+            # reference decides every record of this batch.
+            errors = {}
+            rows = [self._reference(row, raw, errors) for row, raw in enumerate(items)]
+            struct = _to_arrow(rows, self.struct, errors)
+        return [struct.field(i) for i in range(self.struct.num_fields)], errors
+
+    def _one(self, row: int, raw: bytes | None, errors: dict[int, str]) -> Any:
+        try:
+            return self._fast.decode(raw)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - the reference says why
+            return self._reference(row, raw, errors)
+
+    def _reference(self, row: int, raw: bytes | None, errors: dict[int, str]) -> Any:
+        """One record through the reference decoder: the row's values, or None with its
+        reason in ``errors``."""
+        try:
+            if raw is None:
+                raise _Bad("value is null, expected a JSON object")
+            try:
+                obj = json.loads(raw.decode("utf-8"), parse_float=Decimal)
+            except UnicodeDecodeError as exc:
+                raise _Bad(f"invalid JSON: not UTF-8 at byte {exc.start}") from None
+            except json.JSONDecodeError as exc:
+                raise _Bad(f"invalid JSON: {exc}") from None
+            except RecursionError:
+                raise _Bad("invalid JSON: nested too deeply") from None
+            if not isinstance(obj, dict):
+                raise _Bad(f"expected a JSON object, got {_json_kind(obj)}")
+            out = {}
+            for name, conv, nullable in self._slow:
+                value = obj.get(name)
+                if value is None and not nullable:
+                    raise _Bad(f"field {name!r}: is NOT NULL, got "
+                               f"{'null' if name in obj else 'nothing'}")
+                out[name] = conv(value, name)
+            return out
+        except _Bad as exc:
+            errors[row] = str(exc)
+        except RecursionError:
+            errors[row] = "invalid JSON: nested too deeply"
+        except Exception as exc:  # noqa: BLE001 - a value must never take the reader down
+            errors[row] = f"cannot decode: {type(exc).__name__}: {str(exc)[:200]}"
+        return None
+
+
+def _to_arrow(rows: list[Any], struct: pa.StructType, errors: dict[int, str]) -> pa.Array:
+    """The reference's rows as Arrow; should one still not convert (a bug), it becomes a dead
+    letter instead of taking the batch down."""
+    try:
+        return pa.array(rows, struct)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        pass
+    for row, value in enumerate(rows):
+        try:
+            pa.array([value], struct)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+            errors[row] = f"cannot convert to Arrow: {str(exc)[:200]}"
+            rows[row] = None
+    return pa.array(rows, struct)
+
+
+class _Bad(ValueError):
+    """A record that does not fit its schema (the message is the dead letter's reason)."""
+
+
+# -- the reference decoder: json.loads output → values for pa.array, with paths ---------------
+Conv = Callable[[Any, str], Any]
+
+
+def _converter(typ: pa.DataType) -> Conv:
+    """What a JSON value of ``typ`` must be, as a function (value, path) → Arrow-ready value."""
+    inner = _nonnull_converter(typ)
+
+    def conv(value: Any, path: str) -> Any:
+        return None if value is None else inner(value, path)
+    return conv
+
+
+def _nonnull_converter(typ: pa.DataType) -> Conv:
+    if pa.types.is_struct(typ):
+        children = [(f.name, _converter(f.type), f.nullable) for f in typ]
+
+        def struct(value: Any, path: str) -> Any:
+            if not isinstance(value, dict):
+                raise _mismatch(path, "struct (a JSON object)", value)
+            out = {}
+            for name, conv, nullable in children:
+                child = value.get(name)
+                if child is None and not nullable:
+                    raise _Bad(f"field {path + '.' + name!r}: is NOT NULL, got "
+                               f"{'null' if name in value else 'nothing'}")
+                out[name] = conv(child, f"{path}.{name}")
+            return out
+        return struct
+    if pa.types.is_list(typ):
+        element = _converter(typ.value_type)
+
+        def array(value: Any, path: str) -> Any:
+            if not isinstance(value, list):
+                raise _mismatch(path, f"{spark_type(typ)} (a JSON array)", value)
+            return [element(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return array
+    if pa.types.is_map(typ):
+        item = _converter(typ.item_type)
+
+        def mapping(value: Any, path: str) -> Any:
+            if not isinstance(value, dict):
+                raise _mismatch(path, f"{spark_type(typ)} (a JSON object)", value)
+            out = []
+            for k, v in value.items():
+                at = f"{path}[{json.dumps(k)}]"
+                if not _unicode(k):
+                    raise _Bad(f"field {at!r}: a map key that cannot be UTF-8")
+                out.append((k, item(v, at)))
+            return out
+        return mapping
+    return _scalar(typ)
+
+
+def _scalar(typ: pa.DataType) -> Conv:
+    label = _LABELS.get(typ, spark_type(typ))
+
+    def check(ok: Callable[[Any], bool], make: Callable[[Any], Any] = lambda v: v) -> Conv:
+        def run(value: Any, path: str) -> Any:
+            if not ok(value):
+                raise _mismatch(path, label, value)
+            return make(value)
+        return run
+
+    if pa.types.is_integer(typ):
+        lo, hi = _INT_RANGES[typ.bit_width]
+        return check(lambda v: type(v) is int and lo <= v <= hi)
+    if pa.types.is_floating(typ):
+        limit = FLOAT32_MAX if typ == pa.float32() else None
+        return check(lambda v: (_is_number(v) or isinstance(v, Decimal))
+                     and _float_ok(v, limit), float)
+    if pa.types.is_boolean(typ):
+        return check(lambda v: isinstance(v, bool))
+    if pa.types.is_string(typ):
+        return check(lambda v: isinstance(v, str) and _unicode(v))
+    if pa.types.is_binary(typ):
+        return check(lambda v: isinstance(v, str) and _unicode(v), lambda v: v.encode())
+    if pa.types.is_decimal(typ):
+        return _decimal(typ)
+    if pa.types.is_date32(typ):
+        return _hooked(_date, label)
+    if pa.types.is_timestamp(typ):
+        if typ.tz is None:
+            return _hooked(_timestamp_ntz, "timestamp_ntz (ISO 8601 without an offset)")
+        return _hooked(_timestamp, "timestamp (ISO 8601 or epoch ms)")
+    raise SchemaError(f"type {spark_type(typ)} cannot be read from JSON")
+
+
+def _hooked(parse: Callable[[Any], Any], label: str) -> Conv:
+    def run(value: Any, path: str) -> Any:
+        try:
+            return parse(float(value) if isinstance(value, Decimal) else value)
+        except (ValueError, TypeError, OverflowError):
+            raise _mismatch(path, label, value) from None
+    return run
+
+
+def _decimal(typ: pa.Decimal128Type) -> Conv:
+    precision, scale = typ.precision, typ.scale
+    label = spark_type(typ)
+    quantum = Decimal(1).scaleb(-scale)
+
+    def run(value: Any, path: str) -> Any:
+        try:
+            if isinstance(value, bool) or not isinstance(value, (int, Decimal, str)):
+                raise InvalidOperation
+            number = _DECIMALS.create_decimal(value) if isinstance(value, str) \
+                else Decimal(value)
+            if not number.is_finite():
+                raise InvalidOperation
+        except (InvalidOperation, ValueError):
+            raise _mismatch(path, label, value) from None
+        if number and number.adjusted() >= precision - scale:
+            raise _Bad(f"field {path!r}: {_show(value)} does not fit {label} (more than "
+                       f"{precision - scale} digits before the decimal point)")
+        exact = number.quantize(quantum, context=_DECIMALS)
+        if exact != number:
+            raise _Bad(f"field {path!r}: {_show(value)} does not fit {label} (more than "
+                       f"{scale} decimal places)")
+        return exact
+    return run
+
+
+# -- values both decoders parse the same way (msgspec calls these through ``dec_hook``) -------
+def _date(value: Any) -> date:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return date.fromisoformat(value)
+
+
+def _timestamp(value: Any) -> datetime:
+    """ISO 8601 text (no offset means UTC) or epoch milliseconds → an aware UTC datetime."""
+    if isinstance(value, str):
+        parsed = datetime.fromisoformat(value.strip())
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    if _is_number(value) and TS_RANGE_MS[0] <= value <= TS_RANGE_MS[1]:
+        return EPOCH + timedelta(milliseconds=value)
+    raise ValueError(value)
+
+
+def _timestamp_ntz(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    parsed = datetime.fromisoformat(value.strip())
+    if parsed.tzinfo is not None:
+        raise ValueError(value)
+    return parsed
+
+
+class _Parsed(type):
+    """msgspec checks that ``dec_hook`` returned an instance of the type it asked for; these
+    marker types stand for what their ``parse`` returns (a date, a datetime)."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, date)
+
+
+class _Date(metaclass=_Parsed):
+    parse = staticmethod(_date)
+
+
+class _Timestamp(metaclass=_Parsed):
+    parse = staticmethod(_timestamp)
+
+
+class _TimestampNTZ(metaclass=_Parsed):
+    parse = staticmethod(_timestamp_ntz)
+
+
+def _dec_hook(typ: type, value: Any) -> Any:
+    return typ.parse(value)  # type: ignore[attr-defined]
+
+
+# -- the fast decoder: the schema as msgspec types ---------------------------------------------
+_counter = iter(range(1 << 62))
+
+
+def _msgspec_record(schema: pa.Schema | pa.StructType) -> Any:
+    fields: dict[str, Any] = {}
+    for f in schema:
+        typ = _msgspec_type(f.type)
+        fields[f.name] = NotRequired[typ | None] if f.nullable else Required[typ]
+    return TypedDict(f"Record{next(_counter)}", fields, total=False)  # type: ignore[operator]
+
+
+def _msgspec_type(typ: pa.DataType) -> Any:
+    if pa.types.is_struct(typ):
+        return _msgspec_record(typ)
+    if pa.types.is_list(typ):
+        return list[_msgspec_type(typ.value_type) | None]  # type: ignore[misc]
+    if pa.types.is_map(typ):
+        return dict[str, _msgspec_type(typ.item_type) | None]  # type: ignore[misc]
+    if pa.types.is_integer(typ):
+        lo, hi = _INT_RANGES[typ.bit_width]
+        return Annotated[int, msgspec.Meta(ge=lo, le=hi)]
+    if typ == pa.float32():
+        return Annotated[float, msgspec.Meta(ge=-FLOAT32_MAX, le=FLOAT32_MAX)]
+    if pa.types.is_floating(typ):
+        return float
+    if pa.types.is_boolean(typ):
+        return bool
+    if pa.types.is_string(typ) or pa.types.is_binary(typ):
+        return str
+    if pa.types.is_decimal(typ):
+        return Decimal
+    if pa.types.is_date32(typ):
+        return _Date
+    if pa.types.is_timestamp(typ):
+        return _Timestamp if typ.tz is not None else _TimestampNTZ
+    raise SchemaError(f"type {spark_type(typ)} cannot be read from JSON")
+
+
+# -- small helpers --------------------------------------------------------------------------
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _float_ok(value: Any, limit: float | None) -> bool:
+    """Finite numbers within the column's range (NaN and ±Infinity are kept as they are)."""
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return False
+    return limit is None or number != number or abs(number) == float("inf") or \
+        abs(number) <= limit
+
+
+def _unicode(text: str) -> bool:
+    """JSON can carry lone surrogates (\\ud800) that no UTF-8 column can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _mismatch(path: str, label: str, value: Any) -> _Bad:
+    return _Bad(f"field {path!r}: expected {label}, got {_show(value)}")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Decimal):
+        return str(value)[:40]
+    try:
+        return json.dumps(value, default=str)[:40]
+    except (ValueError, RecursionError):
+        return type(value).__name__
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "list", str: "str", bool: "bool", int: "int", Decimal: "float",
+            float: "float"}.get(type(value), type(value).__name__)

@@ -1,0 +1,37 @@
+"""Every registered format keeps the contract of ``streamslice.formats``: ``fields`` is stable,
+``decode`` returns one array per field, of the batch's length and the field's exact type, and
+never raises on hostile bytes: each record is a row or a reason."""
+import pytest
+
+from streamslice.formats import FORMATS, FormatSpec, format_class, make_format
+
+HOSTILE = [b"", None, b"\xff\xfe", b"\x00" * 7, b"{", b'{"a": 1}', b"[" * 50_000,
+           b'"\\ud800"', b"42", "é".encode(), b"\xed\xa0\x80", b" " * 1000]
+# A spec each format can be built from without a registry or a file.
+SPECS = {"json": FormatSpec("json", "a INT, b STRUCT<c: ARRAY<STRING>>")}
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("role", ["value", "key"])
+def test_every_format_keeps_the_contract(name, role):
+    cls = format_class(name)
+    if role not in cls.roles:
+        pytest.skip(f"{name} is not a {role} format")
+    spec = SPECS.get(name, FormatSpec(name))
+    fmt = make_format(spec, role)
+    fields = fmt.fields(role)
+    assert fields and fields == make_format(spec, role).fields(role)
+    arrays, errors = fmt.decode(HOSTILE)
+    assert len(arrays) == len(fields)
+    for array, field in zip(arrays, fields):
+        assert len(array) == len(HOSTILE) and array.type == field.type
+    assert set(errors) <= set(range(len(HOSTILE)))
+    assert all(isinstance(reason, str) and reason and "\n" not in reason
+               for reason in errors.values())
+    assert cls.prepare(spec) == spec or cls.prepare(spec).name == name
+    assert FormatSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_an_unknown_format_is_named():
+    with pytest.raises(ValueError, match="unknown format 'avro2'.*raw, string, json"):
+        format_class("avro2")

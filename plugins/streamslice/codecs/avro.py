@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..registry.base import Registered
+    from ..registry.wire import Frame
 
 TS_UTC = pa.timestamp("us", tz="UTC")
 TS_NTZ = pa.timestamp("us")
@@ -252,8 +253,7 @@ class AvroCodec(Codec):
             self._readers[key] = got
         return got
 
-    def reader_for_frame(self, writer: Registered | None,
-                         indexes: tuple[int, ...]) -> Reader:
+    def reader_for_frame(self, writer: Registered | None, frame: Frame | None) -> Reader:
         if writer is None:
             return self.reader_for(None, None)
         return self.reader_for((writer.name, writer.id), writer.text, named_types(writer))

@@ -21,8 +21,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..registry.base import Registered, Registry
+    from ..registry.wire import Frame
 
 _CORRUPT = (EOFError, IndexError, struct.error, OverflowError, MemoryError)
+
+
+class Refused(ValueError):
+    """A codec's reason to refuse every record of a writer schema and frame, said as is."""
 
 
 class Codec:
@@ -32,7 +37,9 @@ class Codec:
     protobuf: bool = False  # frames carry a message index
 
     def reader_for_frame(self, writer: Registered | None,
-                         indexes: tuple[int, ...]) -> Callable[[bytes], Any]:
+                         frame: Frame | None) -> Callable[[bytes], Any]:
+        """How to read a record's payload; ``writer`` and ``frame`` are None for plain
+        records (the pipeline's own schema). Raise to make its records dead letters."""
         raise NotImplementedError
 
     def fields(self) -> list[pa.Field]:
@@ -84,22 +91,22 @@ class Framed:
         if self.registry is None:
             if data is None:
                 raise FrameError("value is null")
-            return self._reader(None, None, ())(data)
+            return self._reader(None)(data)
         frame = parse(data, self.codec.protobuf)
-        return self._reader(frame.key, frame, frame.indexes)(frame.payload)
+        return self._reader(frame)(frame.payload)
 
-    def _reader(self, key: Any, frame: Any, indexes: tuple[int, ...]) -> Callable[[bytes], Any]:
-        cache_key = (key, indexes)
+    def _reader(self, frame: Frame | None) -> Callable[[bytes], Any]:
+        cache_key = (frame.key, frame.indexes) if frame is not None else None
         got = self._readers.get(cache_key)
         if got is None:
-            got = self._make(frame, indexes)
+            got = self._make(frame)
             with self._lock:
                 self._readers[cache_key] = got
         if isinstance(got, str):
             raise UnknownSchema(got)
         return got
 
-    def _make(self, frame: Any, indexes: tuple[int, ...]) -> Callable[[bytes], Any] | str:
+    def _make(self, frame: Frame | None) -> Callable[[bytes], Any] | str:
         writer = None
         if frame is not None:
             assert self.registry is not None
@@ -111,7 +118,9 @@ class Framed:
                 return (f"{writer.name} is a {writer.schema_type} schema, but the format "
                         f"reads {self.codec.schema_type}")
         try:
-            return self.codec.reader_for_frame(writer, indexes)
+            return self.codec.reader_for_frame(writer, frame)
+        except Refused as exc:
+            return str(exc)
         except Exception as exc:
             if _stops_the_read(exc):
                 raise

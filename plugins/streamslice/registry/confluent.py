@@ -102,7 +102,8 @@ class ConfluentRegistry(Registry):
             raise SourceError(f"{self.where} cannot be reached for {name}: {exc}; "
                               "the read will be retried") from None
         except Exception as exc:  # httpx's transport errors (timeouts, refused, TLS)
-            if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "ssl"):
+            if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore",
+                                                         "httpcore2", "ssl"):
                 raise SourceError(f"{self.where} cannot be reached for {name}: "
                                   f"{type(exc).__name__}: {exc}; the read will be retried"
                                   ) from None

@@ -68,3 +68,35 @@ def test_undecodable_records_go_to_dead_letters_with_their_headers():
     assert dead.column("offset").to_pylist() == [5]
     assert dead.column("headers").to_pylist() == [[{"key": "trace", "value": b"x"}]]
     assert dead.column("error").to_pylist()[0].startswith("invalid JSON")
+
+
+def test_nested_json_rows_and_dead_letters_with_the_bad_fields_path():
+    from streamslice.formats import FormatSpec
+    ddl = "id BIGINT, user STRUCT<name: STRING, tags: ARRAY<STRING>>, amount DECIMAL(9,2)"
+    values = [b'{"id": 1, "user": {"name": "a", "tags": ["x"]}, "amount": 1.5}',
+              b'{"id": 2, "user": {"tags": ["x", "y", "z", 4]}}',
+              b'{"id": 3, "amount": 1.234}', b'{"id": 4, "user": {"name": "d"}}']
+    r = reader(Decoder(FormatSpec("json", ddl)))
+    batch = r.to_arrow(raw([0, 1, 2, 3], values=values))
+    assert batch.schema.field("user").type == pa.struct(
+        [("name", pa.string()), ("tags", pa.list_(pa.field("element", pa.string())))])
+    assert batch.column("offset").to_pylist() == [0, 3]
+    assert batch.column("user").to_pylist() == [{"name": "a", "tags": ["x"]},
+                                                {"name": "d", "tags": None}]
+    dead = pa.Table.from_batches(r._dead).to_pylist()
+    assert [(d["offset"], d["error"]) for d in dead] == [
+        (1, "field 'user.tags[3]': expected string, got 4"),
+        (2, "field 'amount': 1.234 does not fit decimal(9,2) (more than 2 decimal places)")]
+    assert dead[0]["value"] == values[1]  # the record as it was read
+
+
+def test_on_error_fail_stops_at_the_first_bad_record_naming_it():
+    import pytest
+
+    from streamslice.errors import DecodeError
+    from streamslice.formats import FormatSpec
+    r = reader(Decoder(FormatSpec("json", "user STRUCT<tags: ARRAY<INT>>"), on_error="fail"))
+    with pytest.raises(DecodeError, match=r"t:3 offset 8: field 'user.tags\[1\]': expected "
+                                          r"int, got \"x\" \(format.on_error is fail\)"):
+        r.to_arrow(raw([7, 8, 9], values=[b'{"user": {}}', b'{"user": {"tags": [1, "x"]}}',
+                                          b"{"]))

@@ -23,7 +23,7 @@ the fast one decodes each record with msgspec straight into the declared types (
 and builds the whole batch's columns with pyarrow (C++); the reference one is ``json.loads``
 plus a walk over the declared type that says what does not fit and where. A record the fast
 decoder refuses goes to the reference, which decides: a row, or a dead letter with its reason.
-Only batches holding such records pay for the reference.
+Only such records pay for the reference.
 """
 from __future__ import annotations
 
@@ -126,11 +126,11 @@ class Json(BaseFormat):
             rows = [self._one(row, raw, errors) for row, raw in enumerate(items)]
         try:
             struct = pa.array(rows, self.struct)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError):
-            # A value msgspec let through that Arrow refuses (a decimal's precision): the
-            # reference decides every record of this batch.
-            errors = {}
-            rows = [self._reference(row, raw, errors) for row, raw in enumerate(items)]
+        except _ARROW_ERRORS:
+            # A value msgspec let through that Arrow refuses (a decimal beyond its
+            # precision): the reference decides those records.
+            for row in _unconvertible(rows, self.struct, 0, len(rows)):
+                rows[row] = self._reference(row, items[row], errors)
             struct = _to_arrow(rows, self.struct, errors)
         return [struct.field(i) for i in range(self.struct.num_fields)], errors
 
@@ -173,17 +173,32 @@ class Json(BaseFormat):
         return None
 
 
+_ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
+
+
+def _unconvertible(rows: list[Any], struct: pa.StructType, lo: int, hi: int) -> list[int]:
+    """The rows in ``[lo, hi)`` Arrow refuses, found by halving (a few conversions each)."""
+    try:
+        pa.array(rows[lo:hi], struct)
+        return []
+    except _ARROW_ERRORS:
+        if hi - lo == 1:
+            return [lo]
+    mid = (lo + hi) // 2
+    return _unconvertible(rows, struct, lo, mid) + _unconvertible(rows, struct, mid, hi)
+
+
 def _to_arrow(rows: list[Any], struct: pa.StructType, errors: dict[int, str]) -> pa.Array:
     """The reference's rows as Arrow; should one still not convert (a bug), it becomes a dead
     letter instead of taking the batch down."""
     try:
         return pa.array(rows, struct)
-    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+    except _ARROW_ERRORS:
         pass
     for row, value in enumerate(rows):
         try:
             pa.array([value], struct)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+        except _ARROW_ERRORS as exc:
             errors[row] = f"cannot convert to Arrow: {str(exc)[:200]}"
             rows[row] = None
     return pa.array(rows, struct)

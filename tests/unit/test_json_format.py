@@ -1,0 +1,183 @@
+"""value: json with nested types: what lands as a row, what becomes a dead letter and with which
+reason (the bad field's path), and the fast decoder (msgspec + pyarrow) agreeing with the
+reference one (json.loads + a typed walk) on hostile and random records."""
+import json
+import random
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from streamslice.formats import FormatSpec
+from streamslice.formats.json import Json
+
+DDL = ("id BIGINT NOT NULL, user STRUCT<name: STRING, tags: ARRAY<STRING>>, "
+       "amount DECIMAL(18,2), day DATE, attrs MAP<STRING, STRING>, at TIMESTAMP, "
+       "local TIMESTAMP_NTZ, small SMALLINT, tiny TINYINT, ratio FLOAT, ok BOOLEAN")
+GOOD = [
+    {"id": 1, "user": {"name": "ann", "tags": ["a", "b", None]}, "amount": 12.34,
+     "day": "2024-05-01", "attrs": {"k": "v", "n": None}, "at": "2024-05-01T10:00:00.123456Z",
+     "local": "2024-05-01T10:00:00", "small": -32768, "tiny": 127, "ratio": 0.5, "ok": True},
+    {"id": 2, "user": {"tags": []}, "amount": -0.5, "attrs": {},
+     "at": "2024-05-01T12:00:00+02:00"},
+    {"id": 3, "user": None, "extra": {"ignored": [1, 2]}},
+]
+BAD = {  # value → its reason
+    b'{"id": 4, "user": {"tags": ["a", "b", "c", 7]}}':
+        "field 'user.tags[3]': expected string, got 7",
+    b'{"id": 5, "amount": 123.456}':
+        "field 'amount': 123.456 does not fit decimal(18,2) (more than 2 decimal places)",
+    b'{"id": 6, "tiny": 128}': "field 'tiny': expected byte, got 128",
+    b'{"user": {}}': "field 'id': is NOT NULL, got nothing",
+    b'{"id": 7, "attrs": {"k": 1}}': "field 'attrs[\"k\"]': expected string, got 1",
+}
+
+
+def decode(values, ddl=DDL):
+    arrays, errors = Json(FormatSpec("json", ddl)).decode(values)
+    names = [f.name for f in Json(FormatSpec("json", ddl)).fields("value")]
+    rows = pa.Table.from_arrays(arrays, names=names).to_pylist()
+    return [None if i in errors else r for i, r in enumerate(rows)], errors
+
+
+def test_nested_values_become_nested_columns():
+    rows, errors = decode([json.dumps(v).encode() for v in GOOD])
+    assert errors == {}
+    first = rows[0]
+    assert first["user"] == {"name": "ann", "tags": ["a", "b", None]}
+    assert first["amount"] == Decimal("12.34") and first["day"] == date(2024, 5, 1)
+    assert first["attrs"] == [("k", "v"), ("n", None)]
+    assert first["at"] == datetime(2024, 5, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)
+    assert first["local"] == datetime(2024, 5, 1, 10) and first["local"].tzinfo is None
+    assert (first["small"], first["tiny"], first["ratio"], first["ok"]) == (-32768, 127, .5, True)
+    assert rows[1]["at"] == datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
+    assert rows[1]["user"] == {"name": None, "tags": []} and rows[2]["user"] is None
+
+
+def test_a_value_that_does_not_fit_names_its_path():
+    rows, errors = decode([*BAD, json.dumps(GOOD[0]).encode()])
+    assert errors == dict(enumerate(BAD.values()))
+    assert rows[-1]["id"] == 1  # the good record beside them is kept
+
+
+@pytest.mark.parametrize("value,reason", [
+    (b'{"id": 1, "user": {"name": "a", "tags": ["x"', "invalid JSON: Expecting"),  # truncated
+    (b'{"id": 1, "user": {"name": ["deep"]}}',
+     "field 'user.name': expected string, got [\"deep\"]"),
+    (b'{"id": 1, "user": "flat"}', "field 'user': expected struct (a JSON object), got \"flat\""),
+    (b'{"id": 1, "user": {"tags": {"0": "a"}}}', "field 'user.tags': expected array<string>"),
+    (b'{"id": 1, "amount": 1e17}', "more than 16 digits before the decimal point"),
+    (b'{"id": 1, "amount": "12.3.4"}', "field 'amount': expected decimal(18,2), got \"12.3.4\""),
+    (b'{"id": 1, "amount": "NaN"}', "field 'amount': expected decimal(18,2)"),
+    (b'{"id": 1, "amount": 1e999999999}', "1E+999999999 does not fit decimal(18,2)"),
+    (b'{"id": 99999999999999999999999}', "field 'id': expected long, got 9999999"),
+    (b'{"id": 1, "small": 1e400}', "field 'small': expected short"),
+    (b'{"id": 1, "ratio": 1e39}', "field 'ratio': expected float, got 1E+39"),
+    (b'{"id": 1, "x": ' + b"[" * 5000 + b"]" * 5000 + b"}", "invalid JSON: nested too deeply"),
+    (b'{"id": 1, "user": {"name": "\\ud800"}}', "field 'user.name': expected string"),
+    (b'{"id": 1, "user": {"name": "caf\xe9"}}', "invalid JSON: not UTF-8 at byte 31"),
+    (b'{"id": 1, "day": "2024-02-30"}', "field 'day': expected date (YYYY-MM-DD)"),
+    (b'{"id": 1, "at": "yesterday"}', "field 'at': expected timestamp (ISO 8601 or epoch ms)"),
+    (b'{"id": 1, "at": 1e20}', "field 'at': expected timestamp"),
+    (b'{"id": 1, "local": "2024-05-01T00:00:00+01:00"}', "expected timestamp_ntz"),
+    (b'{"id": 1, "local": 0}', "expected timestamp_ntz"),
+    (b'{"id": 1, "ok": 1}', "field 'ok': expected boolean, got 1"),
+    (b'{"id": 1, "tiny": 1.0}', "field 'tiny': expected byte, got 1.0"),
+    (b'{"id": null}', "field 'id': is NOT NULL, got null"),
+    (b"[1, 2]", "expected a JSON object, got list"),
+    (None, "value is null, expected a JSON object"),
+    (b"", "invalid JSON: Expecting value"),
+])
+def test_bad_input_is_a_dead_letter_with_its_reason(value, reason):
+    rows, errors = decode([value, b'{"id": 42}'])
+    assert reason in errors[0] and errors[0].startswith(("field", "invalid", "expected", "value"))
+    assert list(errors) == [0] and rows[1]["id"] == 42
+
+
+def test_nan_infinity_epoch_ms_and_offsets_are_read_as_documented():
+    rows, errors = decode([b'{"id": 1, "ratio": NaN, "at": 1714521600000.5}',
+                           b'{"id": 2, "ratio": -Infinity, "at": "2024-05-01T00:00:00"}',
+                           b'{"id": 3, "amount": "-12.5", "at": 0}',
+                           b'{"id": 4, "amount": 1234567890123456, "id": 5}'])
+    assert errors == {}
+    assert rows[0]["ratio"] != rows[0]["ratio"] and rows[1]["ratio"] == float("-inf")
+    assert rows[0]["at"] == datetime(2024, 5, 1, 0, 0, 0, 500, tzinfo=timezone.utc)
+    assert rows[1]["at"] == datetime(2024, 5, 1, tzinfo=timezone.utc)  # no offset: UTC
+    assert rows[2]["amount"] == Decimal("-12.50") and rows[2]["at"].year == 1970
+    assert rows[3]["id"] == 5 and rows[3]["amount"] == Decimal("1234567890123456.00")
+
+
+def test_a_schema_json_cannot_hold_is_refused():
+    from streamslice.formats.json import declared_schema
+    from streamslice.formats.types import SchemaError
+    with pytest.raises(SchemaError, match="a map's keys must be STRING"):
+        declared_schema("m MAP<INT, STRING>")
+    assert declared_schema({"m": "map<string, array<int>>"}).names == ["m"]
+
+
+# -- the fast decoder against the reference ------------------------------------------------------
+def _random_value(rng, depth=0):
+    pick = rng.random()
+    if depth > 3 or pick < 0.5:
+        return rng.choice([
+            None, True, 0, -1, 127, 128, -129, 32767, 32768, 2**31, 2**63 - 1, 2**63, 10**30,
+            0.5, -0.0, 1.0, 1e38, 3.5e38, 1e308, "NaN-token", "x", "", "\\ud800", "é", "12.345",
+            "12.34", "99999999999999999.99", "2024-05-01", "2024-5-1", "2024-05-01T10:00:00Z",
+            "2024-05-01T10:00:00.1234567+05:30", "2024-05-01 10:00:00", "0001-01-01T00:00:00+01:00",
+            1714521600000, 1714521600000.25, -62135596800001, "20240501", "2024-W01-1",
+        ])
+    if pick < 0.7:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    keys = ["name", "tags", "k", "id", "amount", "x"]
+    return {rng.choice(keys): _random_value(rng, depth + 1) for _ in range(rng.randrange(4))}
+
+
+def _dump(value):
+    text = json.dumps(value, ensure_ascii=False)
+    return text.replace('"NaN-token"', "NaN").replace("\\\\ud800", "\\ud800")
+
+
+VALID = {  # field → values of its type, edge cases included
+    "id": [1, 2**40, -5, 2**63 - 1, -2**63],
+    "user": [{"name": "a", "tags": ["x", None]}, {"tags": []}, {"name": "\u00e9"}, None],
+    "amount": [12.34, "0.01", -0.5, 0, "9999999999999999.99", 1e3, "1E+2"],
+    "day": ["2024-05-01", "0001-01-01", "9999-12-31", "20240501"],
+    "attrs": [{"a": "b"}, {}, {"n": None}],
+    "at": ["2024-05-01T10:00:00Z", "2024-05-01T10:00:00.123456+05:30", 0, 1714521600000,
+           1714521600000.25, "2024-05-01", "2024-05-01 10:00"],
+    "local": ["2024-05-01T10:00:00", "2024-05-01T10:00:00.5"],
+    "small": [-32768, 32767, 0], "tiny": [-128, 127], "ratio": [0.5, 1, 3.4e38, -1e-45],
+    "ok": [True, False],
+}
+
+
+def _random_record(rng):
+    obj = {}
+    for name in rng.sample(list(VALID), rng.randrange(len(VALID) + 1)):
+        obj[name] = rng.choice(VALID[name]) if rng.random() < 0.85 else _random_value(rng)
+    if rng.random() < 0.9:
+        obj["id"] = rng.choice(VALID["id"])
+    text = _dump(obj).encode()
+    if rng.random() < 0.03:
+        text = text[:rng.randrange(len(text) + 1)]  # truncated
+    return text
+
+
+def test_the_fast_decoder_agrees_with_the_reference_on_random_records():
+    rng = random.Random(19)
+    fmt = Json(FormatSpec("json", DDL))
+    records = [_random_record(rng) for _ in range(3000)]
+    for start in range(0, len(records), 50):
+        batch = records[start:start + 50]
+        arrays, errors = fmt.decode(batch)
+        ref_errors: dict[int, str] = {}
+        ref_rows = [fmt._reference(i, raw, ref_errors) for i, raw in enumerate(batch)]
+        assert errors == ref_errors
+        ours = pa.StructArray.from_arrays(arrays, fields=list(fmt.schema)).to_pylist()
+        theirs = pa.array(ref_rows, fmt.struct).to_pylist()
+        for row in range(len(batch)):
+            if row not in errors:
+                assert repr(ours[row]) == repr(theirs[row]), batch[row]
+    _, errors = fmt.decode(records)
+    assert 0.3 < len(errors) / len(records) < 0.8  # the cases hold both rows and dead letters

@@ -9,6 +9,11 @@ first frame be an ``initial-response`` event. This proxy relays everything else 
   ``400`` JSON error, as real Kinesis does, so ``subscribe_to_shard()`` raises;
 * otherwise inserts one chunk holding an ``initial-response`` event, then relays the rest.
 
+``--session-lifetime S`` answers ``ExpiredTokenException`` to a request signed with temporary
+credentials (those with a session token) whose access key was first seen more than S seconds
+before, as AWS refuses credentials past their session's end: tests use it to show that a read
+longer than a role session keeps working with refreshing credentials.
+
 ``--drop-subscriptions N`` cuts the first N subscriptions in the middle of their first event
 (half of it relayed, then the connection reset), as a network drop would: tests use it to
 show that a reader resubscribes.
@@ -183,8 +188,23 @@ async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek, drops):
         watcher.cancel()
 
 
-async def handle(cl_r, cl_w, upstream, peek, drops):
+EXPIRED = json.dumps({"__type": "ExpiredTokenException",
+                      "message": "The security token included in the request is expired"})
+
+
+def expired(req_h, sessions):
+    """Whether the request's temporary credentials are past ``sessions['lifetime']``."""
+    import time
+    if not sessions.get("lifetime") or "x-amz-security-token" not in req_h:
+        return False
+    key = req_h.get("authorization", "").partition("Credential=")[2].split("/", 1)[0]
+    first = sessions["seen"].setdefault(key, time.monotonic())
+    return time.monotonic() - first > sessions["lifetime"]
+
+
+async def handle(cl_r, cl_w, upstream, peek, drops, sessions=None):
     up_r = up_w = None
+    sessions = sessions if sessions is not None else {}
     try:
         while True:
             request = await read_head(cl_r)
@@ -192,6 +212,13 @@ async def handle(cl_r, cl_w, upstream, peek, drops):
                 return
             line, req_h = parse_head(request)
             method = line.split(" ", 1)[0]
+            if expired(req_h, sessions):
+                await cl_r.readexactly(int(req_h.get("content-length", "0")))
+                body = EXPIRED.encode()
+                cl_w.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.1"
+                           b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                await cl_w.drain()
+                continue
             if up_w is None:
                 up_r, up_w = await asyncio.open_connection(*upstream, limit=MAX_HEAD)
             up_w.write(request)
@@ -228,11 +255,12 @@ async def handle(cl_r, cl_w, upstream, peek, drops):
 
 
 async def serve(listen_port, upstream_port, peek=0.25, listen_host="127.0.0.1",
-                upstream_host="127.0.0.1", drop_subscriptions=0):
+                upstream_host="127.0.0.1", drop_subscriptions=0, session_lifetime=0.0):
     drops = {"left": drop_subscriptions}
+    sessions = {"lifetime": session_lifetime, "seen": {}}
     server = await asyncio.start_server(
-        lambda r, w: handle(r, w, (upstream_host, upstream_port), peek, drops), listen_host,
-        listen_port, limit=MAX_HEAD)
+        lambda r, w: handle(r, w, (upstream_host, upstream_port), peek, drops, sessions),
+        listen_host, listen_port, limit=MAX_HEAD)
     async with server:
         await server.serve_forever()
 
@@ -245,12 +273,15 @@ def main():
     ap.add_argument("--upstream-host", default="127.0.0.1")
     ap.add_argument("--drop-subscriptions", type=int, default=0, metavar="N",
                     help="cut the first N subscriptions mid-event (tests)")
+    ap.add_argument("--session-lifetime", type=float, default=0.0, metavar="S",
+                    help="refuse temporary credentials S seconds after first use (tests)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     try:
         asyncio.run(serve(args.listen_port, args.upstream_port, listen_host=args.listen_host,
                           upstream_host=args.upstream_host,
-                          drop_subscriptions=args.drop_subscriptions))
+                          drop_subscriptions=args.drop_subscriptions,
+                          session_lifetime=args.session_lifetime))
     except KeyboardInterrupt:
         pass
 

@@ -130,6 +130,9 @@ class Source(ABC, Generic[SplitT]):
     options: ClassVar[tuple[str, ...]]  # the source's own Spark option names
     conn_type: ClassVar[str]  # the Airflow connection type ``conn_id`` refers to
     lag_unit: ClassVar[LagUnit]  # what its splits' lag counts: records, or ms behind the tip
+    # Secret client properties a Spark runtime with an identity of its own (a Spark Connect
+    # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
+    ambient_secrets: ClassVar[tuple[str, ...]] = ()
     conn_id: str | None
 
     # -- configuration ----------------------------------------------------------------------

@@ -10,12 +10,44 @@ import os
 from typing import Any
 
 from ..errors import ConfigError
+from ..secrets import SECRETS_FILE, private_file, split_secrets
 
 log = logging.getLogger("streamslice")
 
 
 def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
                    options: dict[str, Any]) -> None:
+    """Secret properties never become Spark options or job arguments (``secrets``): local
+    and spark-submit reads get them through a private file; a Spark Connect server and EMR
+    Serverless read with their own identity."""
+    public, secrets = split_secrets(properties)
+    if cfg.spark.runner in ("connect", "emr-serverless"):
+        _own_identity(cfg, secrets)
+        secrets = {}
+    with private_file(secrets) as path:
+        if path:
+            public = {**public, SECRETS_FILE: path}
+        _run(cfg, plan, staging_uri, public, options, path)
+
+
+def _own_identity(cfg, secrets: dict[str, Any]) -> None:
+    where = ("the Spark Connect server" if cfg.spark.runner == "connect"
+             else "EMR Serverless (its job role)")
+    other = sorted(k for k in secrets if k not in cfg.source.ambient_secrets)
+    if other:
+        raise ConfigError(
+            f"spark.runner {cfg.spark.runner}: the read needs {', '.join(other)} from "
+            f"{cfg.source.kind}.conn_id {cfg.source.conn_id!r}, and secrets are never sent to "
+            f"{where}; use a credential the server has itself (Amazon MSK: auth msk_iam) or "
+            "runner local / spark-submit", field="spark.runner")
+    if secrets:
+        log.info("The connection's static AWS keys stay in Airflow: %s reads with its own "
+                 "AWS identity%s.", where, " and assumes the pipeline's role"
+                 if getattr(cfg.source, "aws", None) and cfg.source.aws.role_arn else "")
+
+
+def _run(cfg, plan, staging_uri: str, properties: dict[str, Any], options: dict[str, Any],
+         secrets_path: str | None) -> None:
     if cfg.spark.runner == "local":
         if os.environ.get("SPARK_REMOTE"):
             raise ConfigError("SPARK_REMOTE is set, so PySpark would not run local[*]: use "
@@ -34,7 +66,8 @@ def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
     elif cfg.spark.runner == "spark-submit":
         from ..spark.submit import submit
         submit(plan, staging_uri, master=cfg.spark.master, properties=properties,
-               conf=cfg.spark.conf, options=options, log=log.info)
+               conf=cfg.spark.conf, options=options, log=log.info,
+               files=[secrets_path] if secrets_path else [])
     else:
         from .emr import run_emr_serverless
         run_emr_serverless(cfg, plan, staging_uri, properties, options)

@@ -51,6 +51,7 @@ class KinesisSource(Source["KinesisSplit"]):
                "region", "endpointUrl", "consumerArns")
     conn_type = "aws"
     lag_unit = "ms"
+    ambient_secrets = ("access_key_id", "secret_access_key", "session_token")
     verify_columns = (("stream", "shardId"), None)
 
     # -- configuration ----------------------------------------------------------------------

@@ -73,7 +73,8 @@ class PlanReader(DataSourceReader):
         from streamslice.sources import ReadRequest, source_class
         plan = ReadPlan.from_json(self.plan_json)
         source = source_class(plan.source)
-        request = ReadRequest(plan=plan, properties=self.properties,
+        from streamslice.secrets import with_secrets
+        request = ReadRequest(plan=plan, properties=with_secrets(self.properties, _spark_file),
                               decoder=Decoder.from_dict(plan.decode),
                               staging=Staging(self.staging) if self.staging else None,
                               fault=self.fault, options=self.read_options)
@@ -99,6 +100,15 @@ class PlanReader(DataSourceReader):
         return ParquetSink(request.staging, split_id,
                            source.record_schema(request.decoder, request.plan), self.codec,
                            constants=staged_constants(request.plan), keep_empty=split_id == first)
+
+
+def _spark_file(name):
+    """A file spark-submit shipped to this executor (``--files``), if there is one."""
+    from pyspark import SparkFiles
+    try:
+        return SparkFiles.get(name)
+    except Exception:  # no SparkFiles root in this worker
+        return None
 
 
 def _data_source(kind):

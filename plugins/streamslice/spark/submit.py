@@ -40,8 +40,9 @@ def package_zip(directory):
 
 
 def submit(plan, staging_uri, *, master, properties=None, conf=None, options=None,
-           log=print):
-    """Run jobs/bounded_read.py through spark-submit; raise the job's own error on failure."""
+           log=print, files=()):
+    """Run jobs/bounded_read.py through spark-submit; raise the job's own error on failure.
+    ``files`` go to the executors with ``--files`` (the read's private credentials file)."""
     with tempfile.TemporaryDirectory(prefix="streamslice-submit-") as work:
         plan_file = Path(work) / "plan.json"
         plan_file.write_text(plan.to_json())
@@ -52,6 +53,8 @@ def submit(plan, staging_uri, *, master, properties=None, conf=None, options=Non
         cmd = [spark_submit_binary(), "--master", master, "--py-files",
                str(package_zip(work)), "--conf", f"spark.pyspark.python={sys.executable}",
                "--conf", "spark.sql.session.timeZone=UTC"]
+        if files:
+            cmd += ["--files", ",".join(files)]
         for key, value in (conf or {}).items():
             cmd += ["--conf", f"{key}={value}"]
         cmd += [str(JOB), *job.argv()]

@@ -8,7 +8,9 @@ from streamslice.formats import FORMATS, FormatSpec, format_class, make_format
 HOSTILE = [b"", None, b"\xff\xfe", b"\x00" * 7, b"{", b'{"a": 1}', b"[" * 50_000,
            b'"\\ud800"', b"42", "é".encode(), b"\xed\xa0\x80", b" " * 1000]
 # A spec each format can be built from without a registry or a file.
-SPECS = {"json": FormatSpec("json", "a INT, b STRUCT<c: ARRAY<STRING>>")}
+SPECS = {"json": FormatSpec("json", "a INT, b STRUCT<c: ARRAY<STRING>>"),
+         "avro": FormatSpec("avro", "", {"schema": '{"type": "record", "name": "R", "fields": '
+                                                   '[{"name": "a", "type": ["null", "int"]}]}'})}
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

@@ -86,6 +86,33 @@ def source_properties(source: Source) -> dict[str, Any]:
     return source.client_properties(base)
 
 
+def registry_properties(decode: Any) -> dict[str, Any]:
+    """A schema registry's client properties (``schema.registry.*``) from the Airflow
+    connection its ``format.registry`` names: for Confluent (``conn_id``) the connection's
+    host (with scheme) and port as ``url``, login/password as basic auth, and its extra's
+    client properties (``ssl.ca.location``, ``ssl.certificate.location``…); for Glue
+    (``aws_conn_id``) the AWS connection, as the Kinesis source reads it. Resolved in the
+    task that plans or reads, never written into the plan."""
+    registry = next((spec.options["registry"] for spec in (decode.value, decode.key)
+                     if isinstance(spec.options.get("registry"), dict)), None)
+    if registry is None:
+        return {}
+    props: dict[str, Any] = {}
+    if registry.get("kind") == "glue":
+        if registry.get("aws_conn_id"):
+            props = aws_properties(registry["aws_conn_id"], registry.get("region"), "glue")
+    elif registry.get("conn_id"):
+        conn = BaseHook.get_connection(registry["conn_id"])
+        props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
+        if conn.host and "url" not in props:
+            host = conn.host if "://" in conn.host else \
+                f"{conn.schema or 'http'}://{conn.host}"
+            props["url"] = f"{host}:{conn.port}" if conn.port else host
+        if conn.login and "basic.auth.user.info" not in props:
+            props["basic.auth.user.info"] = f"{conn.login}:{conn.password or ''}"
+    return {f"schema.registry.{k}": v for k, v in props.items()}
+
+
 def with_catalog_connection(output: OutputTarget | None) -> OutputTarget | None:
     """An Iceberg output whose catalog properties live in an Airflow connection (its extra,
     e.g. {"type": "rest", "uri": …, "credential": …}): resolved only in the commit task, so

@@ -20,7 +20,7 @@ from ..sources import source_class
 from ..splits import summary_lag, total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
-from .hooks import source_properties, with_catalog_connection
+from .hooks import registry_properties, source_properties, with_catalog_connection
 from .store import TaskCheckpointStore, output_asset
 
 log = logging.getLogger("streamslice")
@@ -43,7 +43,8 @@ def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
                         output=cfg.output.target(cfg.name), interval=interval,
                         checkpoint=checkpoint, run_id=context["run_id"],
-                        properties=source_properties(cfg.source))
+                        properties={**source_properties(cfg.source),
+                                    **registry_properties(cfg.decode)})
         log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
                  plan.total_records_hint, plan.partition,
                  {s.key: s.lag for s in plan.splits})
@@ -75,7 +76,8 @@ def read_task(pipeline_file: str, **context: Any) -> str:
                  for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
         from .runners import run_spark_read
         started = time.time()
-        run_spark_read(cfg, plan, staging.uri, source_properties(cfg.source),
+        run_spark_read(cfg, plan, staging.uri, {**source_properties(cfg.source),
+                                                **registry_properties(cfg.decode)},
                        cfg.source.read_options(setup))
         log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri,
                  time.time() - started)

@@ -8,9 +8,12 @@ from typing import Any
 from ..errors import ConfigError
 
 
-def client_properties(opts: dict[str, str], prefix: str) -> dict[str, str]:
-    """``kafka.bootstrap.servers`` → ``bootstrap.servers`` for ``prefix`` ``kafka.``."""
-    return {k[len(prefix):]: v for k, v in opts.items() if k.lower().startswith(prefix)}
+def client_properties(opts: dict[str, str], prefix: str,
+                      keep: bool = False) -> dict[str, str]:
+    """``kafka.bootstrap.servers`` → ``bootstrap.servers`` for ``prefix`` ``kafka.``
+    (``keep``: the names as they are)."""
+    return {k if keep else k[len(prefix):]: v for k, v in opts.items()
+            if k.lower().startswith(prefix)}
 
 
 def json_option(opts: dict[str, str], name: str) -> dict[str, Any]:

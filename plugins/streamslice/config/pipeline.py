@@ -48,10 +48,12 @@ class Decoding:
         return {"value": self.value.to_dict(), "key": self.key.to_dict(),
                 "on_error": self.on_error}
 
-    def prepared(self) -> Decoding:
-        """As the plan records it: each format's ``prepare`` ran (on the driver, per run)."""
-        return Decoding(format_class(self.value.name).prepare(self.value),
-                        format_class(self.key.name).prepare(self.key), self.on_error)
+    def prepared(self, properties: dict[str, Any] | None = None) -> Decoding:
+        """As the plan records it: each format's ``prepare`` ran (on the driver, per run;
+        ``properties``: the client properties, a schema registry's among them)."""
+        from ..formats import prepare_format
+        return Decoding(prepare_format(self.value, properties),
+                        prepare_format(self.key, properties), self.on_error)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ FORMATS: dict[str, str] = {
     "raw": "streamslice.formats.raw:Raw",
     "string": "streamslice.formats.string:String",
     "json": "streamslice.formats.json:Json",
+    "avro": "streamslice.formats.avro:Avro",
 }
 
 # One pa.Array per field of ``Format.fields``, each as long as the batch; {row: reason}.
@@ -125,6 +126,10 @@ class BaseFormat:
 
     name: ClassVar[str]
     roles: ClassVar[tuple[Role, ...]] = ("value", "key")
+    # A format that needs connection properties where it runs (a schema registry's URL and
+    # credentials, ``schema.registry.*``) sets this; its ``__init__`` and ``prepare`` then get
+    # the client properties as ``properties``.
+    uses_properties: ClassVar[bool] = False
 
     def __init__(self, spec: FormatSpec, role: Role = "value") -> None:
         self.spec, self.role = spec, role
@@ -158,9 +163,22 @@ def format_class(name: str) -> type[Format]:
     return cls
 
 
-def make_format(spec: FormatSpec, role: Role = "value") -> Format:
-    """The format a spec describes, ready to decode (on an executor)."""
-    return format_class(spec.name)(spec, role)
+def make_format(spec: FormatSpec, role: Role = "value",
+                properties: dict[str, Any] | None = None) -> Format:
+    """The format a spec describes, ready to decode (on an executor). ``properties``: the
+    client properties, for formats that use them (``BaseFormat.uses_properties``)."""
+    cls: Any = format_class(spec.name)
+    if getattr(cls, "uses_properties", False):
+        return cls(spec, role, properties=properties or {})
+    return cls(spec, role)
+
+
+def prepare_format(spec: FormatSpec, properties: dict[str, Any] | None = None) -> FormatSpec:
+    """``Format.prepare``, with the client properties for formats that use them."""
+    cls: Any = format_class(spec.name)
+    if getattr(cls, "uses_properties", False):
+        return cls.prepare(spec, properties=properties or {})
+    return cls.prepare(spec)
 
 
 def formats_for(role: Role) -> tuple[str, ...]:

@@ -31,7 +31,9 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
              properties: dict[str, Any] | None = None, now_ms: int | None = None) -> ReadPlan:
     """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    from ..registry.base import split_properties
     props = properties if properties is not None else source.client_properties()
+    props, _ = split_properties(props)  # a schema registry's are the formats', not the source's
     planned = source.plan(PlanRequest(mode=mode, properties=props, now_ms=now_ms,
                                       interval=interval, checkpoint=checkpoint))
     batch = (checkpoint.batch if checkpoint else 0) + 1 if mode == "incremental" else None
@@ -41,4 +43,4 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
         output=output, run_id=run_id, interval=interval, batch=batch,
         base_checkpoint=checkpoint.to_dict() if checkpoint else None,
         next_positions=planned.next_positions, gaps=planned.gaps,
-        decode=decode.prepared().to_dict() if decode else {}, source_info=planned.info)
+        decode=decode.prepared(properties).to_dict() if decode else {}, source_info=planned.info)

@@ -32,22 +32,25 @@ class Decoder:
 
     def __init__(self, value: FormatSpec | str = "raw", key: FormatSpec | str = "raw",
                  schema: Iterable[tuple[str, str]] | str = (),
-                 on_error: str = "dead_letter") -> None:
+                 on_error: str = "dead_letter",
+                 properties: dict[str, Any] | None = None) -> None:
         self.value_spec = value if isinstance(value, FormatSpec) else \
             FormatSpec(value, _ddl(schema))
         self.key_spec = key if isinstance(key, FormatSpec) else FormatSpec(key)
         self.on_error = on_error
         self.value_format_name, self.key_format_name = self.value_spec.name, self.key_spec.name
-        self._value = make_format(self.value_spec, "value")
-        self._key = make_format(self.key_spec, "key")
+        self._value = make_format(self.value_spec, "value", properties)
+        self._key = make_format(self.key_spec, "key", properties)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> Decoder:
-        """A plan's ``decode`` (``Decoding.to_dict()``, or the older flat form)."""
+    def from_dict(cls, d: dict[str, Any] | None,
+                  properties: dict[str, Any] | None = None) -> Decoder:
+        """A plan's ``decode`` (``Decoding.to_dict()``, or the older flat form);
+        ``properties``: the client properties (a schema registry's, ``schema.registry.*``)."""
         if not d:
             return cls()
         value, key = specs_from_dict(d)
-        return cls(value, key, on_error=d.get("on_error", "dead_letter"))
+        return cls(value, key, on_error=d.get("on_error", "dead_letter"), properties=properties)
 
     def key_fields(self, column: str = "key") -> list[pa.Field]:
         return self._key.fields(column)

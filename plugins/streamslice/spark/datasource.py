@@ -56,6 +56,8 @@ class PlanReader(DataSourceReader):
         self.kind, self.plan_json = plan.source, plan.to_json()
         self.splits = [s.to_dict() for s in plan.splits]
         self.properties = client_properties(options, source_class(plan.source).option_prefix)
+        # A schema registry's properties, given as options of their own by a Spark user
+        self.properties.update(client_properties(options, "schema.registry.", keep=True))
         self.read_options = json.loads(options.get("readoptions") or "{}")
         if "client" in options:  # a Spark user may set the Kafka client directly
             self.read_options["client"] = options["client"]
@@ -70,23 +72,25 @@ class PlanReader(DataSourceReader):
         from streamslice.planning.plan import ReadPlan
         from streamslice.reading.decode import Decoder
         from streamslice.reading.staging import Staging
+        from streamslice.registry.base import split_properties
         from streamslice.sources import ReadRequest, source_class
         plan = ReadPlan.from_json(self.plan_json)
         source = source_class(plan.source)
         from streamslice.secrets import with_secrets
-        request = ReadRequest(plan=plan, properties=with_secrets(self.properties, _spark_file),
-                              decoder=Decoder.from_dict(plan.decode),
-                              staging=Staging(self.staging) if self.staging else None,
-                              fault=self.fault, options=self.read_options)
-        if partition.value is None:  # no splits: Spark's writer would still stage the schema
-            if self.codec:
-                self._sink(source, request, 0).commit()
-            return
-        split = source.split_from_dict(partition.value)
-        reader = source.open_reader(split, request)
-        if self.codec:
-            reader.sink = self._sink(source, request, split.id)
         try:
+            props = with_secrets(self.properties, _spark_file)
+            request = ReadRequest(plan=plan, properties=split_properties(props)[0],
+                                  decoder=Decoder.from_dict(plan.decode, props),
+                                  staging=Staging(self.staging) if self.staging else None,
+                                  fault=self.fault, options=self.read_options)
+            if partition.value is None:  # no splits: Spark's writer still stages the schema
+                if self.codec:
+                    self._sink(source, request, 0).commit()
+                return
+            split = source.split_from_dict(partition.value)
+            reader = source.open_reader(split, request)
+            if self.codec:
+                reader.sink = self._sink(source, request, split.id)
             yield from reader.batches()
         except StreamsliceError as exc:  # crosses to the driver as one line with its kind
             raise RuntimeError(exc.to_line()) from None

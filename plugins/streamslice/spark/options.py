@@ -17,14 +17,17 @@ from ..planning.plan import ReadPlan
 
 __all__ = ["client_properties", "plan_from_options", "check_names"]
 
-DECODING = ("valueFormat", "keyFormat", "schema", "onDecodeError")
+DECODING = ("valueFormat", "keyFormat", "schema", "onDecodeError", "avroSchema",
+            "keyAvroSchema", "schemaRegistryKind", "schemaRegistryName", "subject",
+            "schemaVersion", "keySubject", "keySchemaVersion")
+REGISTRY_PREFIX = "schema.registry."  # a schema registry's client properties
 INTERNAL = ("plan", "staging", "readOptions", "injectFault", "pipeline")
 
 
 def check_names(opts: dict[str, str], kind: str, known: tuple[str, ...], prefix: str) -> None:
     names = {n.lower(): n for n in (*known, *DECODING, *INTERNAL)}
     for key in opts:
-        if key in names or key.startswith(prefix):
+        if key in names or key.startswith((prefix, REGISTRY_PREFIX)):
             continue
         close = difflib.get_close_matches(key, list(names), n=1, cutoff=0.6)
         hint = f" (did you mean {names[close[0]]}?)" if close else ""
@@ -53,6 +56,7 @@ def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
     decode = Decoding(value=format_class(value).from_options(opts, "value"),
                       key=format_class(key).from_options(opts, "key"),
                       on_error=_choice(opts, "onDecodeError", ("fail", "dead_letter"), "fail"))
+    props = {**props, **{k: v for k, v in opts.items() if k.startswith(REGISTRY_PREFIX)}}
     return plan_run(source, pipeline=opts.get("pipeline", "adhoc"), mode="bounded",
                     decode=decode, properties=props)
 

@@ -1,0 +1,111 @@
+"""Avro through a schema registry, end to end: a real broker, the local Confluent Schema
+Registry in its own process (basic auth, credentials from an Airflow connection), records
+written by confluent-kafka's AvroSerializer, Airflow runs through dag.test() and Spark.
+Schema v1, then v2 with an added field: each run reads as the latest version at plan time,
+recorded in its plan; bad records are dead letters with their reasons; DuckDB reads both."""
+import json
+import os
+
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import Producer
+
+from devtools.services import SchemaRegistry, create_topic
+from tests.support.pipelines import run_dag, unique, write_pipeline
+
+pytestmark = pytest.mark.integration
+
+V1 = {"type": "record", "name": "Trip", "namespace": "demo", "fields": [
+    {"name": "trip_id", "type": "string"},
+    {"name": "fare", "type": {"type": "bytes", "logicalType": "decimal", "precision": 8,
+                              "scale": 2}},
+    {"name": "pickup", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+V2 = {**V1, "fields": [*V1["fields"], {"name": "tip", "type": ["null", "double"],
+                                       "default": None}]}
+
+
+@pytest.fixture(scope="module")
+def registry():
+    with SchemaRegistry(user="reader:s3cret") as sr:
+        os.environ["AIRFLOW_CONN_TEST_SCHEMA_REGISTRY"] = json.dumps({
+            "conn_type": "http", "host": "127.0.0.1", "port": sr.port, "schema": "http",
+            "login": "reader", "password": "s3cret"})
+        yield sr
+        os.environ.pop("AIRFLOW_CONN_TEST_SCHEMA_REGISTRY", None)
+
+
+def produce(bootstrap, topic, sr, schema, records, extra=()):
+    from decimal import Decimal
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    client = SchemaRegistryClient({"url": sr.url, "basic.auth.user.info": "reader:s3cret"})
+    ser = AvroSerializer(client, json.dumps(schema))
+    p = Producer({"bootstrap.servers": bootstrap})
+    for r in records:
+        value = ser({**r, "fare": Decimal(r["fare"])},
+                    SerializationContext(topic, MessageField.VALUE))
+        p.produce(topic, key=r["trip_id"].encode(), value=value, partition=0)
+    for value in extra:
+        p.produce(topic, value=value, partition=0)
+    p.flush(30)
+
+
+def test_avro_v1_then_v2_through_the_registry(broker, spark, airflow_db, registry, tmp_path):
+    from datetime import datetime, timezone
+    topic = unique("avro")
+    create_topic(broker.bootstrap, topic, 1)
+    at = datetime(2024, 5, 1, 1, 2, 3, 456000, tzinfo=timezone.utc)
+    produce(broker.bootstrap, topic, registry, V1,
+            [{"trip_id": f"a{i}", "fare": f"{i}.25", "pickup": at} for i in range(5)])
+    cfg = write_pipeline(unique("avro"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+format:
+  value: avro
+  key: string
+  registry: {{conn_id: test_schema_registry}}
+  subject: {topic}-value
+output:
+  path: {tmp_path}/lake
+""")
+    run_dag(cfg)
+    produce(broker.bootstrap, topic, registry, V2,
+            [{"trip_id": f"b{i}", "fare": "1.50", "pickup": at, "tip": i / 2}
+             for i in range(3)],
+            extra=[b'{"trip_id": "json"}', b"\x00\x00\x00\x03\xe7\x02", b"\x00\x00\x00"])
+    produce(broker.bootstrap, topic, registry, V1,
+            [{"trip_id": "late-v1", "fare": "2.00", "pickup": at}])
+    run = run_dag(cfg)
+
+    dataset = cfg.output.dataset(cfg.name)
+    one = pq.read_table(f"{dataset}/batch=00000001")
+    two = pq.read_table(f"{dataset}/batch=00000002")
+    assert "tip" not in one.column_names and "tip" in two.column_names
+    assert str(one.schema.field("fare").type) == "decimal128(8, 2)"
+    assert str(one.schema.field("pickup").type) == "timestamp[us, tz=UTC]"
+    rows = sorted(two.select(["trip_id", "tip"]).to_pylist(), key=lambda r: r["trip_id"])
+    assert rows == [{"trip_id": "b0", "tip": 0.0}, {"trip_id": "b1", "tip": 0.5},
+                    {"trip_id": "b2", "tip": 1.0}, {"trip_id": "late-v1", "tip": None}]
+    assert one.column("pickup").to_pylist()[0] == at
+
+    plan = run.get_task_instance("plan").xcom_pull(task_ids="plan")
+    reader = plan["decode"]["value"]["options"]["reader"]
+    assert (reader["subject"], reader["version"]) == (f"{topic}-value", 2)
+    assert "s3cret" not in json.dumps(plan)  # the plan never holds the credentials
+
+    from streamslice.commit.manifest import read_manifest
+    dead = pq.read_table(read_manifest(dataset, "batch=00000002")["dead_letter_uri"])
+    reasons = sorted(dead.column("error").to_pylist())
+    assert reasons[0].startswith("schema id 999 is not in the Confluent Schema Registry at")
+    assert "truncated Confluent frame: 3 bytes" in reasons[1]
+    assert reasons[2].startswith("unknown magic byte 0x7b")
+
+    from devtools.duck import connect
+    got = connect().sql(f"SELECT count(*), count(tip) FROM read_parquet('{dataset}/*/*.parquet'"
+                        ", union_by_name=true)").fetchone()
+    assert got == (9, 3)

@@ -11,7 +11,7 @@ from ..timeutil import parse_duration_ms
 # Client-property names that hold secrets: never in a plan, XCom, manifest, log or job
 # argument (Spark's spark.redaction.regex, plus the SASL JAAS config and PEM keys).
 SECRET_KEYS = re.compile(r"(?i)password|secret|token|jaas|access[._]?key|key\.pem|"
-                         r"credential")
+                         r"credential|user[._]?info")  # a registry's basic.auth.user.info
 ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+")
 MIN_SESSION_S, MAX_SESSION_S = 900, 43_200  # what STS AssumeRole accepts
 

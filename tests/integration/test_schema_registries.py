@@ -184,3 +184,54 @@ def test_tls_context_is_real(confluent, tls):
     req = urllib.request.Request(f"{confluent.url}/subjects")
     with pytest.raises(urllib.error.HTTPError, match="401"):
         urllib.request.urlopen(req, context=ctx, timeout=10)
+
+
+def test_protobuf_and_json_schema_formats_through_the_registry(confluent, tls):
+    """Pipeline files → the planned specs (reader schemas pinned) → executors' decoders,
+    against the registry the libraries' Protobuf and JSON Schema serializers wrote to."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message_factory import GetMessageClass
+
+    from streamslice.codecs.protobuf import new_pool
+    from streamslice.config.pipeline import parse_pipeline
+    from streamslice.reading.decode import Decoder
+    client = SchemaRegistryClient({"url": confluent.url, **confluent_props(tls)})
+    ctx = SerializationContext("events", MessageField.VALUE)
+    pool = new_pool()
+    pool.Add(descriptor_pb2.FileDescriptorProto(
+        name="ev.proto", package="ev", syntax="proto3", message_type=[
+            descriptor_pb2.DescriptorProto(name="Event", field=[
+                descriptor_pb2.FieldDescriptorProto(name="id", number=1, type=3, label=1),
+                descriptor_pb2.FieldDescriptorProto(name="kind", number=2, type=9, label=1)])]))
+    event = GetMessageClass(pool.FindMessageTypeByName("ev.Event"))
+    proto = ProtobufSerializer(event, client, {"use.deprecated.format": False})(
+        event(id=5, kind="click"), SerializationContext("pb", MessageField.VALUE))
+    schema = {"type": "object", "properties": {
+        "id": {"type": "integer"}, "at": {"type": "string", "format": "date-time"},
+        "tags": {"type": "array", "items": {"type": "string"}}}}
+    js = JSONSerializer(json.dumps(schema), client)
+    good = js({"id": 1, "at": "2024-05-01T00:00:00Z", "tags": ["a"]}, ctx)
+    props = {f"schema.registry.{k}": v for k, v in confluent_props(tls).items()}
+    for fmt, subject, data, check in [
+            ("protobuf", "pb-value", [proto], lambda cols: cols[1].to_pylist() == ["click"]),
+            ("json_schema", "events-value", [good, good[:5] + b'{"id": "x"}'],
+             lambda cols: cols[0].to_pylist()[0] == 1)]:
+        cfg = parse_pipeline(f"""
+mode: incremental
+kafka: {{bootstrap_servers: "127.0.0.1:9", topics: [t]}}
+format:
+  value: {fmt}
+  registry: {{url: "{confluent.url}"}}
+  subject: {subject}
+""")
+        decode = cfg.decode.prepared(props).to_dict()
+        assert decode["value"]["options"]["reader"]["subject"] == subject
+        columns, errors = Decoder.from_dict(decode, props).decode_values(data)
+        assert check(columns), (fmt, columns)
+        if fmt == "json_schema":
+            assert errors == {1: "field 'id': expected bigint, got \"x\""} or \
+                "field 'id'" in errors[1]

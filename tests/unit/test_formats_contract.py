@@ -1,7 +1,10 @@
 """Every registered format keeps the contract of ``streamslice.formats``: ``fields`` is stable,
 ``decode`` returns one array per field, of the batch's length and the field's exact type, and
 never raises on hostile bytes: each record is a row or a reason."""
+import base64
+
 import pytest
+from google.protobuf import descriptor_pb2
 
 from streamslice.formats import FORMATS, FormatSpec, format_class, make_format
 
@@ -10,7 +13,16 @@ HOSTILE = [b"", None, b"\xff\xfe", b"\x00" * 7, b"{", b'{"a": 1}', b"[" * 50_000
 # A spec each format can be built from without a registry or a file.
 SPECS = {"json": FormatSpec("json", "a INT, b STRUCT<c: ARRAY<STRING>>"),
          "avro": FormatSpec("avro", "", {"schema": '{"type": "record", "name": "R", "fields": '
-                                                   '[{"name": "a", "type": ["null", "int"]}]}'})}
+                                                   '[{"name": "a", "type": ["null", "int"]}]}'}),
+         "json_schema": FormatSpec("json_schema", "", {"reader": {
+             "schema_type": "JSON", "name": "s", "text": '{"type": "object", "properties": '
+             '{"a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "string"}}}}'}}),
+         "protobuf": FormatSpec("protobuf", "", {"descriptor_set": base64.b64encode(
+             descriptor_pb2.FileDescriptorSet(file=[descriptor_pb2.FileDescriptorProto(
+                 name="t.proto", package="t", message_type=[descriptor_pb2.DescriptorProto(
+                     name="M", field=[descriptor_pb2.FieldDescriptorProto(
+                         name="a", number=1, type=9, label=1)])])]).SerializeToString()
+         ).decode()})}
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

@@ -74,6 +74,8 @@ FORMATS: dict[str, str] = {
     "string": "streamslice.formats.string:String",
     "json": "streamslice.formats.json:Json",
     "avro": "streamslice.formats.avro:Avro",
+    "protobuf": "streamslice.formats.protobuf:Protobuf",
+    "json_schema": "streamslice.formats.json_schema:JsonSchema",
 }
 
 # One pa.Array per field of ``Format.fields``, each as long as the batch; {row: reason}.

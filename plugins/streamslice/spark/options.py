@@ -19,7 +19,8 @@ __all__ = ["client_properties", "plan_from_options", "check_names"]
 
 DECODING = ("valueFormat", "keyFormat", "schema", "onDecodeError", "avroSchema",
             "keyAvroSchema", "schemaRegistryKind", "schemaRegistryName", "subject",
-            "schemaVersion", "keySubject", "keySchemaVersion")
+            "schemaVersion", "keySubject", "keySchemaVersion", "descFilePath",
+            "messageName", "keyDescFilePath", "keyMessageName")
 REGISTRY_PREFIX = "schema.registry."  # a schema registry's client properties
 INTERNAL = ("plan", "staging", "readOptions", "injectFault", "pipeline")
 

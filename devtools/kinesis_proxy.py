@@ -14,6 +14,9 @@ credentials (those with a session token) whose access key was first seen more th
 before, as AWS refuses credentials past their session's end: tests use it to show that a read
 longer than a role session keeps working with refreshing credentials.
 
+``--throttle OPERATION:N`` answers ``LimitExceededException`` to the first N calls of an
+operation (e.g. ``DescribeStreamConsumer:3``, which AWS limits to 20 calls a second per stream).
+
 ``--drop-subscriptions N`` cuts the first N subscriptions in the middle of their first event
 (half of it relayed, then the connection reset), as a network drop would: tests use it to
 show that a reader resubscribes.
@@ -202,6 +205,17 @@ def expired(req_h, sessions):
     return time.monotonic() - first > sessions["lifetime"]
 
 
+def throttled(req_h, sessions):
+    """A LimitExceededException for the operation's first N calls (``--throttle``)."""
+    operation = req_h.get("x-amz-target", "").rpartition(".")[2]
+    left = sessions.get("throttle", {})
+    if left.get(operation, 0) <= 0:
+        return None
+    left[operation] -= 1
+    return json.dumps({"__type": "LimitExceededException",
+                       "message": f"Rate exceeded for {operation}"})
+
+
 async def handle(cl_r, cl_w, upstream, peek, drops, sessions=None):
     up_r = up_w = None
     sessions = sessions if sessions is not None else {}
@@ -212,9 +226,10 @@ async def handle(cl_r, cl_w, upstream, peek, drops, sessions=None):
                 return
             line, req_h = parse_head(request)
             method = line.split(" ", 1)[0]
-            if expired(req_h, sessions):
+            refusal = EXPIRED if expired(req_h, sessions) else throttled(req_h, sessions)
+            if refusal:
                 await cl_r.readexactly(int(req_h.get("content-length", "0")))
-                body = EXPIRED.encode()
+                body = refusal.encode()
                 cl_w.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.1"
                            b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
                 await cl_w.drain()
@@ -255,9 +270,10 @@ async def handle(cl_r, cl_w, upstream, peek, drops, sessions=None):
 
 
 async def serve(listen_port, upstream_port, peek=0.25, listen_host="127.0.0.1",
-                upstream_host="127.0.0.1", drop_subscriptions=0, session_lifetime=0.0):
+                upstream_host="127.0.0.1", drop_subscriptions=0, session_lifetime=0.0,
+                throttle=None):
     drops = {"left": drop_subscriptions}
-    sessions = {"lifetime": session_lifetime, "seen": {}}
+    sessions = {"lifetime": session_lifetime, "seen": {}, "throttle": dict(throttle or {})}
     server = await asyncio.start_server(
         lambda r, w: handle(r, w, (upstream_host, upstream_port), peek, drops, sessions),
         listen_host, listen_port, limit=MAX_HEAD)
@@ -275,13 +291,16 @@ def main():
                     help="cut the first N subscriptions mid-event (tests)")
     ap.add_argument("--session-lifetime", type=float, default=0.0, metavar="S",
                     help="refuse temporary credentials S seconds after first use (tests)")
+    ap.add_argument("--throttle", action="append", default=[], metavar="OPERATION:N",
+                    help="LimitExceededException for an operation's first N calls (tests)")
     args = ap.parse_args()
+    throttle = {op: int(n) for op, _, n in (t.partition(":") for t in args.throttle)}
     logging.basicConfig(level=logging.WARNING)
     try:
         asyncio.run(serve(args.listen_port, args.upstream_port, listen_host=args.listen_host,
                           upstream_host=args.upstream_host,
                           drop_subscriptions=args.drop_subscriptions,
-                          session_lifetime=args.session_lifetime))
+                          session_lifetime=args.session_lifetime, throttle=throttle))
     except KeyboardInterrupt:
         pass
 

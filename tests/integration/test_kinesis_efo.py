@@ -162,3 +162,78 @@ def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
         client.deregister_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
     listed, error = _consumers({"pipeline_file": str(tmp_path / "gone.yaml"), "efo": True})
     assert listed is None and error.startswith("could not list the consumers: ")
+
+
+# -- lifecycle edge cases (FLINK-37908, flink-connector-aws #213/#255) -------------------------
+def _props(endpoint):
+    return {"region": "us-east-1", "endpoint_url": endpoint, "access_key_id": "test",
+            "secret_access_key": "test"}
+
+
+def _wait_status(client, arn, name, status):
+    for _ in range(200):
+        got = consumers(client, arn).get(name, {}).get("ConsumerStatus")
+        if got == status:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} never became {status}")
+
+
+def test_registering_a_name_still_deleting_waits_and_registers_it_again(efo_stream):
+    """The previous try's consumer of the same name is still DELETING (kinesis-local keeps
+    it so for 300 ms): registration waits it out and registers anew, instead of waiting for
+    an ACTIVE that never comes."""
+    from streamslice.kinesis.client import make_client
+    from streamslice.kinesis.consumers import register
+    client, _, arn, _ = efo_stream
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="again")
+    _wait_status(client, arn, "again", "ACTIVE")
+    client.deregister_stream_consumer(StreamARN=arn, ConsumerName="again")
+    assert consumers(client, arn)["again"]["ConsumerStatus"] == "DELETING"
+    got = register(make_client(_props(client.meta.endpoint_url)), arn, "again", timeout_s=30)
+    assert consumers(client, arn)["again"]["ConsumerStatus"] == "ACTIVE"
+    assert got == consumers(client, arn)["again"]["ConsumerARN"]
+    client.deregister_stream_consumer(StreamARN=arn, ConsumerName="again")
+
+
+def test_deregistering_a_consumer_still_creating_waits_for_it(efo_stream):
+    """Kinesis refuses to deregister a consumer still CREATING (ResourceInUseException): the
+    teardown waits and deregisters it rather than failing and leaking it."""
+    from streamslice.kinesis.client import make_client
+    from streamslice.kinesis.consumers import deregister
+    client, _, arn, _ = efo_stream
+    client.register_stream_consumer(StreamARN=arn, ConsumerName="young")
+    with pytest.raises(client.exceptions.ResourceInUseException):
+        client.deregister_stream_consumer(StreamARN=arn, ConsumerName="young")
+    assert deregister(make_client(_props(client.meta.endpoint_url)), arn, "young",
+                      timeout_s=30) is True
+    assert "young" not in consumers(client, arn)
+
+
+def test_throttled_describe_stream_consumer_is_retried(kinesis, efo_stream):
+    """DescribeStreamConsumer answering LimitExceededException (20 calls/s per stream) is
+    retried with backoff; the registration succeeds."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from devtools.services import free_port, wait_for_port
+    from streamslice.kinesis.client import DEFAULT_BACKOFF, Backoff, make_client
+    from streamslice.kinesis.consumers import deregister, register
+    _, _, arn, _ = efo_stream
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "devtools.kinesis_proxy", "--listen-port",
+                             str(port), "--upstream-port", str(kinesis.port), "--throttle",
+                             "DescribeStreamConsumer:4"],
+                            cwd=str(Path(__file__).resolve().parents[2]))
+    try:
+        wait_for_port(port, what="throttling Kinesis proxy")
+        client = make_client(_props(f"http://127.0.0.1:{port}"))
+        with pytest.raises(client.exceptions.LimitExceededException):
+            client.describe_stream_consumer(StreamARN=arn, ConsumerName="x")
+        quick = {**DEFAULT_BACKOFF, "describe_stream_consumer": Backoff(10, 20, 100, 1.5)}
+        assert register(client, arn, "throttled", backoff=quick, timeout_s=30).startswith("arn:")
+        assert deregister(client, arn, "throttled", backoff=quick, timeout_s=30) is True
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -7,6 +7,7 @@ Strategies (Flink's ``flink.stream.efo.registration``):
   ``none`` (Flink NONE): the consumer ARN comes from the config; no calls.
 """
 import hashlib
+import logging
 import re
 import time
 
@@ -15,6 +16,7 @@ from ..errors import SourceError
 from .client import DEFAULT_BACKOFF, call, error_code
 
 CONSUMER_LIMIT = 20  # consumers per stream
+log = logging.getLogger("streamslice")
 
 
 def run_consumer_name(name, run_id):
@@ -37,78 +39,108 @@ def list_consumers(client, stream_arn):
 
 def register(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=time.sleep,
              clock=time.monotonic):
-    """Register ``name`` (or reuse it) and wait until it is ACTIVE; returns the consumer ARN."""
+    """Register ``name`` (or reuse it) and wait until it is ACTIVE; returns the consumer ARN.
+
+    A consumer of the same name still DELETING (the previous run's, or this run's earlier
+    try: FLINK-37908) is waited out and registered anew; ResourceInUseException (a race, or
+    that DELETING consumer) means: look again; LimitExceededException (5 consumers CREATING
+    at once, or DescribeStreamConsumer's 20 calls a second) is retried with backoff. Only
+    the deadline fails a registration that can still succeed."""
     backoff = backoff or DEFAULT_BACKOFF
+    deadline = clock() + timeout_s
     existing = {c["ConsumerName"]: c for c in list_consumers(client, stream_arn)}
-    if name not in existing:
-        if len(existing) >= CONSUMER_LIMIT:
-            raise SourceError(
-                f"stream {stream_arn} already has {len(existing)} consumers, the Kinesis limit "
-                f"of {CONSUMER_LIMIT}; deregister unused ones (streamslice efo list/sweep) or use "
-                "efo.registration: none with an existing consumer")
-        try:
-            # LimitExceededException here means 5 consumers are CREATING at once: retried.
-            call(client.register_stream_consumer, "RegisterStreamConsumer",
-                 backoff["register_stream_consumer"], retry_on={"LimitExceededException"},
-                 passthrough=("ResourceInUseException",), sleep=sleep,
-                 StreamARN=stream_arn, ConsumerName=name)
-        except Exception as exc:
-            if error_code(exc) != "ResourceInUseException":  # lost a race: it exists now
-                raise
-    faults.check("efo_register")  # registered, not yet ACTIVE
-    return wait_for(client, stream_arn, name, "ACTIVE", backoff=backoff, timeout_s=timeout_s,
-                    sleep=sleep, clock=clock)
+    if name not in existing and len(existing) >= CONSUMER_LIMIT:
+        raise SourceError(
+            f"stream {stream_arn} already has {len(existing)} consumers, the Kinesis limit "
+            f"of {CONSUMER_LIMIT}; deregister unused ones (streamslice efo list/sweep) or use "
+            "efo.registration: none with an existing consumer")
+    status = existing.get(name, {}).get("ConsumerStatus")
+    while True:
+        if status == "DELETING":
+            log.info("Consumer %s on %s is still DELETING; waiting before registering it "
+                     "again", name, stream_arn)
+            wait_for(client, stream_arn, name, None, backoff=backoff,
+                     timeout_s=max(1.0, deadline - clock()), sleep=sleep, clock=clock)
+            status = None
+        if status is None:
+            try:
+                call(client.register_stream_consumer, "RegisterStreamConsumer",
+                     backoff["register_stream_consumer"], retry_on={"LimitExceededException"},
+                     passthrough=("ResourceInUseException",), sleep=sleep,
+                     StreamARN=stream_arn, ConsumerName=name)
+            except Exception as exc:
+                if error_code(exc) != "ResourceInUseException":  # a race, or DELETING
+                    raise
+        faults.check("efo_register")  # registered, not yet ACTIVE
+        arn = wait_for(client, stream_arn, name, "ACTIVE", backoff=backoff,
+                       timeout_s=max(1.0, deadline - clock()), sleep=sleep, clock=clock)
+        if arn is not None:
+            return arn
+        status = _describe(client, stream_arn, name, backoff, sleep).get("ConsumerStatus")
+
+
+def _describe(client, stream_arn, name, backoff, sleep):
+    """The consumer's description, {} when there is none."""
+    try:
+        return call(client.describe_stream_consumer, "DescribeStreamConsumer",
+                    backoff["describe_stream_consumer"], sleep=sleep,
+                    passthrough=("ResourceNotFoundException",), StreamARN=stream_arn,
+                    ConsumerName=name)["ConsumerDescription"]
+    except Exception as exc:
+        if error_code(exc) != "ResourceNotFoundException":
+            raise
+        return {}
 
 
 def wait_for(client, stream_arn, name, status, *, backoff, timeout_s, sleep, clock):
-    """DescribeStreamConsumer with backoff until ``status`` (or gone, for status None)."""
+    """DescribeStreamConsumer with backoff until ``status`` (or gone, for status None).
+    Waiting for ACTIVE, a consumer that turns DELETING or is gone returns None: the caller
+    registers it again."""
     deadline, attempt = clock() + timeout_s, 0
     while True:
-        try:
-            desc = call(client.describe_stream_consumer, "DescribeStreamConsumer",
-                        backoff["describe_stream_consumer"], sleep=sleep,
-                        passthrough=("ResourceNotFoundException",),
-                        StreamARN=stream_arn, ConsumerName=name)["ConsumerDescription"]
-        except Exception as exc:
-            if error_code(exc) != "ResourceNotFoundException":
-                raise
-            if status is None:
-                return None
-            desc = {"ConsumerStatus": "MISSING"}
-        if status is not None and desc["ConsumerStatus"] == status:
+        desc = _describe(client, stream_arn, name, backoff, sleep)
+        current = desc.get("ConsumerStatus")
+        if status is None and current is None:
+            return None
+        if status is not None and current in (None, "DELETING") and attempt > 0:
+            return None
+        if status is not None and current == status:
             return desc["ConsumerARN"]
         if clock() > deadline:
-            raise SourceError(f"consumer {name!r} on {stream_arn} is {desc['ConsumerStatus']}, "
-                              f"not {status or 'gone'}, after {timeout_s}s")
+            raise SourceError(f"consumer {name!r} on {stream_arn} is {current or 'gone'}, "
+                              f"not {status or 'gone'}, after {timeout_s:.0f}s")
         sleep(min(2.0, 0.2 * (1.5 ** attempt)))
         attempt += 1
 
 
 def deregister(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=time.sleep,
                clock=time.monotonic):
-    """Deregister ``name`` by ARN and wait until it is gone, so a quick rerun with the same name
-    does not meet a consumer still DELETING. A consumer already gone is fine."""
+    """Deregister ``name`` and wait until it is gone, so a quick rerun with the same name
+    does not meet a consumer still DELETING. A consumer already gone is fine; one still
+    CREATING (Kinesis refuses to deregister it: ResourceInUseException) is waited for."""
     backoff = backoff or DEFAULT_BACKOFF
-    try:
-        arn = call(client.describe_stream_consumer, "DescribeStreamConsumer",
-                   backoff["describe_stream_consumer"], sleep=sleep,
-                   passthrough=("ResourceNotFoundException",), StreamARN=stream_arn,
-                   ConsumerName=name)["ConsumerDescription"]["ConsumerARN"]
-    except Exception as exc:
-        if error_code(exc) == "ResourceNotFoundException":
+    deadline = clock() + timeout_s
+    while True:
+        status = _describe(client, stream_arn, name, backoff, sleep).get("ConsumerStatus")
+        if status is None:
             return False
-        raise
-    try:
-        call(client.deregister_stream_consumer, "DeregisterStreamConsumer",
-             backoff["deregister_stream_consumer"], sleep=sleep,
-             passthrough=("ResourceNotFoundException",), ConsumerARN=arn)
-    except Exception as exc:
-        if error_code(exc) != "ResourceNotFoundException":
-            raise
-    faults.check("efo_deregister")  # deregistering, not yet gone
-    wait_for(client, stream_arn, name, None, backoff=backoff, timeout_s=timeout_s, sleep=sleep,
-             clock=clock)
-    return True
+        if status != "DELETING":
+            try:
+                call(client.deregister_stream_consumer, "DeregisterStreamConsumer",
+                     backoff["deregister_stream_consumer"], sleep=sleep,
+                     passthrough=("ResourceNotFoundException", "ResourceInUseException"),
+                     StreamARN=stream_arn, ConsumerName=name)
+            except Exception as exc:
+                code = error_code(exc)
+                if code == "ResourceInUseException" and clock() < deadline:
+                    sleep(backoff["deregister_stream_consumer"].delay_s(0) + 0.2)
+                    continue  # still CREATING (or changing): ask again
+                if code != "ResourceNotFoundException":
+                    raise
+        faults.check("efo_deregister")  # deregistering, not yet gone
+        wait_for(client, stream_arn, name, None, backoff=backoff,
+                 timeout_s=max(1.0, deadline - clock()), sleep=sleep, clock=clock)
+        return True
 
 
 def is_run_consumer(name, consumer_name):

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import re
 
+from ..aws import parse_auth
 from ..timeutil import INTERVAL_START
 from .positions import Committed, IntervalEnd, Latest, Position, Timestamp, parse_position
 from .properties import check_bootstrap_servers
 from .subscriber import PartitionSet, Subscriber, TopicList, TopicPattern, parse_partition
 
 CLIENTS = ("confluent-kafka", "kafka-python")
+AUTHS = ("msk_iam",)  # else the client properties' own SASL/SSL settings
 
 
 def parse_kafka(f, mode: str, pipeline_name: str):
@@ -63,6 +65,11 @@ def parse_kafka(f, mode: str, pipeline_name: str):
         if isinstance(start.fallback, Timestamp) and isinstance(start.fallback.at, str):
             raise f.error(f"{start.fallback.at} needs mode interval", "start")
 
+    auth = f.str("auth", None, choices=AUTHS)
+    aws = parse_auth(f.child("aws"))
+    if f.has("aws") and auth != "msk_iam":
+        raise f.error("is only used with auth: msk_iam (the identity that signs the tokens)",
+                      "aws")
     _check_offsets(f, start, stop)
     from .source import KafkaSource
     source = KafkaSource(
@@ -71,7 +78,7 @@ def parse_kafka(f, mode: str, pipeline_name: str):
         client=f.str("client", "confluent-kafka", choices=CLIENTS),
         on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")),
         max_records_per_split=f.int("max_records_per_split", 1_000_000, minimum=1),
-        commit_group=_commit_group(f, pipeline_name),
+        commit_group=_commit_group(f, pipeline_name), auth=auth, aws=aws,
     )
     f.done()
     return source

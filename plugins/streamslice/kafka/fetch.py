@@ -13,6 +13,7 @@ from itertools import repeat
 from operator import is_not
 
 from ..errors import DataLossError, SourceError
+from .msk_iam import confluent_conf
 from .properties import kafka_python_kwargs
 
 
@@ -56,7 +57,7 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
             "socket.connection.setup.timeout.ms": 10_000,
             "error_cb": lambda err: down.append(err) if err.code() in (
                 KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT) else None}
-    conf.update(properties)
+    conf.update(confluent_conf(properties))
     servers = conf.get("bootstrap.servers")
     if split.start >= split.stop:
         return

@@ -13,7 +13,9 @@ def commit_to_group(properties, group, positions):
         offsets.append(TopicPartition(topic, int(part), int(offset)))
     if not offsets:
         return
-    consumer = Consumer({**properties, "group.id": group, "enable.auto.commit": False,
+    from .msk_iam import confluent_conf
+    consumer = Consumer({**confluent_conf(properties), "group.id": group,
+                         "enable.auto.commit": False,
                          "socket.connection.setup.timeout.ms": 10_000})
     try:
         consumer.commit(offsets=offsets, asynchronous=False)

@@ -20,7 +20,8 @@ def bind(split: KafkaSplit, properties: dict[str, Any]) -> KafkaSplit:
         return split
     from confluent_kafka import Consumer, KafkaException, TopicPartition
     late = split.late
-    conf = {**properties, "enable.auto.commit": False,
+    from .msk_iam import confluent_conf
+    conf = {**confluent_conf(properties), "enable.auto.commit": False,
             "socket.connection.setup.timeout.ms": properties.get(
                 "socket.connection.setup.timeout.ms", 10_000)}
     conf.setdefault("group.id", "streamslice-reader")

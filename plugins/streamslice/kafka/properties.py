@@ -42,9 +42,13 @@ _READ_ONLY = {"fetch.min.bytes", "fetch.wait.max.ms", "queued.max.messages.kbyte
 
 def kafka_python_kwargs(properties):
     """Translate client properties to kafka-python kwargs; unknown ones raise ValueError."""
+    from .msk_iam import AUTH_KEY, kafka_python_provider
     out = {}
     for name, value in properties.items():
         if name in _READ_ONLY:
+            continue
+        if name == AUTH_KEY:  # Amazon MSK IAM: a token provider over this process's identity
+            out["sasl_oauth_token_provider"] = kafka_python_provider(properties)
             continue
         if name == "ssl.endpoint.identification.algorithm":
             out["ssl_check_hostname"] = str(value).lower() == "https"

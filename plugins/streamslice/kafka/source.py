@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..aws import AwsAuth
 from ..errors import ConfigError, SourceError
 from ..sources import ReadRequest, ResetTarget, Source, SourcePlan
 from ..splits import NO_POSITION, PositionText
@@ -39,6 +40,8 @@ class KafkaSource(Source["KafkaSplit"]):
     max_records_per_split: int = 1_000_000
     commit_group: str | None = None  # mirrors progress for lag monitors; never read back
     spark: SparkRead | None = None  # a read given as Spark's Kafka options (kafka.options)
+    auth: str | None = None  # "msk_iam": Amazon MSK IAM (SASL/OAUTHBEARER, AWS-signed)
+    aws: AwsAuth = field(default_factory=AwsAuth)  # the identity MSK IAM tokens are signed by
 
     kind = "kafka"
     option_prefix = "kafka."
@@ -63,6 +66,9 @@ class KafkaSource(Source["KafkaSplit"]):
         props.update(self.properties)
         if self.bootstrap_servers:
             props["bootstrap.servers"] = self.bootstrap_servers
+        from .msk_iam import AUTH_KEY, detected, with_msk_iam
+        if self.auth == "msk_iam" or (AUTH_KEY not in props and detected(props)):
+            props = with_msk_iam(props, self.aws)
         return props
 
     def describe(self) -> str:

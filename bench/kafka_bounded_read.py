@@ -50,14 +50,15 @@ def produce(bootstrap, n, size, partitions, topic=TOPIC):
     p.flush(300)
 
 
-def confluent_loop(bootstrap, partitions, limit):
+def confluent_loop(bootstrap, partitions, limit, topic=TOPIC, decode=None):
+    """``decode`` (e.g. json.loads) is applied to each value, as a hand-written job would."""
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
                   "enable.partition.eof": True, "queued.min.messages": 200_000,
                   "fetch.max.bytes": 64 * 1024 * 1024, **BIG})
-    ends = {p: min(limit[p], c.get_watermark_offsets(TopicPartition(TOPIC, p))[1])
+    ends = {p: min(limit[p], c.get_watermark_offsets(TopicPartition(topic, p))[1])
             for p in range(partitions)}
-    c.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     n, done, start = 0, set(), time.perf_counter()
     while len(done) < partitions:
         for m in c.consume(10_000, timeout=1.0):
@@ -65,7 +66,10 @@ def confluent_loop(bootstrap, partitions, limit):
                 continue
             if m.offset() < ends[m.partition()]:
                 n += 1
-                _ = (m.key(), m.value(), m.timestamp())
+                value = m.value()
+                if decode is not None:
+                    value = decode(value)
+                _ = (m.key(), value, m.timestamp())
             if m.offset() >= ends[m.partition()] - 1:
                 done.add(m.partition())
     c.close()
@@ -101,7 +105,7 @@ def kcat(bootstrap, n):
     return out.stdout.count(b"\n"), time.perf_counter() - start
 
 
-def streamslice_read(bootstrap, client, out_dir, topic=TOPIC, direct=True):
+def streamslice_read(bootstrap, client, out_dir, topic=TOPIC, direct=True, decode=None):
     """(records, seconds, JVM start seconds, driver CPU seconds) of plan + read; ``direct``
     False makes Spark write the Parquet (the path before the readers wrote it)."""
     from bench.children import cpu_now
@@ -125,7 +129,7 @@ output:
     spark = spark_session()
     jvm = time.perf_counter() - jvm
     start, cpu = time.perf_counter(), cpu_now()
-    plan = plan_run(cfg.source, pipeline="bench", mode="incremental",
+    plan = plan_run(cfg.source, pipeline="bench", mode="incremental", decode=decode,
                     output=cfg.output.target(cfg.name),
                     properties=cfg.source.client_properties())
     staging = staging_for(plan, f"{client}-{time.time_ns()}")

@@ -21,15 +21,18 @@ def target(tmp_path, fmt):
 
 
 def make_plan(output, planned_at=0, schema=(("n", "long"),)):
+    """``schema``: (name, type) pairs, as plans held them before formats had specs, or DDL."""
+    decode = {"value": {"name": "json", "schema": schema}, "key": "raw"} \
+        if isinstance(schema, str) else {"value": "json", "key": "raw",
+                                          "schema": [list(f) for f in schema]}
     return ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=planned_at,
                     splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001", batch=1,
                     next_positions={"t:0": 3}, output=output,
-                    decode={"value": "json", "key": "raw", "on_error": "dead_letter",
-                            "schema": [list(f) for f in schema]},
+                    decode={**decode, "on_error": "dead_letter"},
                     source_info={"include_headers": False})
 
 
-def stage(tmp_path, plan, rows, name="s1"):
+def stage(tmp_path, plan, rows, name="s1", values=None):
     from streamslice.commit.publishers.tables import table_schema
     schema = table_schema(plan)
     st = Staging(str(tmp_path / "staging" / name))
@@ -40,6 +43,7 @@ def stage(tmp_path, plan, rows, name="s1"):
     n_type = schema.field("n").type
     cols["n"] = pa.array([o * 10 for o in rows], n_type).to_pylist() if pa.types.is_integer(
         n_type) else [str(o) for o in rows]
+    cols.update(values or {})
     pq.write_table(pa.table(cols, schema=schema), st.root + "/data/part-0.parquet")
     st.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": len(rows),
                          "dead_letters": 0, "reached_stop": True})
@@ -138,3 +142,63 @@ def test_a_rest_catalog_is_passed_through_and_its_failure_named(tmp_path):
                          "{type: rest, uri: 'http://127.0.0.1:9'}}\n", default_name="p")
     with pytest.raises(CommitError, match=r"cannot open the Iceberg catalog \(rest\)"):
         publisher_for(cfg.output.target("p"))
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_nested_fields_evolve_and_an_incompatible_change_fails_before_anything_lands(tmp_path,
+                                                                                     fmt):
+    from decimal import Decimal
+    output = target(tmp_path, fmt)
+    v1 = make_plan(output, schema="n BIGINT, user STRUCT<name: STRING>, tags ARRAY<STRING>")
+    publish_once(v1, stage(tmp_path, v1, [0], values={"user": [{"name": "a"}],
+                                                      "tags": [["x"]]}), run_id="r1", now_ms=1)
+    v2 = make_plan(output, planned_at=1, schema="n BIGINT, user STRUCT<name: STRING, age: INT>,"
+                                                " tags ARRAY<STRING>, amount DECIMAL(10,2)")
+    v2.partition = "batch=00000002"
+    publish_once(v2, stage(tmp_path, v2, [1], name="s2", values={
+        "user": [{"name": "b", "age": 7}], "tags": [["y"]], "amount": [Decimal("1.50")]}),
+        run_id="r2", now_ms=2)
+    table, commits = scan(output)
+    rows = sorted(table.select(["offset", "user", "amount"]).to_pylist(),
+                  key=lambda r: r["offset"])
+    assert rows == [{"offset": 0, "user": {"name": "a", "age": None}, "amount": None},
+                    {"offset": 1, "user": {"name": "b", "age": 7}, "amount": Decimal("1.50")}]
+    bad = make_plan(output, planned_at=2, schema="n BIGINT, user STRUCT<name: INT, age: INT>, "
+                                                 "tags ARRAY<BIGINT>, amount DECIMAL(10,3), "
+                                                 "id BIGINT NOT NULL")
+    bad.partition = "batch=00000003"
+    staged = stage(tmp_path, bad, [2], name="s3", values={"id": [2]})
+    from streamslice.kafka.reader import DEAD_LETTER_SCHEMA
+    (tmp_path / "staging" / "s3" / "_dead_letter").mkdir()
+    pq.write_table(DEAD_LETTER_SCHEMA.empty_table(),
+                   tmp_path / "staging" / "s3" / "_dead_letter" / "part-0.parquet")
+    with pytest.raises(CommitError) as err:
+        publish_once(bad, staged, run_id="r3", now_ms=3)
+    assert str(err.value).startswith("incompatible schema change for ")
+    for part in ("field 'user.name' is string in the table, int now",
+                 "field 'tags[]' is string in the table, bigint now",
+                 "field 'amount' is decimal(10,2) in the table, decimal(10,3) now",
+                 "new field 'id' is NOT NULL", "nothing was published"):
+        assert part in str(err.value)
+    assert scan(output)[1] == commits  # no commit
+    assert not (tmp_path / "_streamslice" / "pipeline=p" / "dead_letter" /
+                "batch=00000003").exists()
+
+
+def test_which_changes_a_table_can_take():
+    from streamslice.commit.publishers.tables import schema_changes
+    from streamslice.formats.types import parse_schema as ddl
+    have = ddl("a INT, b FLOAT, c DECIMAL(10,2), d TINYINT, s STRUCT<x: STRING>, "
+               "m MAP<STRING, INT>, l ARRAY<STRUCT<y: INT>>")
+    assert schema_changes(have, ddl("a BIGINT, b DOUBLE, c DECIMAL(12,2), d TINYINT, "
+                                    "s STRUCT<x: STRING, z: DATE>, m MAP<STRING, BIGINT>, "
+                                    "l ARRAY<STRUCT<y: INT, w: STRING>>, new STRING")) == []
+    assert schema_changes(ddl("a INT"), ddl("a SMALLINT")) == []  # Iceberg's int holds it
+    assert schema_changes(have, ddl("a STRING, c DECIMAL(10,1), m MAP<STRING, STRING>, "
+                                    "l ARRAY<STRUCT<y: STRING>>, s STRUCT<x: STRING NOT NULL,"
+                                    " q INT NOT NULL>")) == [
+        "field 'a' is int in the table, string now",
+        "field 'c' is decimal(10,2) in the table, decimal(10,1) now",
+        "field 'm.value' is int in the table, string now",
+        "field 'l[].y' is int in the table, string now",
+        "new field 's.q' is NOT NULL, but the rows already in the table have no value for it"]

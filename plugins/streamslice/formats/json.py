@@ -361,14 +361,12 @@ def _timestamp_ntz(value: Any) -> datetime:
 
 class _Parsed(type):
     """msgspec checks that ``dec_hook`` returned an instance of the type it asked for; these
-    marker types stand for what their ``parse`` returns (a date, a datetime)."""
+    marker types stand for what their ``parse`` returns (a datetime). Timestamps are parsed
+    by one function for both decoders: msgspec's own parser rounds a seventh fractional
+    digit where ``datetime.fromisoformat`` truncates it."""
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, date)
-
-
-class _Date(metaclass=_Parsed):
-    parse = staticmethod(_date)
 
 
 class _Timestamp(metaclass=_Parsed):
@@ -416,7 +414,7 @@ def _msgspec_type(typ: pa.DataType) -> Any:
     if pa.types.is_decimal(typ):
         return Decimal
     if pa.types.is_date32(typ):
-        return _Date
+        return date  # msgspec's reads "YYYY-MM-DD" only, as date.fromisoformat reads it
     if pa.types.is_timestamp(typ):
         return _Timestamp if typ.tz is not None else _TimestampNTZ
     raise SchemaError(f"type {spark_type(typ)} cannot be read from JSON")

@@ -53,8 +53,12 @@ class DeltaPublisher:
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-        publish_dead_letters(self.output, plan, staging)
         schema = table_schema(plan)
+        exists = DeltaTable.is_deltatable(self.table_uri)
+        if exists:  # an incompatible schema fails here, before anything lands
+            existing = pa.schema(DeltaTable(self.table_uri).schema().to_arrow())
+            check_compatible(existing, schema, f"Delta table {self.table_uri}")
+        publish_dead_letters(self.output, plan, staging)
         files = staged_files(staging)
         data = ds.dataset(files, format="parquet", filesystem=staging.fs) if files else None
         reader = _batches(data, schema)
@@ -62,10 +66,6 @@ class DeltaPublisher:
         props = CommitProperties(custom_metadata=commit_properties(plan, manifest),
                                  app_transactions=txns)
         faults.check("table_commit")
-        exists = DeltaTable.is_deltatable(self.table_uri)
-        if exists:
-            existing = pa.schema(DeltaTable(self.table_uri).schema().to_arrow())
-            check_compatible(existing, schema, self.table_uri)
         try:
             if exists:  # replace the partition, one commit
                 write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],

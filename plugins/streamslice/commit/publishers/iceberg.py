@@ -20,7 +20,7 @@ from ... import faults
 from ...errors import CommitError
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
-from .tables import commit_properties, manifest_from, table_schema
+from .tables import check_compatible, commit_properties, manifest_from, table_schema
 
 if TYPE_CHECKING:
     from ...planning.plan import OutputTarget, ReadPlan
@@ -78,9 +78,9 @@ class IcebergPublisher:
         return None
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
-        publish_dead_letters(self.output, plan, staging)
         table = self._table(plan, create=True)
-        self._evolve(table, plan)
+        self._evolve(table, plan)  # an incompatible schema fails here, before anything lands
+        publish_dead_letters(self.output, plan, staging)
         table = self.catalog.load_table(self.identifier)
         files = self._move_into_table(table, plan, staging)
         faults.check("table_commit")  # files in the table's folder, not yet committed
@@ -97,11 +97,13 @@ class IcebergPublisher:
         return found["published"] if found else {"uri": self.uri(plan)}
 
     def _evolve(self, table, plan: ReadPlan) -> None:
-        """A new nullable column evolves the table; a type change Iceberg cannot promote is
-        refused."""
+        """A new nullable field evolves the table, at any depth; a change the table's rows
+        cannot follow is refused naming each field (``tables.schema_changes``)."""
+        wanted = table_schema(plan)
+        check_compatible(table.schema().as_arrow(), wanted, f"Iceberg table {self.identifier}")
         try:
             with table.update_schema() as update:
-                update.union_by_name(table_schema(plan))
+                update.union_by_name(wanted)
         except Exception as exc:
             raise CommitError(f"incompatible schema change for Iceberg table "
                               f"{self.identifier}: {exc}") from None

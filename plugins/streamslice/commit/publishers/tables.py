@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ...errors import CommitError
+from ...formats.types import spark_type
 from ...reading.decode import Decoder
 from ...sources import source_class
 from ..manifest import plan_id
@@ -45,28 +46,64 @@ def manifest_from(properties: dict[str, Any], plan: ReadPlan) -> dict[str, Any] 
     return data
 
 
-_PROMOTIONS = {(pa.int32(), pa.int64()), (pa.float32(), pa.float64())}
-
-
 def check_compatible(existing: pa.Schema, wanted: pa.Schema, table: str) -> None:
-    """Columns both schemas have must keep their type (or widen int → long, float → double);
-    new columns are fine (they are added, nullable)."""
+    """Refuse, naming each field, a reader schema the table cannot take (``schema_changes``)."""
+    problems = schema_changes(existing, wanted)
+    if problems:
+        raise CommitError(f"incompatible schema change for table {table}: "
+                          f"{'; '.join(problems[:5])}"
+                          f"{f' (and {len(problems) - 5} more)' if len(problems) > 5 else ''};"
+                          " nothing was published: write to a new table or migrate this one")
+
+
+def schema_changes(existing: pa.Schema | pa.StructType, wanted: pa.Schema | pa.StructType,
+                   prefix: str = "") -> list[str]:
+    """What keeps ``wanted`` from evolving a table of schema ``existing``, per field path.
+
+    Fine: a new nullable field, at any depth (the table adds it; older rows read null); a
+    field no longer declared (the table keeps it; new rows read null); values that fit the
+    column (tinyint into int, as Iceberg stores it); a widened type (int to bigint, float to
+    double, a decimal's precision at the same scale); types that differ only in how Arrow
+    holds them. Anything else is a change the rows already in the table cannot follow."""
+    have = {f.name: f for f in existing}
+    problems = []
     for field in wanted:
-        if field.name not in existing.names:
+        path = f"{prefix}{field.name}"
+        old = have.get(field.name)
+        if old is None:
+            if not field.nullable:
+                problems.append(f"new field '{path}' is NOT NULL, but the rows already in the "
+                                "table have no value for it")
             continue
-        have = existing.field(field.name).type
-        if have.equals(field.type) or (have, field.type) in _PROMOTIONS:
-            continue
-        if _loose(have) == _loose(field.type):
-            continue
-        raise CommitError(f"incompatible schema change for table {table}: column "
-                          f"{field.name} is {have} in the table, {field.type} now; write to a "
-                          "new table or migrate this one")
+        problems += _type_changes(old.type, field.type, path)
+    return problems
 
 
-def _loose(t: pa.DataType) -> str:
-    """Types that differ only in how a format stores them (large_string, string_view, …)."""
-    text = str(t)
-    for a, b in (("large_", ""), ("_view", ""), ("utf8", "string"), ("large_list", "list")):
-        text = text.replace(a, b)
-    return text
+def _type_changes(have: pa.DataType, want: pa.DataType, path: str) -> list[str]:
+    if pa.types.is_struct(have) and pa.types.is_struct(want):
+        return schema_changes(have, want, f"{path}.")
+    if _is_list(have) and _is_list(want):
+        return _type_changes(have.value_type, want.value_type, f"{path}[]")
+    if pa.types.is_map(have) and pa.types.is_map(want):
+        return (_type_changes(have.key_type, want.key_type, f"{path}.key")
+                + _type_changes(have.item_type, want.item_type, f"{path}.value"))
+    old, new = spark_type(have), spark_type(want)
+    if old == new or _widens(have, want):
+        return []
+    return [f"field '{path}' is {old} in the table, {new} now"]
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _widens(have: pa.DataType, want: pa.DataType) -> bool:
+    """``want`` values fit a ``have`` column, or the column widens to them (Iceberg's and
+    Delta's type promotions; Iceberg keeps tinyint and smallint as int)."""
+    if pa.types.is_integer(have) and pa.types.is_integer(want):
+        return have.bit_width >= want.bit_width or (have.bit_width, want.bit_width) == (32, 64)
+    if pa.types.is_floating(have) and pa.types.is_floating(want):
+        return True  # float fits double; float widens to double
+    if pa.types.is_decimal(have) and pa.types.is_decimal(want):
+        return have.scale == want.scale and want.precision >= have.precision
+    return False

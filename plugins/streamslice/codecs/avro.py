@@ -179,6 +179,12 @@ def as_stored(schema: Any) -> Any:
     return out
 
 
+try:
+    from fastavro._read import schemaless_reader as _schemaless_reader
+except ImportError:  # a fastavro without its compiled reader
+    from fastavro import schemaless_reader as _schemaless_reader
+
+
 class Reader:
     """Decodes the records of one writer schema as the run's reader schema."""
 
@@ -187,11 +193,13 @@ class Reader:
     def __init__(self, writer: Any, reader: Any | None, fix: Callable[[Any], Any] | None):
         self.writer, self.reader, self.fix = writer, reader, fix
 
-    def __call__(self, payload: bytes) -> Any:
-        from fastavro import schemaless_reader
+    def __call__(self, payload: bytes, start: int = 0) -> Any:
+        """The record in ``payload`` from ``start`` (past a frame's header: no copy)."""
         bio = io.BytesIO(payload)
-        value = schemaless_reader(bio, self.writer, self.reader, return_record_name=True,
-                                  return_record_name_override=True)
+        if start:
+            bio.seek(start)
+        value = _schemaless_reader(bio, self.writer, self.reader, return_record_name=True,
+                                   return_record_name_override=True)
         left = len(payload) - bio.tell()
         if left:
             raise ValueError(f"{left} bytes left after the record: written with another "
@@ -203,6 +211,7 @@ class AvroCodec(Codec):
     """One run's reader schema: readers per writer schema, and rows → Arrow."""
 
     schema_type = "AVRO"
+    reads_at_offset = True  # its readers take (data, start): Framed skips the header in place
 
     def __init__(self, reader_text: str, references: dict[str, Any] | None = None) -> None:
         import fastavro

@@ -109,3 +109,28 @@ output:
     got = connect().sql(f"SELECT count(*), count(tip) FROM read_parquet('{dataset}/*/*.parquet'"
                         ", union_by_name=true)").fetchone()
     assert got == (9, 3)
+
+
+def test_spark_options_read_avro_through_the_registry(broker, spark, registry):
+    """``format("streamslice-kafka")`` with valueFormat avro and schema.registry.* options."""
+    from datetime import datetime, timezone
+    topic = unique("avro-spark")
+    create_topic(broker.bootstrap, topic, 2)
+    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    produce(broker.bootstrap, topic, registry, V2,
+            [{"trip_id": f"s{i}", "fare": "3.10", "pickup": at, "tip": 0.5} for i in range(4)],
+            extra=[b"\x00\x00\x00"])
+    reader = (spark.read.format("streamslice-kafka")
+              .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+              .option("valueFormat", "avro").option("keyFormat", "string")
+              .option("onDecodeError", "dead_letter")
+              .option("schema.registry.url", registry.url)
+              .option("schema.registry.basic.auth.user.info", "reader:s3cret")
+              .option("subject", f"{topic}-value"))
+    df = reader.load()
+    assert df.columns[:5] == ["key", "trip_id", "fare", "pickup", "tip"]
+    assert str(df.schema["fare"].dataType) == "DecimalType(8,2)"
+    rows = sorted((r.trip_id, r.tip) for r in df.collect())
+    assert rows == [(f"s{i}", 0.5) for i in range(4)]
+    with pytest.raises(Exception, match="subject 'nope-value' version latest does not exist"):
+        reader.option("subject", "nope-value").load()

@@ -1,4 +1,5 @@
-"""``streamslice``: validate, plan, offsets, efo, backfill, demo.
+"""``streamslice``: validate, plan, offsets, backfill, demo, and each source's own commands
+(``Source.add_cli_commands``: Kinesis adds ``efo``).
 
 The core commands (validate, plan) load only the core package; commands that touch Airflow's
 metadata database (offsets, backfill) import Airflow when they run. Tables for people,
@@ -27,7 +28,8 @@ def main(argv=None):
 
 def parser():
     p = argparse.ArgumentParser(prog="streamslice", description="Bounded, exactly-once "
-                                "Kafka/Kinesis slices: validate, plan, offsets, efo, backfill.")
+                                "slices of streams: validate, plan, offsets, backfill and "
+                                "each source's own commands.")
     p.add_argument("--dir", default=None, help="pipeline files folder (default: "
                    "$STREAMSLICE_PIPELINES, ./dags/pipelines, or $AIRFLOW_HOME/dags/pipelines)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -59,19 +61,9 @@ def parser():
     reset.add_argument("--json", action="store_true")
     reset.set_defaults(run=cmd_offsets_reset)
 
-    e = sub.add_parser("efo", help="Kinesis Enhanced Fan-Out consumers")
-    esub = e.add_subparsers(dest="action", required=True)
-    for name, fn in (("list", cmd_efo_list), ("sweep", cmd_efo_sweep)):
-        c = esub.add_parser(name)
-        c.add_argument("stream", help="stream name or ARN")
-        c.add_argument("--region")
-        c.add_argument("--endpoint-url")
-        c.add_argument("--json", action="store_true")
-        if name == "sweep":
-            c.add_argument("--prefix", required=True, help="a pipeline's efo.consumer_name: "
-                           "only its per-run consumers (<name>-<run hash>) are swept")
-            c.add_argument("--older-than", default="1h")
-        c.set_defaults(run=fn)
+    from .sources import SOURCES, source_class
+    for kind in SOURCES:  # each source's own commands (Kinesis: efo)
+        source_class(kind).add_cli_commands(sub)
 
     b = sub.add_parser("backfill", help="run an interval pipeline over a time range")
     b.add_argument("pipeline")
@@ -225,38 +217,6 @@ def cmd_offsets_reset(args):
     cp = reset_checkpoint(cfg, to)
     emit(args, cp.to_dict(), f"{cfg.name}: checkpoint reset ({cp.run_id})\n" +
          table(["key", "next position"], sorted(cp.positions.items())))
-
-
-def _kinesis_client(args):
-    from .kinesis.client import make_client
-    return make_client({"region": args.region or os.environ.get("AWS_DEFAULT_REGION"),
-                        "endpoint_url": args.endpoint_url})
-
-
-def cmd_efo_list(args):
-    from .kinesis.consumers import list_consumers
-    from .kinesis.planner import stream_names
-    client = _kinesis_client(args)
-    name, arn = stream_names(client, args.stream)
-    consumers = list_consumers(client, arn)
-    rows = [[c["ConsumerName"], c["ConsumerStatus"], c["ConsumerCreationTimestamp"],
-             c["ConsumerARN"]] for c in consumers]
-    emit(args, consumers, f"{name}: {len(consumers)} of 20 consumers\n" +
-         table(["name", "status", "created", "arn"], rows))
-
-
-def cmd_efo_sweep(args):
-    from .kinesis.consumers import sweep
-    from .kinesis.planner import stream_names
-    from .timeutil import parse_duration_ms
-    client = _kinesis_client(args)
-    _, arn = stream_names(client, args.stream)
-    try:
-        older = parse_duration_ms(args.older_than) / 1000
-    except ValueError as exc:
-        raise ConfigError(f"--older-than: {exc}") from None
-    gone = sweep(client, arn, args.prefix, older)
-    emit(args, gone, "\n".join(f"deregistered {n}" for n in gone) or "nothing to sweep")
 
 
 def cmd_backfill(args):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Sequence
 
     import pyarrow as pa
@@ -112,13 +113,43 @@ class ResetTarget:
 
 @dataclass(frozen=True)
 class LifecycleTask:
-    """A task a source needs around the read (Kinesis EFO registration). ``callable`` is a
-    dotted path into the Airflow glue, so the core never imports Airflow."""
+    """A task a source needs around the read (Kinesis EFO registration). ``callable`` is the
+    dotted path of a core function ``(source, LifecycleRun) -> JSON`` (``call``); the Airflow
+    glue runs it as a setup or teardown task, and a setup's result reaches ``read_options``."""
 
     task_id: str
     callable: str
     role: Literal["before_setup", "setup", "teardown"]
     doc: str
+
+
+@dataclass(frozen=True)
+class LifecycleRun:
+    """What a lifecycle task gets besides its source: the run, and the client properties
+    (resolved from the source's connection only when called)."""
+
+    run_id: str
+    properties: Callable[[], dict[str, Any]]
+
+
+def call(dotted: str) -> Callable[..., Any]:
+    """The function at ``package.module.function``."""
+    module, _, name = dotted.rpartition(".")
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+@dataclass(frozen=True)
+class PageSection:
+    """A part of a pipeline's page that only its source can fill (Kinesis: the stream's EFO
+    consumers): a titled table of plain text, or the error that kept it from being filled.
+    Nothing secret goes in (no connection settings)."""
+
+    title: str
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    error: str | None = None
+    empty: str = "Nothing to show."
 
 
 class Source(ABC, Generic[SplitT]):
@@ -128,7 +159,10 @@ class Source(ABC, Generic[SplitT]):
     kind: ClassVar[str]
     option_prefix: ClassVar[str]  # client properties as Spark options: "kafka." / "aws."
     options: ClassVar[tuple[str, ...]]  # the source's own Spark option names
-    conn_type: ClassVar[str]  # the Airflow connection type ``conn_id`` refers to
+    conn_type: ClassVar[str | None] = None  # the Airflow connection type ``conn_id`` names
+    # The Airflow glue's function that turns such a connection into client properties
+    # ("module.function", called with conn_id and ``connection_hints()``), None without one.
+    connection_hook: ClassVar[str | None] = None
     lag_unit: ClassVar[LagUnit]  # what its splits' lag counts: records, or ms behind the tip
     # Secret client properties a Spark runtime with an identity of its own (a Spark Connect
     # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
@@ -149,6 +183,10 @@ class Source(ABC, Generic[SplitT]):
     @abstractmethod
     def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
         """Client properties: ``resolved`` (from a connection) overlaid by the YAML's own."""
+
+    def connection_hints(self) -> dict[str, Any]:
+        """Keyword arguments for ``connection_hook`` besides the conn_id (e.g. a region)."""
+        return {}
 
     @abstractmethod
     def describe(self) -> str:
@@ -181,6 +219,23 @@ class Source(ABC, Generic[SplitT]):
 
     def lifecycle_tasks(self) -> list[LifecycleTask]:
         return []
+
+    # -- what the glue shows and offers --------------------------------------------------------
+    def asset_extra(self) -> dict[str, Any]:
+        """Facts about the source for the output asset's extra, which downstream DAGs and the
+        page read (no client settings, no secrets)."""
+        return {}
+
+    def page_sections(self, properties: Callable[[], dict[str, Any]]) -> list[PageSection]:
+        """Source-specific parts of the pipeline's page, asked for when the page is shown.
+        ``properties()`` resolves the client properties, only if they are needed."""
+        return []
+
+    @classmethod
+    def add_cli_commands(cls, commands: argparse._SubParsersAction[Any]) -> None:
+        """Source-specific ``streamslice`` commands (Kinesis: ``efo list``, ``efo sweep``).
+        Each parser sets ``run`` (a function of the parsed args) as a default; raising a
+        StreamsliceError prints one line and exits 1."""
 
     def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
         """Options for the readers, from the config and the setup tasks' results."""

@@ -14,34 +14,22 @@ import time
 
 def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     from streamslice.config import load_pipeline
+    from streamslice.sources import LifecycleRun, call
     cfg = load_pipeline(pipeline_file)
-    # Kinesis EFO per_run: sweep and register before the run, deregister after it
-    per_run = "efo_deregister" in {t.task_id for t in cfg.source.lifecycle_tasks()}
-    options = cfg.source.read_options(
-        {"efo_register": efo_consumers(cfg, run_id, "register")}) if per_run else {}
+    # The source's lifecycle tasks (Kinesis EFO per_run: sweep and register before the run,
+    # deregister after it), called as the DAG's setup and teardown tasks call them.
+    tasks = {t.role: t for t in cfg.source.lifecycle_tasks()}
+    life = LifecycleRun(run_id, cfg.source.client_properties)
+    setup = {}
+    for role in ("before_setup", "setup"):
+        if role in tasks:
+            setup[tasks[role].task_id] = call(tasks[role].callable)(cfg.source, life)
+    options = cfg.source.read_options(setup) if setup else {}
     try:
         run(cfg, state_dir, run_id, try_number, interval_start, options)
     finally:  # like Airflow's teardown: also after a failed read (never after a SIGKILL)
-        if per_run:
-            efo_consumers(cfg, run_id, "deregister")
-
-
-def efo_consumers(cfg, run_id, action):
-    """What the EFO setup and teardown tasks do (streamslice.airflow.efo), without Airflow."""
-    from streamslice.kinesis import consumers
-    from streamslice.kinesis.client import make_client
-    from streamslice.kinesis.planner import stream_names
-    client = make_client(cfg.source.client_properties())
-    name = consumers.run_consumer_name(cfg.source.efo_consumer_name, run_id)
-    arns = {}
-    for stream, arn in (stream_names(client, ref) for ref in cfg.source.streams):
-        if action == "register":
-            consumers.sweep(client, arn, cfg.source.efo_consumer_name,
-                            cfg.source.efo_sweep_after_ms / 1000)
-            arns[stream] = consumers.register(client, arn, name)
-        else:
-            consumers.deregister(client, arn, name)
-    return arns
+        if "teardown" in tasks:
+            call(tasks["teardown"].callable)(cfg.source, life)
 
 
 def run(cfg, state_dir, run_id, try_number, interval_start, options):

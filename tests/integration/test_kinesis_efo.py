@@ -141,7 +141,7 @@ def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
     """What the pipeline page shows under "Enhanced fan-out consumers", asked of the Kinesis
     server with the pipeline's own connection; the connection's secret is never in it."""
     from streamslice.airflow.store import output_asset
-    from streamslice.airflow.ui import _consumers
+    from streamslice.airflow.ui import _sections
     client, stream, arn, _ = efo_stream
     cfg = pipeline(stream, tmp_path, registration="keep")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
@@ -151,17 +151,26 @@ def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
         time.sleep(0.1)
     try:
         extra = output_asset(cfg).extra
-        assert extra["efo"] is True
-        listed, error = _consumers(extra)
-        assert error is None
-        assert [(c["name"], c["status"] in ("CREATING", "ACTIVE")) for c in listed] == \
-            [(f"ss-test ({stream})", True)]
-        assert listed[0]["age"] == "0 min"
-        assert set(listed[0]) == {"name", "status", "created", "age"}  # nothing else shown
+        assert (extra["efo"], extra["source"]) == (True, "kinesis")
+        (section,) = _sections(extra)
+        assert (section.title, section.error) == ("Enhanced fan-out consumers", None)
+        assert section.columns == ("Consumer", "Status", "Registered", "Age")  # nothing else
+        assert [(r[0], r[1] in ("CREATING", "ACTIVE"), r[3]) for r in section.rows] == \
+            [(f"ss-test ({stream})", True, "0 min")]
     finally:
         client.deregister_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
-    listed, error = _consumers({"pipeline_file": str(tmp_path / "gone.yaml"), "efo": True})
-    assert listed is None and error.startswith("could not list the consumers: ")
+    missing = pipeline(unique("no-such-stream"), tmp_path, registration="keep")
+    (section,) = _sections(output_asset(missing).extra)
+    assert section.rows == () and section.error.startswith("could not list the consumers: ")
+    assert "test" not in section.error.split(": ", 1)[1].split()  # no secret in the message
+    assert _sections({"pipeline_file": str(tmp_path / "gone.yaml")}) == []
+    polling = write_pipeline(unique("kin_poll"), f"""
+mode: incremental
+kinesis: {{stream: {stream}, conn_id: test_aws}}
+output: {{path: {tmp_path}}}
+""")
+    assert output_asset(polling).extra["efo"] is False
+    assert _sections(output_asset(polling).extra) == []
 
 
 # -- lifecycle edge cases (FLINK-37908, flink-connector-aws #213/#255) -------------------------

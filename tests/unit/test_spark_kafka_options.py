@@ -7,8 +7,9 @@ import re
 import pytest
 
 from streamslice.errors import ConfigError
-from streamslice.kafka.options import OPTIONS, kafka_from_options
+from streamslice.kafka.options import OPTIONS
 from streamslice.kafka.properties import kafka_python_kwargs
+from streamslice.kafka.source import KafkaSource
 from streamslice.kafka.spark_read import divide
 from streamslice.kafka.subscriber import PartitionSet, TopicList, TopicPattern
 from streamslice.spark.options import check_names
@@ -18,7 +19,7 @@ def parse(**kw):
     opts = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}
     opts.update(kw)
     opts = {k.lower(): v for k, v in opts.items() if v is not None}
-    return kafka_from_options(opts)
+    return KafkaSource.from_options(opts)
 
 
 def read(**kw):
@@ -128,7 +129,7 @@ def test_java_client_properties_become_librdkafka_ones():
                      "metadata.max.age.ms": "500", "sasl.username": "u", "sasl.password": "p"}
     kafka_python_kwargs(props)  # planning accepts every one of them
     with pytest.raises(ConfigError, match="Option 'kafka.bootstrap.servers' must be specified"):
-        kafka_from_options({"subscribe": "t"})
+        KafkaSource.from_options({"subscribe": "t"})
 
 
 @pytest.mark.parametrize("name, hint", [

@@ -4,7 +4,6 @@ import json
 import pytest
 
 from streamslice.errors import ConfigError
-from streamslice.kinesis.options import kinesis_from_options
 from streamslice.kinesis.positions import ArrivedBefore, AtTimestamp, Latest, Tip, TrimHorizon
 from streamslice.kinesis.source import KinesisSource
 from streamslice.spark.options import check_names
@@ -15,7 +14,7 @@ ARN = "arn:aws:kinesis:us-east-1:000000000000:stream/taxi/consumer/c:1"
 def parse(**kw):
     opts = {"streamName": "taxi"}
     opts.update(kw)
-    return kinesis_from_options({k.lower(): v for k, v in opts.items() if v is not None})
+    return KinesisSource.from_options({k.lower(): v for k, v in opts.items() if v is not None})
 
 
 def test_positions_and_client_properties():

@@ -81,9 +81,10 @@ def _lifecycle_tasks(cfg, plan, read, kwargs):
     """Tasks a source needs around the read (Kinesis EFO consumers): ``before_setup`` →
     ``setup`` → plan, and read → ``teardown``, which also runs when the read failed."""
     from airflow.providers.standard.operators.python import PythonOperator
-    from airflow.sdk.module_loading import import_string
-    ops = {t.role: PythonOperator(task_id=t.task_id, python_callable=import_string(t.callable),
-                                  op_kwargs=kwargs, doc_md=t.doc)
+
+    from .lifecycle import lifecycle_task
+    ops = {t.role: PythonOperator(task_id=t.task_id, python_callable=lifecycle_task,
+                                  op_kwargs={**kwargs, "step": t.callable}, doc_md=t.doc)
            for t in cfg.source.lifecycle_tasks()}
     setup, teardown, before = ops.get("setup"), ops.get("teardown"), ops.get("before_setup")
     if setup is None:

@@ -1,7 +1,9 @@
 """Connections: Airflow owns credentials; the core receives plain client properties.
 
-A source names its connection type (``Source.conn_type``); this module turns a connection of
-that type into client properties."""
+A source names its connection type (``Source.conn_type``) and the function here that reads a
+connection of that type (``Source.connection_hook``, a dotted path: the core never imports
+Airflow); ``source_properties`` calls it with the source's ``connection_hints``. One function
+per connection type, not per source: a new source reuses one or brings its own."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -70,20 +72,22 @@ def aws_properties(conn_id: str, region: str | None = None,
     return {k: v for k, v in props.items() if v}
 
 
-def connection_properties(conn_type: str, conn_id: str, source: Source) -> dict[str, Any]:
-    if conn_type == "kafka":
-        return KafkaConnectionHook(conn_id).client_properties()
-    if conn_type == "aws":
-        return aws_properties(conn_id, getattr(source, "region", None))
-    raise ValueError(f"no hook for connection type {conn_type!r}")
+def kafka_properties(conn_id: str) -> dict[str, Any]:
+    """Client properties from an Airflow Kafka connection (``KafkaConnectionHook``)."""
+    return KafkaConnectionHook(conn_id).client_properties()
 
 
 def source_properties(source: Source) -> dict[str, Any]:
     """Client properties for a source: its connection's (if it names one), overlaid by the
     YAML's own. Without a connection, the client's defaults apply (boto3's chain for AWS)."""
-    base = connection_properties(source.conn_type, source.conn_id, source) \
-        if source.conn_id else {}
-    return source.client_properties(base)
+    if not source.conn_id:
+        return source.client_properties()
+    if not source.connection_hook:
+        from ..errors import ConfigError
+        raise ConfigError(f"{source.kind} sources take no conn_id")
+    from airflow.sdk.module_loading import import_string
+    read = import_string(source.connection_hook)
+    return source.client_properties(read(source.conn_id, **source.connection_hints()))
 
 
 def registry_properties(decode: Any) -> dict[str, Any]:

@@ -13,9 +13,10 @@ def output_asset(cfg):
     uri = cfg.output.dataset(cfg.name)
     if "://" not in uri:
         uri = "file://" + uri
-    # What the Streamslice page needs to find the pipeline (no client settings, no secrets).
-    extra = {"pipeline_file": str(cfg.file),
-             "efo": cfg.source.kind == "kinesis" and getattr(cfg.source, "reader", "") == "efo"}
+    # What the Streamslice page needs to find the pipeline, and what its source adds (no
+    # client settings, no secrets).
+    extra = {**cfg.source.asset_extra(), "pipeline_file": str(cfg.file),
+             "source": cfg.source.kind}
     return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice", extra=extra)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
@@ -16,6 +16,9 @@ from ..timeutil import parse_iso
 from ..ui import pages
 from ..ui.model import coverage
 from . import ui_data
+
+if TYPE_CHECKING:
+    from ..sources import PageSection
 
 log = logging.getLogger("streamslice")
 PREFIX = "/streamslice"
@@ -99,8 +102,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
             output=model.uri if model is not None else "-",
             alerts=alerts)
         extra = dict(model.extra or {}) if model is not None else {}
-    if extra.get("efo"):
-        view.consumers, view.consumers_error = _consumers(extra)
+    view.sections = _sections(extra)
     return pages.pipeline(view, base, airflow)
 
 
@@ -117,29 +119,19 @@ def _range(session, dag_id: str, newest, start: str | None,
     return since, until
 
 
-def _consumers(extra: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """The stream's registered EFO consumers, asked of Kinesis with the pipeline's own
-    connection (only names, states and times are shown)."""
+def _sections(extra: dict[str, Any]) -> list[PageSection]:
+    """What only the pipeline's source can show (``Source.page_sections``), asked with the
+    pipeline's own connection. A pipeline file that no longer loads shows none."""
     from ..config import load_pipeline
-    from ..kinesis.client import make_client
-    from ..kinesis.planner import stream_names
     from .hooks import source_properties
+    if not extra.get("pipeline_file"):
+        return []
     try:
         cfg = load_pipeline(extra["pipeline_file"])
-        client = make_client(source_properties(cfg.source))
-        now = time.time()
-        out = []
-        for ref in cfg.source.streams:
-            name, arn = stream_names(client, ref)
-            listed = client.list_stream_consumers(StreamARN=arn).get("Consumers", [])
-            for c in listed:
-                created = c["ConsumerCreationTimestamp"].timestamp()
-                out.append({"name": f"{c['ConsumerName']} ({name})",
-                            "status": c["ConsumerStatus"], "created": int(created * 1000),
-                            "age": f"{int((now - created) // 60)} min"})
-        return out, None
     except Exception as exc:  # the page still shows everything else
-        return None, f"could not list the consumers: {str(exc).splitlines()[0][:300]}"
+        log.warning("streamslice page: %s", exc)
+        return []
+    return cfg.source.page_sections(lambda: source_properties(cfg.source))
 
 
 class StreamslicePlugin(AirflowPlugin):

@@ -14,7 +14,7 @@ AUTHS = ("msk_iam",)  # else the client properties' own SASL/SSL settings
 
 
 def parse_kafka(f, mode: str, pipeline_name: str):
-    """``f`` is a Fields over the kafka mapping."""
+    """``f`` is a Fields over the kafka mapping. Returns the KafkaSource's fields."""
     servers = f.parse("bootstrap_servers", check_bootstrap_servers, None)
     conn_id = f.str("conn_id", None)
     if not servers and not conn_id:
@@ -71,8 +71,7 @@ def parse_kafka(f, mode: str, pipeline_name: str):
         raise f.error("is only used with auth: msk_iam (the identity that signs the tokens)",
                       "aws")
     _check_offsets(f, start, stop)
-    from .source import KafkaSource
-    source = KafkaSource(
+    fields = dict(
         subscriber=subscriber, start=start, stop=stop,
         bootstrap_servers=servers, conn_id=conn_id, properties=props,
         client=f.str("client", "confluent-kafka", choices=CLIENTS),
@@ -81,7 +80,7 @@ def parse_kafka(f, mode: str, pipeline_name: str):
         commit_group=_commit_group(f, pipeline_name), auth=auth, aws=aws,
     )
     f.done()
-    return source
+    return fields
 
 
 def _commit_group(f, pipeline_name):

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
-from .spark_read import bind_range
+from .ranges import bind_range
 
 if TYPE_CHECKING:
     from .split import KafkaSplit

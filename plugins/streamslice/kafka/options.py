@@ -10,13 +10,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ..config.options import client_properties
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from .source import KafkaSource
 
 EARLIEST, LATEST = -2, -1
 
@@ -92,9 +89,9 @@ class SparkRead:
     include_headers: bool = False
 
 
-def kafka_from_options(opts: dict[str, str]) -> tuple[KafkaSource, dict[str, Any]]:
-    """``opts`` has lower-cased keys. Returns the source and its client properties."""
-    from .source import KafkaSource
+def kafka_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``opts`` has lower-cased keys. Returns the KafkaSource's fields and the client
+    properties."""
     props = kafka_properties(opts)
     read = SparkRead(
         start=side(opts, "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets",
@@ -108,13 +105,13 @@ def kafka_from_options(opts: dict[str, str]) -> tuple[KafkaSource, dict[str, Any
         max_records_per_partition=positive(opts, "maxRecordsPerPartition"),
         include_headers=boolean(opts, "includeHeaders", False))
     check_batch_sides(read)
-    source = KafkaSource(
-        subscriber=subscriber(opts), start=None, stop=None,  # type: ignore[arg-type]
+    fields = dict(
+        subscriber=subscriber(opts), start=None, stop=None,
         bootstrap_servers=props["bootstrap.servers"],
         properties={k: v for k, v in props.items() if k != "bootstrap.servers"},
         client=choice(opts, "client", ("confluent-kafka", "kafka-python"), "confluent-kafka"),
         on_data_loss="fail" if read.fail_on_data_loss else "skip", spark=read)
-    return source, props
+    return fields, props
 
 
 def subscriber(opts: dict[str, str]) -> Any:

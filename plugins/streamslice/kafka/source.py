@@ -47,6 +47,7 @@ class KafkaSource(Source["KafkaSplit"]):
     option_prefix = "kafka."
     options = OPTIONS
     conn_type = "kafka"
+    connection_hook = "streamslice.airflow.hooks.kafka_properties"
     lag_unit = "records"
     verify_columns = (("topic", "partition"), "offset")
 
@@ -54,12 +55,13 @@ class KafkaSource(Source["KafkaSplit"]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KafkaSource:
         from .config import parse_kafka
-        return parse_kafka(f, mode, pipeline)
+        return cls(**parse_kafka(f, mode, pipeline))
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, dict[str, Any]]:
         from .options import kafka_from_options
-        return kafka_from_options(options)
+        fields, properties = kafka_from_options(options)
+        return cls(**fields), properties
 
     def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
         props = dict(resolved or {})

@@ -38,6 +38,7 @@ AUTH_KEYS = ("profile", "role_arn", "external_id", "session_name", "session_dura
 
 
 def parse_kinesis(f, mode, pipeline_name):
+    """``f`` is a Fields over the kinesis mapping. Returns the KinesisSource's fields."""
     flink = f.raw("flink_properties", None)
     try:
         return _parse_kinesis(f, mode, pipeline_name, flink)
@@ -104,8 +105,7 @@ def _parse_kinesis(f, mode, pipeline_name, flink):
         if missing:
             raise efo.error(f"registration none needs a consumer ARN for stream {missing[0]!r}",
                             "consumer_arn")
-    from .source import KinesisSource
-    source = KinesisSource(
+    fields = dict(
         streams=tuple(streams), start=start, stop=stop,
         region=f.str("region", None), endpoint_url=f.str("endpoint_url", None),
         conn_id=f.str("conn_id", None), credentials=_credentials(f),
@@ -118,7 +118,7 @@ def _parse_kinesis(f, mode, pipeline_name, flink):
         on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")))
     efo.done()
     f.done()
-    return source
+    return fields
 
 
 def parse_start(value, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Position:

@@ -4,19 +4,17 @@
 ARN: read with SubscribeToShard) and ``aws.*`` client properties."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..config.options import client_properties, json_option
 from ..errors import ConfigError
 
-if TYPE_CHECKING:
-    from .source import KinesisSource
 
-
-def kinesis_from_options(opts: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:
+def kinesis_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``opts`` has lower-cased keys. Returns the KinesisSource's fields and the client
+    properties the options give (``aws.*``)."""
     from .config import parse_kinesis_time
     from .positions import ArrivedBefore, AtTimestamp, Latest, Position, Stop, Tip, TrimHorizon
-    from .source import KinesisSource
     if "streamname" not in opts:
         raise ConfigError("option streamName is required")
     kind = opts.get("startingposition", "TRIM_HORIZON").strip().upper()
@@ -47,11 +45,10 @@ def kinesis_from_options(opts: dict[str, str]) -> tuple[KinesisSource, dict[str,
         raise ConfigError("option consumerArns must map each stream of streamName to its EFO "
                           'consumer ARN, e.g. {"taxi": "arn:aws:kinesis:…"}'
                           + (f" ({unknown[0]!r} is not in streamName)" if unknown else ""))
-    source = KinesisSource(streams=streams, start=start, stop=stop, region=opts.get("region"),
-                           endpoint_url=opts.get("endpointurl"),
-                           reader="efo" if arns else "polling",
-                           efo_registration="none", efo_consumer_arns=arns)
-    return source, source.client_properties(client_properties(opts, "aws."))
+    fields = dict(streams=streams, start=start, stop=stop, region=opts.get("region"),
+                  endpoint_url=opts.get("endpointurl"), reader="efo" if arns else "polling",
+                  efo_registration="none", efo_consumer_arns=arns)
+    return fields, client_properties(opts, "aws.")
 
 
 def _time(parse, value):

@@ -83,7 +83,7 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> So
     info: dict[str, Any] = {"reader": source.reader, "streams": {},
                             "region": props.get("region"),
                             "endpoint_url": props.get("endpoint_url"),
-                            "polling": settings_to_dict(source.polling)}
+                            "polling": source.polling.to_dict()}
     if incremental:
         info["initial_position"] = initial.to_dict()
     if source.reader == "efo" and source.efo_registration == "none":
@@ -172,23 +172,6 @@ def check_sequence_numbers(client, seqs: dict[str, str], shards: dict[str, str],
                 raise
             raise ConfigError(f"kinesis.start: sequence number {seq} is not in shard {sid} of "
                               f"{shards[sid]}") from None
-
-
-def settings_to_dict(settings):
-    return {"max_records": settings.max_records, "interval_ms": settings.interval_ms,
-            "backoff": {k: [b.max_retries, b.base_ms, b.max_ms, b.exponent]
-                        for k, b in settings.backoff.items()}}
-
-
-def settings_from_dict(data):
-    from .client import Backoff
-    from .polling import PollingSettings
-    if not data:
-        return PollingSettings()
-    backoff = dict(DEFAULT_BACKOFF)
-    backoff.update({k: Backoff(*v) for k, v in data.get("backoff", {}).items()})
-    return PollingSettings(max_records=data["max_records"], interval_ms=data["interval_ms"],
-                           backoff=backoff)
 
 
 def _check_trimmed(client, stream: str, shard_id: str, position: AfterSequenceNumber,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import SourceError
-from .client import DEFAULT_BACKOFF, call, error_code
+from .client import DEFAULT_BACKOFF, Backoff, call, error_code
 from .positions import AfterSequenceNumber, Position
 
 
@@ -19,7 +20,22 @@ from .positions import AfterSequenceNumber, Position
 class PollingSettings:
     max_records: int = 10_000
     interval_ms: int = 200
-    backoff: dict = field(default_factory=lambda: dict(DEFAULT_BACKOFF))
+    backoff: dict[str, Backoff] = field(default_factory=lambda: dict(DEFAULT_BACKOFF))
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the plan's ``source_info`` carries them to the readers."""
+        return {"max_records": self.max_records, "interval_ms": self.interval_ms,
+                "backoff": {k: [b.max_retries, b.base_ms, b.max_ms, b.exponent]
+                            for k, b in self.backoff.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> PollingSettings:
+        if not data:
+            return cls()
+        backoff = dict(DEFAULT_BACKOFF)
+        backoff.update({k: Backoff(*v) for k, v in data.get("backoff", {}).items()})
+        return cls(max_records=data["max_records"], interval_ms=data["interval_ms"],
+                   backoff=backoff)
 
 
 class ShardRead:

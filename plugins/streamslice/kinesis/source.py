@@ -13,18 +13,21 @@ from ..splits import NO_POSITION
 from .polling import PollingSettings
 
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
     import pyarrow as pa
 
     from ..config.fields import Fields
     from ..planning.plan import ReadPlan
     from ..reading.decode import Decoder
-    from ..sources import PlanRequest
+    from ..sources import PageSection, PlanRequest
     from ..splits import PositionText
     from .positions import Position, Stop
     from .reader import KinesisSplitReader
     from .split import KinesisSplit
 
-GLUE = "streamslice.airflow.efo"
+LIFECYCLE = "streamslice.kinesis.lifecycle"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class KinesisSource(Source["KinesisSplit"]):
     options = ("streamName", "startingPosition", "startingTimestamp", "endingTimestamp",
                "region", "endpointUrl", "consumerArns")
     conn_type = "aws"
+    connection_hook = "streamslice.airflow.hooks.aws_properties"
     lag_unit = "ms"
     ambient_secrets = ("access_key_id", "secret_access_key", "session_token")
     verify_columns = (("stream", "shardId"), None)
@@ -58,12 +62,14 @@ class KinesisSource(Source["KinesisSplit"]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KinesisSource:
         from .config import parse_kinesis
-        return parse_kinesis(f, mode, pipeline)
+        return cls(**parse_kinesis(f, mode, pipeline))
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:
         from .options import kinesis_from_options
-        return kinesis_from_options(options)
+        fields, given = kinesis_from_options(options)
+        source = cls(**fields)
+        return source, source.client_properties(given)
 
     def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
         props = dict(resolved or {})
@@ -73,6 +79,9 @@ class KinesisSource(Source["KinesisSplit"]):
         props.update(self.aws.to_dict())
         props.update(self.credentials)
         return props
+
+    def connection_hints(self) -> dict[str, Any]:
+        return {"region": self.region, "service": "kinesis"}
 
     def describe(self) -> str:
         return ", ".join(self.streams) + (" (EFO)" if self.reader == "efo" else "")
@@ -112,16 +121,30 @@ class KinesisSource(Source["KinesisSplit"]):
     def lifecycle_tasks(self) -> list[LifecycleTask]:
         if self.reader != "efo" or self.efo_registration == "none":
             return []
-        tasks = [LifecycleTask("efo_register", f"{GLUE}.efo_register_task", "setup",
+        tasks = [LifecycleTask("efo_register", f"{LIFECYCLE}.register_consumers", "setup",
                                "Register (or reuse) the EFO consumer and wait until it is "
                                "ACTIVE.")]
         if self.efo_registration == "per_run":
-            tasks += [LifecycleTask("efo_sweep", f"{GLUE}.efo_sweep_task", "before_setup",
+            tasks += [LifecycleTask("efo_sweep", f"{LIFECYCLE}.sweep_consumers", "before_setup",
                                     "Deregister consumers left over by crashed runs."),
-                      LifecycleTask("efo_deregister", f"{GLUE}.efo_deregister_task",
+                      LifecycleTask("efo_deregister", f"{LIFECYCLE}.deregister_consumers",
                                     "teardown", "Deregister this run's consumer, also after "
                                     "a failed read.")]
         return tasks
+
+    def asset_extra(self) -> dict[str, Any]:
+        return {"efo": self.reader == "efo"}
+
+    def page_sections(self, properties: Callable[[], dict[str, Any]]) -> list[PageSection]:
+        if self.reader != "efo":
+            return []
+        from .lifecycle import consumers_section
+        return [consumers_section(self, properties)]
+
+    @classmethod
+    def add_cli_commands(cls, commands: argparse._SubParsersAction[Any]) -> None:
+        from .cli import add_commands
+        add_commands(commands)
 
     def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
         if self.reader != "efo":
@@ -145,7 +168,6 @@ class KinesisSource(Source["KinesisSplit"]):
 
     @classmethod
     def open_reader(cls, split: KinesisSplit, request: ReadRequest) -> KinesisSplitReader:
-        from .planner import settings_from_dict
         from .reader import KinesisSplitReader
         info = request.plan.source_info  # region and endpoint are not secrets: the plan has them
         props = {**{k: info[k] for k in ("region", "endpoint_url") if info.get(k)},
@@ -153,7 +175,7 @@ class KinesisSource(Source["KinesisSplit"]):
         arns = request.options.get("consumer_arns") or info.get("consumer_arns") or {}
         return KinesisSplitReader(split, properties=props, decoder=request.decoder,
                                   staging=request.staging, fault=request.fault,
-                                  settings=settings_from_dict(info.get("polling")),
+                                  settings=PollingSettings.from_dict(info.get("polling")),
                                   consumer_arn=arns.get(split.stream))
 
     # -- commit -----------------------------------------------------------------------------

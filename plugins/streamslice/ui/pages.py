@@ -11,6 +11,7 @@ from . import svg
 from .model import Cell, Overview, Run, checkpoint_rows, lag_series
 
 if TYPE_CHECKING:
+    from ..sources import PageSection
     from ..splits import PositionText
 
 CSS = """
@@ -82,8 +83,7 @@ class PipelineView:
     range_start: int | None
     range_end: int | None
     output: str
-    consumers: list[dict[str, Any]] | None = None
-    consumers_error: str | None = None
+    sections: list[PageSection] = field(default_factory=list)  # the source's own (Source)
     alerts: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -124,8 +124,8 @@ def pipeline(view: PipelineView, base: str, airflow: str) -> str:
              "<h2>Checkpoint</h2>", _checkpoint(view), _history(view.recent),
              "<h2>Runs</h2>", _runs(view.recent, dag, airflow),
              "<h2>Alerts</h2>", _alerts(view.alerts)]
-    if view.consumers is not None or view.consumers_error:
-        parts += ["<h2>Enhanced fan-out consumers</h2>", _consumers(view)]
+    for section in view.sections:
+        parts += [f"<h2>{escape(section.title)}</h2>", _section(section)]
     return _page(f"Streamslice: {dag}", "".join(parts))
 
 
@@ -208,13 +208,12 @@ def _alerts(alerts: list[dict[str, Any]]) -> str:
     return f"<table><tr><th>Sent</th><th>Kind</th><th>Message</th></tr>{body}</table>"
 
 
-def _consumers(view: PipelineView) -> str:
-    if view.consumers_error:
-        return f'<p class="bad">{escape(view.consumers_error)}</p>'
-    if not view.consumers:
-        return '<p class="none">No consumers registered.</p>'
-    body = "".join(f"<tr><td>{escape(c['name'])}</td><td>{escape(c['status'])}</td>"
-                   f"<td>{_time(c.get('created'))}</td><td>{escape(c.get('age', '-'))}</td></tr>"
-                   for c in view.consumers)
-    return ("<table><tr><th>Consumer</th><th>Status</th><th>Registered</th><th>Age</th></tr>"
-            f"{body}</table>")
+def _section(section: PageSection) -> str:
+    if section.error:
+        return f'<p class="bad">{escape(section.error)}</p>'
+    if not section.rows:
+        return f'<p class="none">{escape(section.empty)}</p>'
+    head = "".join(f"<th>{escape(c)}</th>" for c in section.columns)
+    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>"
+                   for row in section.rows)
+    return f"<table><tr>{head}</tr>{body}</table>"

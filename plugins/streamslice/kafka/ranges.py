@@ -1,0 +1,62 @@
+"""One partition's range as Spark's Kafka source resolves it (``KafkaOffsetReaderAdmin``,
+``KafkaSourceRDD.resolveRange``): used when a read given as Spark options is planned
+(``spark_read``) and when a task binds a split planned unresolved (``late``). Pure: it gets
+the watermarks and a timestamp look-up, so the executor side never loads the planner."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import DataLossError, PlanError
+from .options import EARLIEST, LATEST, spark_tp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def bind_range(key: str, start: dict[str, int], stop: dict[str, int], low: int, high: int, *,
+               no_match_policy: str, fail_on_data_loss: bool,
+               lookup: Callable[[int], int | None]) -> tuple[int, int]:
+    """One partition's range as Spark resolves it: -2/-1 are the log start / end, timestamps
+    go through ``lookup`` (``offsetsForTimes``: None when no record is at or after), then the
+    data-loss, order and bound checks. Used at plan time and by late binding alike."""
+    def at(spec: dict[str, int], starting: bool) -> int:
+        if "offset" in spec:
+            off = spec["offset"]
+            return low if off == EARLIEST else high if off == LATEST else off
+        found = lookup(spec["timestamp"])
+        if found is None:
+            if starting and no_match_policy == "error":
+                raise PlanError(no_match(key, spec["timestamp"]))
+            return high
+        return int(found)
+
+    first, last = at(start, True), at(stop, False)
+    if first < low:
+        if fail_on_data_loss:
+            raise DataLossError(lost(key, first, low))
+        first = low
+    check_range(key, first, last, high)
+    return first, last
+
+
+def no_match(key: str, ms: int) -> str:
+    return (f"No offset matched from request of topic-partition {spark_tp(key)} and timestamp "
+            f"{ms} (set startingOffsetsByTimestampStrategy to latest to start at the end "
+            "instead)")
+
+
+def lost(key: str, start: int, low: int) -> str:
+    return (f"{key}: records expired between offset {start} and {low}: some data may have "
+            "been lost because they are not available in Kafka any more (set the option "
+            "failOnDataLoss to false to start at the earliest available offset)")
+
+
+def check_range(key: str, start: int, stop: int, high: int) -> None:
+    topic, _, part = key.rpartition(":")
+    if start > stop:
+        raise PlanError(f"Beginning offset {start} is after the ending offset {stop} for topic "
+                        f"{topic} partition {part}. You either provided an invalid fromOffset, "
+                        "or the Kafka topic has been damaged")
+    if stop > high:
+        raise PlanError(f"{key}: ending offset {stop} is beyond the latest offset {high}; a "
+                        "batch read cannot wait for records not yet written")

@@ -181,3 +181,20 @@ def test_the_fast_decoder_agrees_with_the_reference_on_random_records():
                 assert repr(ours[row]) == repr(theirs[row]), batch[row]
     _, errors = fmt.decode(records)
     assert 0.3 < len(errors) / len(records) < 0.8  # the cases hold both rows and dead letters
+
+
+def test_the_readmes_format_examples_validate():
+    """The format: blocks the README shows parse, and their DDL is what it says it is."""
+    import re
+    from pathlib import Path
+
+    from streamslice.config import parse_pipeline
+    readme = Path(__file__).resolve().parents[2].joinpath("README.md").read_text()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S)
+              if re.search(r"format:\n +value: json", b)]
+    assert len(blocks) >= 2
+    for block in blocks:
+        fmt = re.search(r"^format:\n(?:[ #].*\n)+", block, re.M).group(0)  # to the next key
+        cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
+                             + fmt, default_name="p")
+        assert cfg.decode.value.name == "json" and "STRUCT<" in cfg.decode.value.schema

@@ -89,6 +89,7 @@ def test_names_quoting_and_comments():
     ("a DECIMAL(5,6)", "scale cannot exceed precision"),
     ("a INTERVAL DAY", "INTERVAL is not supported"), ("a VARIANT", "VARIANT is not supported"),
     ("a CHAR(3)", "CHAR is not supported (use STRING)"), ("a foo", "unknown type 'foo'"),
+    ("a TIME", "TIME is not supported"), ("a VOID", "VOID is not supported"),
     ("a INT, A STRING", "declared twice"), ("a INT b INT", "expected ',' between fields"),
     ("a INT NOT", "expected NULL after NOT"), ("a INT COMMENT x", "quoted comment"),
     ("a " + "ARRAY<" * 100 + "INT" + ">" * 100, "nested more than 64 levels"),

@@ -202,3 +202,36 @@ def test_which_changes_a_table_can_take():
         "field 'm.value' is int in the table, string now",
         "field 'l[].y' is int in the table, string now",
         "new field 's.q' is NOT NULL, but the rows already in the table have no value for it"]
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_widened_types_and_a_dropped_field(tmp_path, fmt):
+    """Iceberg widens int to bigint, float to double and a decimal's precision; delta-rs keeps
+    a column's type (and would fail on the first value beyond it), so there each is refused
+    before anything lands. A field no longer declared stays, null in new rows."""
+    from decimal import Decimal
+    output = target(tmp_path, fmt)
+    v1 = make_plan(output, schema="n INT, f FLOAT, d DECIMAL(10,2), note STRING")
+    publish_once(v1, stage(tmp_path, v1, [0], values={
+        "f": [1.5], "d": [Decimal("1.25")], "note": ["x"]}), run_id="r1", now_ms=1)
+    wider = make_plan(output, planned_at=1, schema="n BIGINT, f DOUBLE, d DECIMAL(12,2)")
+    wider.partition = "batch=00000002"
+    staged = stage(tmp_path, wider, [1], name="s2",
+                   values={"n": [2**40], "f": [2.5], "d": [Decimal("1234567890.25")]})
+    if fmt == "delta":
+        with pytest.raises(CommitError) as err:
+            publish_once(wider, staged, run_id="r2", now_ms=2)
+        assert ("field 'n' is int in the table, bigint now; field 'f' is float in the table, "
+                "double now; field 'd' is decimal(10,2) in the table, decimal(12,2) now") \
+            in str(err.value)
+        narrower = make_plan(output, planned_at=2, schema="n SMALLINT, d DECIMAL(10,2)")
+        narrower.partition = "batch=00000002"
+        publish_once(narrower, stage(tmp_path, narrower, [1], name="s3", values={
+            "d": [Decimal("2.50")]}), run_id="r3", now_ms=3)
+        expected = {"n": 10, "f": None, "d": Decimal("2.50"), "note": None}
+    else:
+        publish_once(wider, staged, run_id="r2", now_ms=2)
+        expected = {"n": 2**40, "f": 2.5, "d": Decimal("1234567890.25"), "note": None}
+    table, _ = scan(output)
+    rows = sorted(table.select(["n", "f", "d", "note"]).to_pylist(), key=lambda r: r["n"])
+    assert rows == [{"n": 0, "f": 1.5, "d": Decimal("1.25"), "note": "x"}, expected]

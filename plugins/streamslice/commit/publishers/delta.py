@@ -57,7 +57,8 @@ class DeltaPublisher:
         exists = DeltaTable.is_deltatable(self.table_uri)
         if exists:  # an incompatible schema fails here, before anything lands
             existing = pa.schema(DeltaTable(self.table_uri).schema().to_arrow())
-            check_compatible(existing, schema, f"Delta table {self.table_uri}")
+            check_compatible(existing, schema, f"Delta table {self.table_uri}",
+                             widen=False)  # delta-rs keeps a column's type
         publish_dead_letters(self.output, plan, staging)
         files = staged_files(staging)
         data = ds.dataset(files, format="parquet", filesystem=staging.fs) if files else None

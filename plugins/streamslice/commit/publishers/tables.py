@@ -46,9 +46,10 @@ def manifest_from(properties: dict[str, Any], plan: ReadPlan) -> dict[str, Any] 
     return data
 
 
-def check_compatible(existing: pa.Schema, wanted: pa.Schema, table: str) -> None:
+def check_compatible(existing: pa.Schema, wanted: pa.Schema, table: str,
+                     widen: bool = True) -> None:
     """Refuse, naming each field, a reader schema the table cannot take (``schema_changes``)."""
-    problems = schema_changes(existing, wanted)
+    problems = schema_changes(existing, wanted, widen=widen)
     if problems:
         raise CommitError(f"incompatible schema change for table {table}: "
                           f"{'; '.join(problems[:5])}"
@@ -57,14 +58,16 @@ def check_compatible(existing: pa.Schema, wanted: pa.Schema, table: str) -> None
 
 
 def schema_changes(existing: pa.Schema | pa.StructType, wanted: pa.Schema | pa.StructType,
-                   prefix: str = "") -> list[str]:
+                   prefix: str = "", widen: bool = True) -> list[str]:
     """What keeps ``wanted`` from evolving a table of schema ``existing``, per field path.
 
     Fine: a new nullable field, at any depth (the table adds it; older rows read null); a
     field no longer declared (the table keeps it; new rows read null); values that fit the
     column (tinyint into int, as Iceberg stores it); a widened type (int to bigint, float to
-    double, a decimal's precision at the same scale); types that differ only in how Arrow
-    holds them. Anything else is a change the rows already in the table cannot follow."""
+    double, a decimal's precision at the same scale: where the table format can widen a
+    column, ``widen``: Iceberg, not delta-rs, which keeps the column's type and fails on the
+    first value beyond it); types that differ only in how Arrow holds them. Anything else is
+    a change the rows already in the table cannot follow."""
     have = {f.name: f for f in existing}
     problems = []
     for field in wanted:
@@ -75,20 +78,22 @@ def schema_changes(existing: pa.Schema | pa.StructType, wanted: pa.Schema | pa.S
                 problems.append(f"new field '{path}' is NOT NULL, but the rows already in the "
                                 "table have no value for it")
             continue
-        problems += _type_changes(old.type, field.type, path)
+        problems += _type_changes(old.type, field.type, path, widen)
     return problems
 
 
-def _type_changes(have: pa.DataType, want: pa.DataType, path: str) -> list[str]:
+def _type_changes(have: pa.DataType, want: pa.DataType, path: str,
+                  widen: bool) -> list[str]:
     if pa.types.is_struct(have) and pa.types.is_struct(want):
-        return schema_changes(have, want, f"{path}.")
+        return schema_changes(have, want, f"{path}.", widen)
     if _is_list(have) and _is_list(want):
-        return _type_changes(have.value_type, want.value_type, f"{path}[]")
+        return _type_changes(have.value_type, want.value_type, f"{path}[]", widen)
     if pa.types.is_map(have) and pa.types.is_map(want):
-        return (_type_changes(have.key_type, want.key_type, f"{path}.key")
-                + _type_changes(have.item_type, want.item_type, f"{path}.value"))
+        return (_type_changes(have.key_type, want.key_type, f"{path}.key", widen)
+                + _type_changes(have.item_type, want.item_type, f"{path}.value",
+                                widen))
     old, new = spark_type(have), spark_type(want)
-    if old == new or _widens(have, want):
+    if old == new or _widens(have, want, widen):
         return []
     return [f"field '{path}' is {old} in the table, {new} now"]
 
@@ -97,13 +102,14 @@ def _is_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t)
 
 
-def _widens(have: pa.DataType, want: pa.DataType) -> bool:
-    """``want`` values fit a ``have`` column, or the column widens to them (Iceberg's and
-    Delta's type promotions; Iceberg keeps tinyint and smallint as int)."""
+def _widens(have: pa.DataType, want: pa.DataType, widen: bool) -> bool:
+    """``want`` values fit a ``have`` column (Iceberg keeps tinyint and smallint as int), or
+    the column widens to them (Iceberg's type promotions, if ``widen``)."""
     if pa.types.is_integer(have) and pa.types.is_integer(want):
-        return have.bit_width >= want.bit_width or (have.bit_width, want.bit_width) == (32, 64)
+        return have.bit_width >= want.bit_width or \
+            (widen and (have.bit_width, want.bit_width) == (32, 64))
     if pa.types.is_floating(have) and pa.types.is_floating(want):
-        return True  # float fits double; float widens to double
+        return have.bit_width >= want.bit_width or widen
     if pa.types.is_decimal(have) and pa.types.is_decimal(want):
-        return have.scale == want.scale and want.precision >= have.precision
+        return widen and have.scale == want.scale and want.precision >= have.precision
     return False

@@ -17,15 +17,15 @@ import sys
 
 def main(argv=None):
     from streamslice.errors import StreamsliceError
-    from streamslice.planning.plan import ReadPlan
     from streamslice.reading.job import ReadJob
+    from streamslice.sources import read_plan
     job, args = ReadJob.from_argv(argv)
     if not args.verbose:
         os.environ.setdefault("STREAMSLICE_SPARK_LOG_LEVEL", "FATAL")
     from streamslice.spark.job import run_read
     from streamslice.spark.session import spark_session
     try:
-        plan = ReadPlan.from_json(job.load_plan_text())
+        plan = read_plan(job.load_plan_text())
         spark = spark_session(master=args.master or os.environ.get("STREAMSLICE_MASTER",
                                                                    "local[*]"))
         out = run_read(spark, plan, job.staging, properties=job.load_properties(),

@@ -64,6 +64,12 @@ class PlanError(StreamsliceError):
     kind = "plan"
 
 
+class PlanVersionError(PlanError):
+    """A saved plan is from a release this one cannot read: newer, or too old to migrate."""
+
+    kind = "plan_version"
+
+
 class CommitError(StreamsliceError):
     """The staged output failed verification or could not be published."""
 
@@ -85,7 +91,8 @@ class InjectedFault(StreamsliceError):
 
 KINDS: dict[str, type[StreamsliceError]] = {
     cls.kind: cls for cls in (StreamsliceError, ConfigError, SourceError, DataLossError,
-                              PlanError, CommitError, DecodeError, InjectedFault)}
+                              PlanError, PlanVersionError, CommitError, DecodeError,
+                              InjectedFault)}
 _LINE = re.compile(r"streamslice\[(\w+)(?:@(\d+))?\]: (.*?)(?:\\n|\n|$)")
 
 

@@ -49,6 +49,25 @@ def source_class(kind: str) -> type[Source[Any]]:
     return cls
 
 
+def read_split(kind: str, data: dict[str, Any]) -> Split:
+    """One split of a ``kind`` source from a plan's JSON."""
+    from .errors import PlanError
+    if kind not in SOURCES:
+        raise PlanError(f"plan for source {kind!r}, which this streamslice does not have "
+                        f"(sources: {', '.join(SOURCES)})")
+    split: Split = source_class(kind).split_from_dict(data)
+    return split
+
+
+def read_plan(data: dict[str, Any] | str | bytes) -> ReadPlan:
+    """A ReadPlan from its JSON (text or parsed), each split read by the plan's own source;
+    a plan of another version is migrated or refused (``planning.plan.upgrade``)."""
+    from .planning.plan import ReadPlan
+    if isinstance(data, (str, bytes)):
+        return ReadPlan.from_json(data, read_split)
+    return ReadPlan.from_dict(data, read_split)
+
+
 def position_text(kind: str | None, position: Any) -> PositionText:
     """A position of a ``kind`` source for people (``splits.PositionText``: short + full).
     For pages that know only the source's kind (from a plan's ``source`` or a DAG's tags);

@@ -38,11 +38,10 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
     from streamslice.commit.protocol import publish_once, staging_for
     from streamslice.commit.publishers import staged_constants
     from streamslice.config.schedule import interval_containing
-    from streamslice.planning.plan import ReadPlan
     from streamslice.planning.planner import plan_run
     from streamslice.reading.decode import Decoder
     from streamslice.reading.sink import ParquetSink
-    from streamslice.sources import ReadRequest, source_class
+    from streamslice.sources import ReadRequest, read_plan, source_class
 
     checkpoint_file = os.path.join(state_dir, "checkpoint.json")
     plan_file = os.path.join(state_dir, f"plan-{run_id}.json")
@@ -55,7 +54,7 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
 
     if os.path.exists(plan_file):  # a retry of the run reads what the first try planned
         with open(plan_file) as f:
-            plan = ReadPlan.from_json(f.read())
+            plan = read_plan(f.read())
     else:
         interval = interval_containing(cfg, int(interval_start)) if interval_start else None
         plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,

@@ -9,6 +9,7 @@ from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError, SourceError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
+from streamslice.sources import read_plan
 
 CFG = parse_pipeline("""
 mode: incremental
@@ -78,7 +79,7 @@ def test_uploads_and_submits_then_waits_for_success():
     assert "--conf spark.executor.memory=4g" in driver["sparkSubmitParameters"]
     data, encrypted = s3.objects[uploaded["properties.json"]]
     assert encrypted and json.loads(data)["sasl.password"] == "x"
-    assert ReadPlan.from_json(s3.objects[uploaded["plan.json"]][0]).partition == "batch=00000001"
+    assert read_plan(s3.objects[uploaded["plan.json"]][0]).partition == "batch=00000001"
 
 
 def test_a_failed_job_run_is_reported_with_its_details():

@@ -13,10 +13,10 @@ from .. import faults
 from ..commit.checkpoint import advance
 from ..commit.protocol import publish_once, staging_for
 from ..config import load_pipeline
-from ..planning.plan import Interval, ReadPlan
+from ..planning.plan import Interval
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
-from ..sources import source_class
+from ..sources import read_plan, source_class
 from ..splits import summary_lag, total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
@@ -31,8 +31,11 @@ def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         cfg = load_pipeline(pipeline_file)
         saved = context["task_state_store"].get("plan")
         if saved:
-            log.info("Reusing the plan saved by an earlier try of this run (%d splits).",
-                     len(saved["splits"]))
+            # Read it as read and commit will (an upgrade since may have to migrate or
+            # refuse it): a plan this release cannot read fails here, naming why.
+            reused = read_plan(saved)
+            log.info("Reusing the plan saved by an earlier try of this run (version %d, "
+                     "%d splits).", saved.get("version"), len(reused.splits))
             return dict(saved)
         interval = None
         if cfg.mode == "interval":
@@ -70,7 +73,7 @@ def read_task(pipeline_file: str, **context: Any) -> str:
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         ti = context["ti"]
-        plan = ReadPlan.from_dict(ti.xcom_pull(task_ids="plan"))
+        plan = read_plan(ti.xcom_pull(task_ids="plan"))
         staging = staging_for(plan, f"{_safe(context['run_id'])}-try{ti.try_number}")
         setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
                  for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
@@ -87,7 +90,7 @@ def read_task(pipeline_file: str, **context: Any) -> str:
 def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
-        plan = ReadPlan.from_dict(context["ti"].xcom_pull(task_ids="plan"))
+        plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
         plan.output = with_catalog_connection(plan.output)
         staging = Staging(context["ti"].xcom_pull(task_ids="read"))
         asset = output_asset(cfg)

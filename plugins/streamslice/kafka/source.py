@@ -147,7 +147,7 @@ class KafkaSource(Source["KafkaSplit"]):
     def split_from_dict(cls, data: dict[str, Any]) -> KafkaSplit:
         from ..planning.plan import build
         from .split import KafkaSplit
-        split: KafkaSplit = build(KafkaSplit, data)
+        split: KafkaSplit = build(KafkaSplit, data, "Kafka split")
         return split
 
     @classmethod

@@ -158,7 +158,7 @@ class KinesisSource(Source["KinesisSplit"]):
     def split_from_dict(cls, data: dict[str, Any]) -> KinesisSplit:
         from ..planning.plan import build
         from .split import KinesisSplit
-        split: KinesisSplit = build(KinesisSplit, data)
+        split: KinesisSplit = build(KinesisSplit, data, "Kinesis split")
         return split
 
     @classmethod

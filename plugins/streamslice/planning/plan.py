@@ -1,15 +1,35 @@
 """The ReadPlan: the JSON list of splits for one run, saved so a retry reads the same ranges
-and publishes to the same place."""
+and publishes to the same place.
+
+Plans outlive the release that wrote them (a task state store, an XCom, a retry after an
+upgrade, a plan handed to spark-submit), so they carry ``version`` and are read the way
+Flink's versioned serializers read state: a plan of this version is read exactly (a field this
+release does not know, or one missing, is an error, never silently dropped); an older one is
+migrated step by step (``MIGRATIONS``) or refused with the reason; a newer one is refused
+(``PlanVersionError``). Changing what a plan means (a field added, renamed or reinterpreted,
+here or in a source's split) bumps ``PLAN_VERSION`` and adds the step from the previous one.
+"""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ..errors import PlanError, PlanVersionError
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..splits import Split
 
+    SplitReader = Callable[[str, dict[str, Any]], Split]  # (source kind, split JSON) → split
+
 PLAN_VERSION = 2
+# version → the function turning a plan of that version into one of the next.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+# Versions no release reads any more, and why they cannot be migrated.
+UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
+                 "file then, and it may have changed since)"}
 
 
 @dataclass
@@ -80,27 +100,99 @@ class ReadPlan:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ReadPlan:
-        from ..sources import source_class
-        data = dict(data)
-        split_from_dict = source_class(data["source"]).split_from_dict
-        data["splits"] = [split_from_dict(s) for s in data["splits"]]
-        if data.get("interval"):
-            data["interval"] = Interval(**data["interval"])
-        if data.get("output"):
-            data["output"] = OutputTarget(**data["output"])
-        return build(cls, data)
+    def from_dict(cls, data: dict[str, Any], read_split: SplitReader) -> ReadPlan:
+        """A plan from its JSON, migrated to this release's version first. ``read_split``
+        turns one split's JSON into its source's split (``sources.read_plan`` passes the
+        registry's; the plan itself knows no sources)."""
+        data = upgrade(data)
+        kind = data.get("source")
+        if not isinstance(kind, str):
+            raise PlanError(f"plan: 'source' must name a source, got {kind!r}")
+        splits = data.get("splits")
+        if not isinstance(splits, list):
+            raise PlanError(f"plan: 'splits' must be a list, got {type(splits).__name__}")
+        data["splits"] = [_split(read_split, kind, s, i) for i, s in enumerate(splits)]
+        if data.get("interval") is not None:
+            data["interval"] = build(Interval, data["interval"], "plan interval")
+        if data.get("output") is not None:
+            data["output"] = build(OutputTarget, data["output"], "plan output")
+        plan: ReadPlan = build(cls, data, "plan")
+        return plan
 
     @classmethod
-    def from_json(cls, text: str) -> ReadPlan:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes, read_split: SplitReader) -> ReadPlan:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise PlanError(f"plan is not JSON: {exc}") from None
+        return cls.from_dict(_mapping(data, "plan"), read_split)
 
     @property
     def total_records_hint(self) -> int:
         return sum(s.size or 0 for s in self.splits)
 
 
-def build(cls: Any, data: dict[str, Any]) -> Any:
-    """A dataclass from a dict, ignoring keys it does not have (older or newer plans)."""
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a plan's JSON) as a plan of ``PLAN_VERSION``, or PlanVersionError."""
+    data = dict(_mapping(data, "plan"))
+    version = data.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise PlanError(f"plan has no valid version ({version!r}): it was not written by "
+                        "streamslice")
+    if version > PLAN_VERSION:
+        raise PlanVersionError(
+            f"plan version {version} was written by a newer streamslice; this one reads plan "
+            f"versions {_readable()}. Run this task where that release is installed, or "
+            "clear the run's plan task so this release plans it again")
+    if version < oldest_readable():
+        why = UNREADABLE.get(version, "no migration from it exists")
+        raise PlanVersionError(
+            f"plan version {version} is too old for this streamslice (it reads versions "
+            f"{_readable()}): {why}. Clear the run's plan task so it is planned again")
+    while version < PLAN_VERSION:
+        data = MIGRATIONS[version](data)
+        version += 1
+        data["version"] = version
+    return data
+
+
+def oldest_readable() -> int:
+    """The oldest plan version a chain of migrations leads from to ``PLAN_VERSION``."""
+    version = PLAN_VERSION
+    while version - 1 in MIGRATIONS:
+        version -= 1
+    return version
+
+
+def _readable() -> str:
+    oldest = oldest_readable()
+    return f"{oldest} to {PLAN_VERSION}" if oldest < PLAN_VERSION else str(PLAN_VERSION)
+
+
+def _split(read_split: SplitReader, kind: str, data: Any, index: int) -> Split:
+    try:
+        return read_split(kind, _mapping(data, "a split"))
+    except PlanError as exc:
+        raise type(exc)(f"plan split {index}: {exc}") from None
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PlanError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def build(cls: Any, data: Any, what: str) -> Any:
+    """A dataclass from a plan's JSON object, exactly: a field it does not have, or a required
+    one missing, is a PlanError naming it (within one version the shape is fixed)."""
+    data = _mapping(data, what)
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise PlanError(f"{what}: unknown field {unknown[0]!r} for plan version "
+                        f"{PLAN_VERSION} (fields: {', '.join(known)})")
+    missing = [n for n, f in known.items() if n not in data
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise PlanError(f"{what}: field {missing[0]!r} is missing")
+    return cls(**data)

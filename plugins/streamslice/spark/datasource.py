@@ -69,12 +69,11 @@ class PlanReader(DataSourceReader):
 
     def read(self, partition):
         from streamslice.errors import StreamsliceError
-        from streamslice.planning.plan import ReadPlan
         from streamslice.reading.decode import Decoder
         from streamslice.reading.staging import Staging
         from streamslice.registry.base import split_properties
-        from streamslice.sources import ReadRequest, source_class
-        plan = ReadPlan.from_json(self.plan_json)
+        from streamslice.sources import ReadRequest, read_plan, source_class
+        plan = read_plan(self.plan_json)
         source = source_class(plan.source)
         from streamslice.secrets import with_secrets
         try:

@@ -10,10 +10,13 @@ another range, so it fails naming the closest known option.
 from __future__ import annotations
 
 import difflib
+from typing import TYPE_CHECKING
 
 from ..config.options import client_properties
-from ..errors import ConfigError
-from ..planning.plan import ReadPlan
+from ..errors import ConfigError, PlanError, PlanVersionError
+
+if TYPE_CHECKING:
+    from ..planning.plan import ReadPlan
 
 __all__ = ["client_properties", "plan_from_options", "check_names"]
 
@@ -41,12 +44,14 @@ def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
     from ..config.pipeline import Decoding
     from ..formats import format_class, formats_for
     from ..planning.planner import plan_run
-    from ..sources import source_class
+    from ..sources import read_plan, source_class
     opts = {k.lower(): v for k, v in options.items()}
     if "plan" in opts:
         try:
-            return ReadPlan.from_json(opts["plan"])
-        except (ValueError, KeyError, TypeError) as exc:
+            return read_plan(opts["plan"])
+        except PlanVersionError:
+            raise
+        except (PlanError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"option plan is not a streamslice ReadPlan: {exc}") from None
     cls = source_class(kind)
     check_names(opts, kind, cls.options, cls.option_prefix)

@@ -1,0 +1,137 @@
+"""Saved plans and releases: a plan of this version is read exactly, an older one is migrated
+or refused with the reason, a newer one is refused (planning.plan.upgrade), as Flink's
+versioned serializers read state. Every case names what is wrong; nothing is dropped silently."""
+import copy
+import dataclasses
+import json
+
+import pytest
+
+from streamslice.errors import ConfigError, PlanError, PlanVersionError, from_text
+from streamslice.kafka.split import KafkaSplit
+from streamslice.kinesis.split import KinesisSplit
+from streamslice.planning import plan as plan_module
+from streamslice.planning.plan import PLAN_VERSION, Interval, OutputTarget, ReadPlan
+from streamslice.sources import read_plan
+from streamslice.spark.options import plan_from_options
+
+
+def kafka_plan(**kw):
+    return ReadPlan(pipeline="p", source="kafka", mode="interval", planned_at=1,
+                    splits=[KafkaSplit(0, "t", 0, 5, 9, high_watermark=12),
+                            KafkaSplit(1, "t", 1, 0, 3)],
+                    partition="interval=20240501T000000Z", output=OutputTarget("/d"),
+                    interval=Interval(0, 3_600_000, 60_000), **kw)
+
+
+def saved(**changes):
+    """A plan's JSON as a task state store or XCom keeps it, with ``changes`` applied."""
+    data = json.loads(kafka_plan().to_json())
+    data.update(changes)
+    return data
+
+
+def test_a_plan_of_this_version_round_trips_exactly():
+    plan = kafka_plan(run_id="r", next_positions={"t:0": 9})
+    assert read_plan(plan.to_json()) == plan
+    assert read_plan(plan.to_dict()) == plan
+    assert read_plan(plan.to_json().encode()) == plan
+    kinesis = ReadPlan(pipeline="k", source="kinesis", mode="incremental", planned_at=1,
+                       splits=[KinesisSplit(0, "s", "shardId-1", {"type": "TRIM_HORIZON"}, 5)],
+                       partition="batch=00000001", batch=1)
+    assert read_plan(kinesis.to_json()) == kinesis
+    assert kafka_plan().version == PLAN_VERSION
+
+
+def test_a_plan_from_a_newer_release_is_refused_with_what_to_do():
+    with pytest.raises(PlanVersionError) as caught:
+        read_plan(saved(version=PLAN_VERSION + 1))
+    message = str(caught.value)
+    assert f"plan version {PLAN_VERSION + 1} was written by a newer streamslice" in message
+    assert f"reads plan versions {PLAN_VERSION}" in message
+    assert "clear the run's plan task" in message
+    assert caught.value.kind == "plan_version" and not caught.value.transient
+    # it crosses a Spark or spark-submit boundary as the same kind
+    assert isinstance(from_text(caught.value.to_line()), PlanVersionError)
+
+
+def test_a_plan_older_than_any_migration_is_refused_with_the_reason():
+    old = saved(version=1)
+    del old["output"]
+    with pytest.raises(PlanVersionError, match="plan version 1 is too old for this "
+                                               r"streamslice \(it reads versions 2\): it has "
+                                               "no output target"):
+        read_plan(old)
+
+
+def test_an_older_plan_is_migrated_step_by_step(monkeypatch):
+    """Say version 4 renamed ``gaps`` to ``skipped`` and version 3 added ``note``: a version
+    2 plan goes through both steps, and the result is a plan of version 4."""
+    steps = []
+
+    def v2_to_v3(data):
+        steps.append(data["version"])
+        return {**data, "note": "from 2"}
+
+    def v3_to_v4(data):
+        steps.append(data["version"])
+        data = dict(data)
+        data["skipped"] = data.pop("gaps")
+        return data
+
+    Later = dataclasses.make_dataclass(  # noqa: N806 - that release's plan type
+        "Later", [("note", str, ""), ("skipped", list, dataclasses.field(default_factory=list))],
+        bases=(ReadPlan,))
+    monkeypatch.setattr(plan_module, "PLAN_VERSION", 4)
+    monkeypatch.setattr(plan_module, "MIGRATIONS", {2: v2_to_v3, 3: v3_to_v4})
+    old = saved(version=2, gaps=[{"key": "t:0", "from": 0, "to": 5, "reason": "expired"}])
+    old_copy = copy.deepcopy(old)
+    upgraded = plan_module.upgrade(old)
+    assert steps == [2, 3] and upgraded["version"] == 4 and "gaps" not in upgraded
+    assert upgraded["skipped"] == old["gaps"] and upgraded["note"] == "from 2"
+    assert old == old_copy  # the saved plan itself is not changed
+    later = Later.from_dict(old, lambda kind, d: KafkaSplit(**d))
+    assert (later.note, later.skipped[0]["key"], later.version) == ("from 2", "t:0", 4)
+    # a version 1 plan still has no way there
+    monkeypatch.setattr(plan_module, "UNREADABLE", {})
+    with pytest.raises(PlanVersionError, match=r"reads versions 2 to 4\): no migration"):
+        plan_module.upgrade(saved(version=1))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(surprise=1), "plan: unknown field 'surprise' for plan version"),
+    (lambda d: d.pop("partition"), "plan: field 'partition' is missing"),
+    (lambda d: d["splits"][1].update(owner="x"),
+     "plan split 1: Kafka split: unknown field 'owner'"),
+    (lambda d: d["splits"][0].pop("stop"), "plan split 0: Kafka split: field 'stop' is missing"),
+    (lambda d: d["output"].update(bucket="b"), "plan output: unknown field 'bucket'"),
+    (lambda d: d["interval"].pop("end"), "plan interval: field 'end' is missing"),
+    (lambda d: d.update(splits={"0": {}}), "plan: 'splits' must be a list, got dict"),
+    (lambda d: d["splits"].append(7), "plan split 2: a split must be a JSON object, got int"),
+    (lambda d: d.update(source="pulsar"), "plan split 0: plan for source 'pulsar', which "
+                                          "this streamslice does not have"),
+    (lambda d: d.pop("version"), "plan has no valid version"),
+    (lambda d: d.update(version="2"), "plan has no valid version"),
+    (lambda d: d.update(version=True), "plan has no valid version"),
+])
+def test_a_damaged_plan_names_what_is_wrong(change, message):
+    data = saved()
+    change(data)
+    with pytest.raises(PlanError, match=message.replace("(", r"\(")) as caught:
+        read_plan(data)
+    assert not isinstance(caught.value, PlanVersionError)
+
+
+def test_text_that_is_not_a_plan():
+    with pytest.raises(PlanError, match="plan is not JSON"):
+        read_plan("{not json")
+    with pytest.raises(PlanError, match="plan must be a JSON object, got list"):
+        read_plan("[]")
+
+
+def test_spark_option_plan_keeps_the_version_error_and_names_a_bad_plan():
+    with pytest.raises(PlanVersionError):
+        plan_from_options({"plan": json.dumps(saved(version=PLAN_VERSION + 1))}, "kafka")
+    with pytest.raises(ConfigError, match="option plan is not a streamslice ReadPlan: plan: "
+                                          "unknown field 'surprise'"):
+        plan_from_options({"plan": json.dumps(saved(surprise=1))}, "kafka")

@@ -198,3 +198,19 @@ def test_the_readmes_format_examples_validate():
         cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
                              + fmt, default_name="p")
         assert cfg.decode.value.name == "json" and "STRUCT<" in cfg.decode.value.schema
+
+
+def test_a_field_named_like_a_source_column_is_refused_when_planned():
+    from streamslice.errors import ConfigError
+    from streamslice.kafka.split import KafkaSplit
+    from streamslice.planning.plan import ReadPlan
+    from streamslice.planning.planner import check_columns
+
+    def plan(ddl):
+        return ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
+                        splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001",
+                        decode={"value": {"name": "json", "schema": ddl}, "key": "raw"})
+    check_columns(plan("id BIGINT, ts TIMESTAMP"))
+    with pytest.raises(ConfigError, match="the record's field 'Offset' has the name of a column "
+                                          "the kafka source adds .topic, partition, offset"):
+        check_columns(plan("id BIGINT, Offset BIGINT"))

@@ -37,10 +37,33 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
     planned = source.plan(PlanRequest(mode=mode, properties=props, now_ms=now_ms,
                                       interval=interval, checkpoint=checkpoint))
     batch = (checkpoint.batch if checkpoint else 0) + 1 if mode == "incremental" else None
-    return ReadPlan(
+    plan = ReadPlan(
         pipeline=pipeline, source=source.kind, mode=mode, planned_at=now_ms,
         splits=list(planned.splits), partition=partition_name(mode, interval, batch, run_id),
         output=output, run_id=run_id, interval=interval, batch=batch,
         base_checkpoint=checkpoint.to_dict() if checkpoint else None,
         next_positions=planned.next_positions, gaps=planned.gaps,
         decode=decode.prepared(properties).to_dict() if decode else {}, source_info=planned.info)
+    check_columns(plan)
+    return plan
+
+
+def check_columns(plan: ReadPlan) -> None:
+    """Each column once: a value's field named like a column the source adds (a JSON field
+    ``offset``) would make two, which Spark, Parquet and tables cannot tell apart."""
+    from ..errors import ConfigError
+    from ..reading.decode import Decoder
+    from ..sources import source_class
+    decoder = Decoder.from_dict(plan.decode)
+    schema = source_class(plan.source).record_schema(decoder, plan)
+    mine = {f.name for f in (*decoder.key_fields(), *decoder.value_fields())}
+    seen: set[str] = set()
+    for name in schema.names:
+        if name.lower() in seen:  # Spark resolves names case-insensitively
+            added = [n for n in schema.names if n not in mine]
+            field = next((n for n in mine if n.lower() == name.lower()), name)
+            raise ConfigError(f"format: the record's field {field!r} has the name of a column "
+                              f"the {plan.source} source adds ({', '.join(added)}); the "
+                              "record's fields become top-level columns, so leave it out of "
+                              "the schema or read the value as raw or string")
+        seen.add(name.lower())

@@ -3,6 +3,7 @@ reason (the bad field's path), and the fast decoder (msgspec + pyarrow) agreeing
 reference one (json.loads + a typed walk) on hostile and random records."""
 import json
 import random
+import re
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
@@ -214,3 +215,30 @@ def test_a_field_named_like_a_source_column_is_refused_when_planned():
     with pytest.raises(ConfigError, match="the record's field 'Offset' has the name of a column "
                                           "the kafka source adds .topic, partition, offset"):
         check_columns(plan("id BIGINT, Offset BIGINT"))
+
+
+@pytest.mark.parametrize("schema", [
+    "id BIGINT, user STRUCT<name: STRING, tags: ARRAY<STRING>>",
+    "struct<id:bigint,user:struct<name:string,tags:array<string>>>",
+    '{"id": "long", "user": {"name": "string", "tags": "array<string>"}}'])
+def test_spark_users_give_the_schema_as_ddl_or_json(schema):
+    """format("streamslice-kafka") and streamslice-kinesis share these options."""
+    from streamslice.spark.options import decoding_from_options
+    decode = decoding_from_options({"schema": schema})
+    assert decode.value.name == "json" and decode.on_error == "fail"  # Spark's default: fail
+    assert decode.value.schema == "id BIGINT, user STRUCT<name: STRING, tags: ARRAY<STRING>>"
+
+
+@pytest.mark.parametrize("opts,message", [
+    ({"valueformat": "json"}, "option valueFormat json needs option schema"),
+    ({"valueformat": "raw", "schema": "a INT"}, "option schema is not used with valueFormat raw"),
+    ({"schema": "a INTEGR"}, "option schema: unknown type 'INTEGR'"),
+    ({"schema": '{"a": 1}'}, "option schema: field 'a': type 1 is not one of"),
+    ({"schema": '{"a": '}, "option schema is not a JSON object"),
+    ({"schema": "m MAP<INT, STRING>"}, "a map's keys must be STRING"),
+])
+def test_bad_spark_schema_options_are_one_line(opts, message):
+    from streamslice.errors import ConfigError
+    from streamslice.spark.options import decoding_from_options
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        decoding_from_options(opts)

@@ -317,7 +317,7 @@ class _Parser:
                 self.i -= 1
                 raise self.error(f"type {word.upper()} is not supported ({_UNSUPPORTED[word]})")
             self.i -= 1
-            raise self.error(f"unknown type {word!r}")
+            raise self.error(f"unknown type {self.tokens[self.i][1]!r}")
         finally:
             self.depth -= 1
 

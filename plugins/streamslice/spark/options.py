@@ -16,6 +16,7 @@ from ..config.options import client_properties
 from ..errors import ConfigError, PlanError, PlanVersionError
 
 if TYPE_CHECKING:
+    from ..config.pipeline import Decoding
     from ..planning.plan import ReadPlan
 
 __all__ = ["client_properties", "plan_from_options", "check_names"]
@@ -41,8 +42,6 @@ def check_names(opts: dict[str, str], kind: str, known: tuple[str, ...], prefix:
 
 
 def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
-    from ..config.pipeline import Decoding
-    from ..formats import format_class, formats_for
     from ..planning.planner import plan_run
     from ..sources import read_plan, source_class
     opts = {k.lower(): v for k, v in options.items()}
@@ -56,15 +55,24 @@ def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
     cls = source_class(kind)
     check_names(opts, kind, cls.options, cls.option_prefix)
     source, props = cls.from_options(opts)
-    value = _choice(opts, "valueFormat", formats_for("value"),
-                    "json" if "schema" in opts else "raw")
-    key = _choice(opts, "keyFormat", formats_for("key"), "raw")
-    decode = Decoding(value=format_class(value).from_options(opts, "value"),
-                      key=format_class(key).from_options(opts, "key"),
-                      on_error=_choice(opts, "onDecodeError", ("fail", "dead_letter"), "fail"))
+    decode = decoding_from_options(opts)
     props = {**props, **{k: v for k, v in opts.items() if k.startswith(REGISTRY_PREFIX)}}
     return plan_run(source, pipeline=opts.get("pipeline", "adhoc"), mode="bounded",
                     decode=decode, properties=props)
+
+
+def decoding_from_options(opts: dict[str, str]) -> Decoding:
+    """The decoding options every source shares (keys lower-cased): ``valueFormat``,
+    ``keyFormat``, ``schema`` (Spark DDL or a JSON object of field → type), the formats' own,
+    and ``onDecodeError``."""
+    from ..config.pipeline import Decoding
+    from ..formats import format_class, formats_for
+    value = _choice(opts, "valueFormat", formats_for("value"),
+                    "json" if "schema" in opts else "raw")
+    key = _choice(opts, "keyFormat", formats_for("key"), "raw")
+    return Decoding(value=format_class(value).from_options(opts, "value"),
+                    key=format_class(key).from_options(opts, "key"),
+                    on_error=_choice(opts, "onDecodeError", ("fail", "dead_letter"), "fail"))
 
 
 def _choice(opts: dict[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:

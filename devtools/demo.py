@@ -19,8 +19,10 @@ HOURS, PER_HOUR, PARTITIONS = 3, 2000, 6
 TOPIC = "taxi-trips"
 
 
-def _env(kafka, kinesis, spark_remote):
+def _env(kafka, kinesis, spark_remote, registry):
     os.environ.update({
+        "AIRFLOW_CONN_STREAMSLICE_SCHEMA_REGISTRY": json.dumps({
+            "conn_type": "http", "host": "127.0.0.1", "port": registry.port, "schema": "http"}),
         "SPARK_REMOTE": spark_remote,  # every pipeline reads on the demo's Connect server
         "AIRFLOW_CONN_STREAMSLICE_AWS": json.dumps({
             "conn_type": "aws", "login": "demo", "password": "demo",
@@ -46,7 +48,13 @@ def step(text):
 
 
 def main():
-    from devtools.services import KafkaBroker, KinesisLocal, SparkConnect, create_topic
+    from devtools.services import (
+        KafkaBroker,
+        KinesisLocal,
+        SchemaRegistry,
+        SparkConnect,
+        create_topic,
+    )
     from devtools.taxi import produce, trips
     DEMO.mkdir(exist_ok=True)
     port = int(os.environ.get("DEMO_KAFKA_PORT", "19092"))
@@ -54,13 +62,21 @@ def main():
     broker = KafkaBroker(DEMO / "kafka", port=port).start()
     step("Kinesis-compatible server (kinesis-local, in memory) behind the EFO proxy")
     kinesis = KinesisLocal(log_file=DEMO / "kinesis.log").start()
+    step("Confluent-compatible schema registry (devtools/schema_registry.py, schemas kept in "
+         ".demo/schema-registry.json)")
+    registry = SchemaRegistry(data=DEMO / "schema-registry.json",
+                              log_file=DEMO / "schema-registry.log").start()
     step("Spark Connect server on local[*] (from the pyspark install; read tasks connect to it)")
     # Small demo jobs: a JVM that starts fast matters more than peak throughput.
     spark = SparkConnect(DEMO / "spark-connect", conf={
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"})
     try:
+        # The Connect server reads Kinesis with its own identity (no secret reaches it): the
+        # local server's, as an instance role would be on a real deployment.
+        os.environ.update({"AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo",
+                           "AWS_DEFAULT_REGION": "us-east-1"})
         spark.start()
-        _env(broker.bootstrap, kinesis.endpoint, spark.remote)
+        _env(broker.bootstrap, kinesis.endpoint, spark.remote, registry)
         data = trips(START_MS, hours=HOURS, per_hour=PER_HOUR, seed=42)
         expected = Counter((t.timestamp - START_MS) // 3_600_000 for t in data)
         if not _topic_has(broker.bootstrap, len(data)):
@@ -75,25 +91,28 @@ def main():
                        check=True, capture_output=True)
         run_intervals()
         run_intervals("taxi_trips_iceberg.yaml")
+        run_avro(broker.bootstrap, registry)
         kinesis_counts = run_kinesis(kinesis)
         show(expected, kinesis_counts)
         show_iceberg(expected)
+        show_avro()
         step("The Streamslice page in the Airflow UI: run `make ui`, then open "
              "http://127.0.0.1:8080/plugin/streamslice")
     finally:
         spark.stop()
+        registry.stop()
         kinesis.stop()
         broker.stop()
 
 
-def _topic_has(bootstrap, n):
+def _topic_has(bootstrap, n, topic=TOPIC):
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-check"})
     try:
-        meta = c.list_topics(TOPIC, timeout=10).topics.get(TOPIC)
+        meta = c.list_topics(topic, timeout=10).topics.get(topic)
         if meta is None or meta.error is not None:
             return False
-        total = sum(c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+        total = sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                     for p in meta.partitions)
         return total == n
     finally:
@@ -122,6 +141,93 @@ def run_one(dag, end, title):
     print(f"   {run.state}  ({time.time() - started:.1f}s)")
     if str(run.state) != "success":
         sys.exit(f"demo run failed: {states}")
+
+
+AVRO_TOPIC, AVRO_PER_HOUR = "taxi-trips-avro", 1000
+AVRO_V1 = {"type": "record", "name": "Trip", "namespace": "demo.taxi", "fields": [
+    {"name": "trip_id", "type": "string"},
+    {"name": "pickup_zone", "type": "string"},
+    {"name": "passenger_count", "type": "int"},
+    {"name": "fare_amount", "type": {"type": "bytes", "logicalType": "decimal",
+                                     "precision": 9, "scale": 2}},
+    {"name": "event_time", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+# v2 adds a field with a default: records of either version read as either schema.
+AVRO_V2 = {**AVRO_V1, "fields": [*AVRO_V1["fields"],
+                                 {"name": "tip_amount", "type": ["null", "double"],
+                                  "default": None}]}
+
+
+def produce_avro(bootstrap, registry, hour, schema):
+    """One hour of trips written by confluent-kafka's AvroSerializer with ``schema``."""
+    import random
+    from datetime import datetime, timezone
+    from decimal import Decimal
+
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    ser = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(schema))
+    ctx = SerializationContext(AVRO_TOPIC, MessageField.VALUE)
+    rng = random.Random(hour)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(AVRO_PER_HOUR):
+        ts = START_MS + hour * 3_600_000 + i * 3_600
+        trip = {"trip_id": f"avro-{hour}-{i:05d}", "pickup_zone": rng.choice(
+                    ["Midtown", "JFK Airport", "Harlem", "SoHo"]),
+                "passenger_count": rng.randint(1, 4),
+                "fare_amount": Decimal(rng.randint(500, 9000)) / 100,
+                "event_time": datetime.fromtimestamp(ts / 1000, tz=timezone.utc)}
+        if "tip_amount" in [f["name"] for f in schema["fields"]]:
+            trip["tip_amount"] = round(rng.uniform(0, 15), 2)
+        p.produce(AVRO_TOPIC, key=trip["trip_id"].encode(), value=ser(trip, ctx),
+                  timestamp=ts)
+    p.flush(60)
+
+
+def run_avro(bootstrap, registry):
+    """Schema v1's hour, then v2's: each run reads as the subject's latest version at plan
+    time, so hour 0 lands without tip_amount and hour 1 with it (a re-run reads both as v2)."""
+    from datetime import datetime, timedelta, timezone
+
+    from streamslice.airflow.factory import build_dag
+    from streamslice.config import load_pipeline
+    cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_avro.yaml")
+    dag = build_dag(cfg)
+    fresh = not _topic_has(bootstrap, 2 * AVRO_PER_HOUR, AVRO_TOPIC)
+    if fresh:
+        create_avro_topic(bootstrap)
+    for hour, (version, schema) in enumerate([("v1", AVRO_V1), ("v2 (adds tip_amount)",
+                                                                  AVRO_V2)]):
+        if fresh:
+            step(f"Producing {AVRO_PER_HOUR} Avro trips for hour {hour} with schema {version} "
+                 f"into '{AVRO_TOPIC}' (confluent-kafka's AvroSerializer, the registry)")
+            produce_avro(bootstrap, registry, hour, schema)
+        end = datetime.fromtimestamp(START_MS / 1000, tz=timezone.utc) + timedelta(hours=hour + 1)
+        run_one(dag, end, f"Airflow run of '{cfg.name}' for [{end - timedelta(hours=1):%H:%M}, "
+                          f"{end:%H:%M}) — Avro through the schema registry")
+
+
+def create_avro_topic(bootstrap):
+    from devtools.services import create_topic
+    create_topic(bootstrap, AVRO_TOPIC, 2)
+
+
+def show_avro():
+    """Both hours, read back by DuckDB: hour 0 as schema v1 wrote it, hour 1 with v2's field."""
+    from devtools.duck import connect
+    from streamslice.config import load_pipeline
+    cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_avro.yaml")
+    dataset = cfg.output.dataset(cfg.name)
+    step(f"Avro topic '{AVRO_TOPIC}' (schema v1, then v2), read back by DuckDB")
+    query = ("SELECT interval, count(*) AS records, count(tip_amount) AS with_tip, "
+             "round(avg(fare_amount), 2) AS avg_fare FROM read_parquet("
+             f"'{dataset}/*/*.parquet', union_by_name = true, hive_partitioning = true) "
+             "GROUP BY 1 ORDER BY 1")
+    print(f"   {query.replace(dataset, os.path.relpath(dataset, ROOT))}")
+    for interval, records, with_tip, fare in connect().sql(query).fetchall():
+        ok = "ok" if records == AVRO_PER_HOUR else "MISMATCH"
+        print(f"   {interval:<22}{records:>9}{with_tip:>10}{fare:>10}  {ok}")
 
 
 KINESIS_WAVES, KINESIS_WAVE, KINESIS_WIDTH = 3, 1200, 10

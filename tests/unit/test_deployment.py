@@ -67,6 +67,19 @@ def test_connections_cover_every_pipeline_and_point_at_services():
                        for s in env("kinesis")["INITIALIZE_STREAMS"].split(","))
 
 
+def test_registry_connections_point_at_the_compose_registry():
+    e = env("airflow-scheduler")
+    configs, _ = load_pipelines(ROOT / "dags" / "pipelines")
+    registries = [c.decode.value.options["registry"] for c in configs
+                  if "registry" in c.decode.value.options]
+    assert registries
+    for registry in registries:
+        conn = json.loads(e[f"AIRFLOW_CONN_{registry['conn_id'].upper()}"])
+        cmd = SERVICES[conn["host"]]["command"]
+        assert cmd[cmd.index("--port") + 1] == str(conn["port"])
+        assert cmd[:3] == ["python", "-m", "devtools.schema_registry"]
+
+
 def test_spark_cluster_is_what_the_pipelines_submit_to(monkeypatch):
     e = env("airflow-scheduler")
     master = e["STREAMSLICE_SPARK_MASTER"]

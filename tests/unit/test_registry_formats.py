@@ -1,0 +1,81 @@
+"""The registry formats' settings in pipeline files: errors that name file, line and field,
+keys with their own schema, and a pinned reader schema that a retry does not re-resolve
+(the registry here is a fake behind ``open_registry``: what is tested is our pinning)."""
+import json
+
+import pytest
+
+from streamslice.config.pipeline import parse_pipeline
+from streamslice.errors import ConfigError
+from streamslice.reading.decode import Decoder
+from streamslice.registry.base import Registered
+
+HEAD = """mode: incremental
+kafka: {bootstrap_servers: "127.0.0.1:9", topics: [t]}
+format:
+"""
+TRIP = json.dumps({"type": "record", "name": "Trip", "fields": [
+    {"name": "id", "type": "long"}]})
+KEY = json.dumps({"type": "record", "name": "K", "fields": [{"name": "k", "type": "string"}]})
+
+
+@pytest.mark.parametrize("block, field, reason", [
+    ("  value: avro\n", "format", "needs the Avro schema"),
+    ("  value: avro\n  registry: {kind: confluent}\n  subject: s\n", "format.registry",
+     "needs url or conn_id"),
+    ("  value: avro\n  registry: {url: 'http://r', registry_name: x}\n  subject: s\n",
+     "format.registry.registry_name", "only used with kind: glue"),
+    ("  value: avro\n  registry: {url: 'http://r'}\n", "format.subject", "is required"),
+    ("  value: avro\n  registry: {url: 'http://r'}\n  subject: s\n  version: 0\n",
+     "format.version", "latest or a version number"),
+    ("  value: avro\n  schema: '{\"type\": \"record\"}'\n", "format.schema",
+     "not a valid Avro schema"),
+    ("  value: avro\n  schema_file: nope.avsc\n", "format.schema_file", "cannot read"),
+    ("  value: avro\n  schema: '" + TRIP + "'\n  subject: s\n", "format.subject",
+     "only used with a registry"),
+    ("  value: protobuf\n", "format.descriptor_set", "is required"),
+    ("  value: json_schema\n", "format", "needs its JSON Schema"),
+    ("  value: avro\n  registry: {kind: glue, url: 'http://r'}\n  subject: s\n",
+     "format.registry.url", "not used with kind: glue"),
+])
+def test_bad_settings_name_the_field(block, field, reason):
+    with pytest.raises(ConfigError) as err:
+        parse_pipeline(HEAD + block, file="p.yaml")
+    assert err.value.field == field and reason in err.value.reason
+    assert str(err.value).startswith("p.yaml:")
+
+
+def test_keys_and_values_with_their_own_avro_schemas():
+    import io
+
+    import fastavro
+    cfg = parse_pipeline(HEAD + f"  value: avro\n  schema: '{TRIP}'\n  key: avro\n"
+                         f"  key_schema: '{KEY}'\n")
+    decoder = Decoder.from_dict(cfg.decode.prepared().to_dict())
+
+    def avro(schema, record):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(schema)), record)
+        return out.getvalue()
+    keys, key_errors = decoder.decode_keys([avro(KEY, {"k": "a"}), b"\xff"])
+    values, value_errors = decoder.decode_values([avro(TRIP, {"id": 3})])
+    assert keys[0].to_pylist()[0] == "a" and list(key_errors) == [1]
+    assert values[0].to_pylist() == [3] and value_errors == {}
+    assert [f.name for f in decoder.key_fields()] == ["k"]
+
+
+def test_the_reader_schema_is_pinned_once(monkeypatch):
+    asked = []
+
+    class Fake:
+        def version(self, subject, version, fmt=None):
+            asked.append((subject, version))
+            return Registered("AVRO", TRIP, f"subject {subject!r} version 4", 9, subject, 4)
+    monkeypatch.setattr("streamslice.formats.registered.open_registry", lambda *a: Fake())
+    cfg = parse_pipeline(HEAD + "  value: avro\n  registry: {url: 'http://r'}\n  subject: s\n")
+    pinned = cfg.decode.prepared({"schema.registry.basic.auth.user.info": "u:secret"})
+    reader = pinned.value.options["reader"]
+    assert (reader["subject"], reader["version"], reader["id"]) == ("s", 4, 9)
+    assert pinned.value.schema == "id BIGINT" and "secret" not in json.dumps(pinned.to_dict())
+    again = pinned.prepared({})  # a retry plans nothing anew from the recorded spec
+    assert again.value.options["reader"] == reader and asked == [("s", None)]

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NotRequired, Required, TypedDict
 
 import msgspec
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import ConfigError
 from . import BaseFormat, Decoded, FormatSpec, Role
@@ -46,8 +47,8 @@ if TYPE_CHECKING:
     from ..config.fields import Fields
 
 UTC = timezone.utc
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TS_RANGE_MS = (-62_135_596_800_000, 253_402_300_799_999)  # years 1 to 9999
+TS_RANGE_US = (TS_RANGE_MS[0] * 1000, TS_RANGE_MS[1] * 1000 + 999)
 FLOAT32_MAX = 3.4028234663852886e38
 _INT_RANGES = {8: (-2**7, 2**7 - 1), 16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1),
                64: (-2**63, 2**63 - 1)}
@@ -112,7 +113,11 @@ class Json(BaseFormat):
         super().__init__(spec, role)
         self.schema = parse_schema(spec.schema)
         self.struct = pa.struct(list(self.schema))
-        self._fast = msgspec.json.Decoder(_msgspec_record(self.schema), dec_hook=_dec_hook)
+        records = [_msgspec_record(self.schema, native=True)]
+        self._checked = _has_timestamps(self.struct)
+        if self._checked:  # epoch-ms timestamps and other ISO 8601 forms need the hook
+            records.append(_msgspec_record(self.schema, native=False))
+        self._fast = [msgspec.json.Decoder(r, dec_hook=_dec_hook) for r in records]
         self._slow = [(f.name, _converter(f.type), f.nullable) for f in self.schema]
 
     def fields(self, column: str) -> list[pa.Field]:
@@ -120,25 +125,51 @@ class Json(BaseFormat):
 
     def decode(self, items: Sequence[bytes | None]) -> Decoded:
         errors: dict[int, str] = {}
-        try:
-            rows: list[Any] = list(map(self._fast.decode, items))  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - some record does not fit: find which, below
+        rows = self._whole_batch(items)
+        if rows is None:  # some record does not fit: find which
             rows = [self._one(row, raw, errors) for row, raw in enumerate(items)]
         try:
-            struct = pa.array(rows, self.struct)
+            struct = self._arrow(rows)
         except _ARROW_ERRORS:
             # A value msgspec let through that Arrow refuses (a decimal beyond its
-            # precision): the reference decides those records.
-            for row in _unconvertible(rows, self.struct, 0, len(rows)):
+            # precision, an instant before year 1): the reference decides those records.
+            for row in self._unconvertible(rows, 0, len(rows)):
                 rows[row] = self._reference(row, items[row], errors)
             struct = _to_arrow(rows, self.struct, errors)
         return [struct.field(i) for i in range(self.struct.num_fields)], errors
 
+    def _whole_batch(self, items: Sequence[bytes | None]) -> list[Any] | None:
+        for decoder in self._fast:
+            try:
+                return list(map(decoder.decode, items))  # type: ignore[arg-type]
+            except Exception:  # noqa: BLE001 - the next decoder, or record by record
+                continue
+        return None
+
     def _one(self, row: int, raw: bytes | None, errors: dict[int, str]) -> Any:
+        for decoder in self._fast:
+            try:
+                return decoder.decode(raw)  # type: ignore[arg-type]
+            except Exception:  # noqa: BLE001 - the reference says why
+                continue
+        return self._reference(row, raw, errors)
+
+    def _arrow(self, rows: list[Any]) -> pa.Array:
+        struct = pa.array(rows, self.struct)
+        if self._checked and not _in_range(struct):
+            raise ValueError("a timestamp before year 1 or after 9999")
+        return struct
+
+    def _unconvertible(self, rows: list[Any], lo: int, hi: int) -> list[int]:
+        """The rows in ``[lo, hi)`` Arrow refuses, found by halving (a few conversions each)."""
         try:
-            return self._fast.decode(raw)  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - the reference says why
-            return self._reference(row, raw, errors)
+            self._arrow(rows[lo:hi])
+            return []
+        except _ARROW_ERRORS:
+            if hi - lo == 1:
+                return [lo]
+        mid = (lo + hi) // 2
+        return self._unconvertible(rows, lo, mid) + self._unconvertible(rows, mid, hi)
 
     def _reference(self, row: int, raw: bytes | None, errors: dict[int, str]) -> Any:
         """One record through the reference decoder: the row's values, or None with its
@@ -174,18 +205,6 @@ class Json(BaseFormat):
 
 
 _ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
-
-
-def _unconvertible(rows: list[Any], struct: pa.StructType, lo: int, hi: int) -> list[int]:
-    """The rows in ``[lo, hi)`` Arrow refuses, found by halving (a few conversions each)."""
-    try:
-        pa.array(rows[lo:hi], struct)
-        return []
-    except _ARROW_ERRORS:
-        if hi - lo == 1:
-            return [lo]
-    mid = (lo + hi) // 2
-    return _unconvertible(rows, struct, lo, mid) + _unconvertible(rows, struct, mid, hi)
 
 
 def _to_arrow(rows: list[Any], struct: pa.StructType, errors: dict[int, str]) -> pa.Array:
@@ -338,35 +357,78 @@ def _date(value: Any) -> date:
     return date.fromisoformat(value)
 
 
-def _timestamp(value: Any) -> datetime:
-    """ISO 8601 text (no offset means UTC) or epoch milliseconds → an aware UTC datetime."""
+_RFC3339 = msgspec.json.Decoder(datetime)
+_RFC3339_NTZ = msgspec.json.Decoder(Annotated[datetime, msgspec.Meta(tz=False)])
+
+
+def _text_time(value: str, decoder: msgspec.json.Decoder) -> datetime:
+    """RFC 3339 as msgspec reads it (the fast decoder reads those natively, rounding a
+    seventh fractional digit), else what ``datetime.fromisoformat`` reads (which truncates
+    it): one rule for both decoders."""
+    try:
+        parsed: datetime = decoder.decode(msgspec.json.encode(value))
+        return parsed
+    except msgspec.MsgspecError:
+        return datetime.fromisoformat(value.strip())
+
+
+def _timestamp(value: Any) -> datetime | int:
+    """ISO 8601 text (no offset means UTC) or epoch milliseconds → what ``pa.array`` takes for
+    ``timestamp[us, UTC]``: a datetime (a naive one meaning UTC) or microseconds."""
     if isinstance(value, str):
-        parsed = datetime.fromisoformat(value.strip())
-        if parsed.tzinfo is None:
-            return parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
+        parsed = _text_time(value, _RFC3339)
+        if parsed.tzinfo is not None and parsed.year in (1, 9999):
+            parsed.astimezone(UTC)  # OverflowError: before year 1 or after 9999 in UTC
+        return parsed
     if _is_number(value) and TS_RANGE_MS[0] <= value <= TS_RANGE_MS[1]:
-        return EPOCH + timedelta(milliseconds=value)
+        return value * 1000 if isinstance(value, int) else round(value * 1000)
     raise ValueError(value)
 
 
 def _timestamp_ntz(value: Any) -> datetime:
     if not isinstance(value, str):
         raise TypeError(value)
-    parsed = datetime.fromisoformat(value.strip())
+    parsed = _text_time(value, _RFC3339_NTZ)
     if parsed.tzinfo is not None:
         raise ValueError(value)
     return parsed
 
 
+def _in_range(array: pa.Array) -> bool:
+    """Every timestamp, at any depth, within years 1 to 9999 in UTC (an offset can push
+    ``0001-01-01T00:00:00+01:00`` before year 1: Spark and Python hold no such instant)."""
+    typ = array.type
+    if pa.types.is_timestamp(typ):
+        low, high = pc.min_max(array.cast(pa.int64())).values()
+        return low.as_py() is None or (TS_RANGE_US[0] <= low.as_py() and
+                                       high.as_py() <= TS_RANGE_US[1])
+    if pa.types.is_struct(typ):
+        return all(_in_range(array.field(i)) for i in range(typ.num_fields))
+    if pa.types.is_map(typ):
+        return _in_range(array.items)
+    if pa.types.is_list(typ):
+        return _in_range(array.flatten())
+    return True
+
+
+def _has_timestamps(typ: pa.DataType) -> bool:
+    if pa.types.is_timestamp(typ):
+        return True
+    if pa.types.is_struct(typ):
+        return any(_has_timestamps(f.type) for f in typ)
+    if pa.types.is_map(typ):
+        return _has_timestamps(typ.item_type)
+    if pa.types.is_list(typ):
+        return _has_timestamps(typ.value_type)
+    return False
+
+
 class _Parsed(type):
     """msgspec checks that ``dec_hook`` returned an instance of the type it asked for; these
-    marker types stand for what their ``parse`` returns (a datetime). Timestamps are parsed
-    by one function for both decoders: msgspec's own parser rounds a seventh fractional
-    digit where ``datetime.fromisoformat`` truncates it."""
+    marker types stand for what their ``parse`` returns (a datetime, or microseconds)."""
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, date)
+        return isinstance(obj, (date, int))
 
 
 class _Timestamp(metaclass=_Parsed):
@@ -385,21 +447,23 @@ def _dec_hook(typ: type, value: Any) -> Any:
 _counter = iter(range(1 << 62))
 
 
-def _msgspec_record(schema: pa.Schema | pa.StructType) -> Any:
+def _msgspec_record(schema: pa.Schema | pa.StructType, native: bool) -> Any:
+    """The schema as a msgspec type; ``native``: timestamps as msgspec's own RFC 3339 text
+    only (C speed), else through ``_timestamp`` (epoch milliseconds too)."""
     fields: dict[str, Any] = {}
     for f in schema:
-        typ = _msgspec_type(f.type)
+        typ = _msgspec_type(f.type, native)
         fields[f.name] = NotRequired[typ | None] if f.nullable else Required[typ]
     return TypedDict(f"Record{next(_counter)}", fields, total=False)  # type: ignore[operator]
 
 
-def _msgspec_type(typ: pa.DataType) -> Any:
+def _msgspec_type(typ: pa.DataType, native: bool) -> Any:
     if pa.types.is_struct(typ):
-        return _msgspec_record(typ)
+        return _msgspec_record(typ, native)
     if pa.types.is_list(typ):
-        return list[_msgspec_type(typ.value_type) | None]  # type: ignore[misc]
+        return list[_msgspec_type(typ.value_type, native) | None]  # type: ignore[misc]
     if pa.types.is_map(typ):
-        return dict[str, _msgspec_type(typ.item_type) | None]  # type: ignore[misc]
+        return dict[str, _msgspec_type(typ.item_type, native) | None]  # type: ignore[misc]
     if pa.types.is_integer(typ):
         lo, hi = _INT_RANGES[typ.bit_width]
         return Annotated[int, msgspec.Meta(ge=lo, le=hi)]
@@ -416,6 +480,9 @@ def _msgspec_type(typ: pa.DataType) -> Any:
     if pa.types.is_date32(typ):
         return date  # msgspec's reads "YYYY-MM-DD" only, as date.fromisoformat reads it
     if pa.types.is_timestamp(typ):
+        if native:
+            return datetime if typ.tz is not None else \
+                Annotated[datetime, msgspec.Meta(tz=False)]
         return _Timestamp if typ.tz is not None else _TimestampNTZ
     raise SchemaError(f"type {spark_type(typ)} cannot be read from JSON")
 

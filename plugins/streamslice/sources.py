@@ -37,6 +37,7 @@ SplitT = TypeVar("SplitT", bound="Split")
 SOURCES: dict[str, str] = {
     "kafka": "streamslice.kafka.source:KafkaSource",
     "kinesis": "streamslice.kinesis.source:KinesisSource",
+    "files": "streamslice.files.source:FileSource",
 }
 
 
@@ -258,6 +259,12 @@ class Source(ABC, Generic[SplitT]):
 
     def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
         """Options for the readers, from the config and the setup tasks' results."""
+        return {}
+
+    @classmethod
+    def spark_read_options(cls, options: dict[str, str]) -> dict[str, Any]:
+        """Options for the readers from a Spark read's own options (lower-cased keys), also
+        when the read is given a plan."""
         return {}
 
     def after_commit(self, positions: dict[str, Any],  # noqa: B027

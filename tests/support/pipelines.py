@@ -1,7 +1,15 @@
-"""Helpers to write pipeline files and run their DAGs through ``dag.test()``."""
+"""Helpers to write pipeline files and run their DAGs through ``dag.test()``.
+
+Pipelines are built by one helper per source (``kafka_pipeline``, ``kinesis_pipeline``,
+``files_pipeline``) from plain mappings, written as YAML the way a user writes the file and
+loaded through the real config parser. ``write_pipeline`` stays for tests whose point is the
+YAML text itself."""
+import os
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
+
+import yaml
 
 from streamslice.config import load_pipeline
 
@@ -18,6 +26,43 @@ def write_pipeline(name, text, folder=None):
     path = folder / f"{name}.yaml"
     path.write_text(text)
     return load_pipeline(path)
+
+
+def pipeline(kind, block, *, name=None, mode="incremental", output=None, folder=None,
+             **settings):
+    """A pipeline file reading a ``kind`` source (``block``: its YAML mapping), written and
+    loaded. ``settings`` are the file's other top-level keys (``format``, ``alerts``, ``spark``,
+    ``schedule``, ``retries``…; ``None`` values are left out). ``output`` is a path or the
+    whole output mapping (default: the session's lake folder)."""
+    if output is None:
+        output = f"{os.environ['AIRFLOW_HOME']}/../lake"
+    data = {"mode": mode, **{k: v for k, v in settings.items() if v is not None}, kind: block,
+            "output": output if isinstance(output, dict) else {"path": str(output)}}
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    return write_pipeline(name or unique(kind), text, folder)
+
+
+def kafka_pipeline(bootstrap, topics, *, name=None, **kw):
+    """``kafka: {bootstrap_servers, topics}``; ``kafka={…}`` adds to the block (``client``,
+    ``start``, ``max_records_per_split``…, or ``conn_id`` instead of the servers with
+    ``bootstrap=None``)."""
+    block = {"bootstrap_servers": bootstrap} if bootstrap else {}
+    block.update(topics=[topics] if isinstance(topics, str) else list(topics))
+    block.update(kw.pop("kafka", {}))
+    return pipeline("kafka", block, name=name or unique("kafka"), **kw)
+
+
+def kinesis_pipeline(stream, *, name=None, **kw):
+    """``kinesis: {stream}``; ``kinesis={…}`` adds to the block (``conn_id``, ``endpoint_url``,
+    ``region``, ``reader``, ``efo``, ``start``, ``stop``…)."""
+    block = {"stream": stream, **kw.pop("kinesis", {})}
+    return pipeline("kinesis", block, name=name or unique("kinesis"), **kw)
+
+
+def files_pipeline(path, *, name=None, **kw):
+    """``files: {path}``; ``files={…}`` adds to the block (``pattern``, ``start``)."""
+    block = {"path": str(path), **kw.pop("files", {})}
+    return pipeline("files", block, name=name or unique("files"), **kw)
 
 
 def run_dag(cfg, logical_date=None, expect="success"):

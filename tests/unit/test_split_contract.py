@@ -16,7 +16,13 @@ SPLITS = {
     "kinesis": {"id": 1, "stream": "trips", "shard_id": "shardId-000000000001",
                 "start": {"type": "AFTER_SEQUENCE_NUMBER", "seq": SEQ},
                 "stop_before": 1_714_521_600_000},
+    "files": {"id": 0, "path": "2024/a.jsonl", "start": 3, "stop": 10, "start_byte": 40,
+              "stop_byte": 120, "modified_ms": 1_714_521_600_000},
 }
+
+
+def test_every_registered_source_is_covered_here():
+    assert set(SPLITS) == set(SOURCES)
 
 
 @pytest.mark.parametrize("kind", sorted(SPLITS))
@@ -37,6 +43,13 @@ def test_a_kafka_split_is_an_offset_range_with_records_behind():
     split = source_class("kafka").split_from_dict(SPLITS["kafka"])
     assert (split.key, split.start, split.end, split.size) == ("orders:2", 40, 90, 50)
     assert (split.lag, split.lag_unit, split.offset_range) == (60, "records", (40, 90))
+
+
+def test_a_file_split_is_a_line_range():
+    split = source_class("files").split_from_dict(SPLITS["files"])
+    assert (split.key, split.start, split.end, split.size, split.lag) == \
+        ("2024/a.jsonl", 3, 10, 7, 7)
+    assert (split.lag_unit, split.offset_range) == ("records", (3, 10))
 
 
 def test_a_kinesis_split_ends_at_an_arrival_time_and_its_lag_is_the_readers():

@@ -130,6 +130,11 @@ class KafkaSource(Source["KafkaSplit"]):
     def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
         return {"client": self.client}
 
+    @classmethod
+    def spark_read_options(cls, options: dict[str, str]) -> dict[str, Any]:
+        """A Spark user may choose the client beside a plan (``.option("client", …)``)."""
+        return {"client": options["client"]} if "client" in options else {}
+
     def after_commit(self, positions: dict[str, Any],
                      properties: Callable[[], dict[str, Any]]) -> None:
         if not self.commit_group:

@@ -58,9 +58,8 @@ class PlanReader(DataSourceReader):
         self.properties = client_properties(options, source_class(plan.source).option_prefix)
         # A schema registry's properties, given as options of their own by a Spark user
         self.properties.update(client_properties(options, "schema.registry.", keep=True))
-        self.read_options = json.loads(options.get("readoptions") or "{}")
-        if "client" in options:  # a Spark user may set the Kafka client directly
-            self.read_options["client"] = options["client"]
+        self.read_options = {**json.loads(options.get("readoptions") or "{}"),
+                             **source_class(plan.source).spark_read_options(options)}
         self.staging, self.fault = options.get("staging"), options.get("injectfault")
         self.codec: str = (options.get("directwrite") or "") if self.staging else ""
 

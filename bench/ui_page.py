@@ -48,38 +48,25 @@ output:
 
 
 def insert_runs(dag_id: str, n: int) -> None:
-    from airflow.models.asset import AssetEvent, AssetModel
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
-    from airflow.utils.state import DagRunState
-    from sqlalchemy import select
-    with create_session() as session:
-        asset_id = session.scalar(select(AssetModel.id).where(
-            AssetModel.name == f"streamslice/{dag_id}"))
-        assert asset_id is not None, "the DAG's asset was not registered"
-        for i in range(n):
-            if i % 97 == 13:
-                continue  # a hole
-            start = T0 + timedelta(hours=i)
-            end = start + timedelta(hours=1)
-            failed = i % 50 == 7
-            run_id = f"scheduled__{end.isoformat()}"
-            session.add(DagRun(dag_id=dag_id, run_id=run_id, logical_date=end,
-                               data_interval=(start, end), run_after=end, start_date=end,
-                               run_type="scheduled", state=DagRunState.FAILED if failed
-                               else DagRunState.SUCCESS))
-            if not failed:
-                records = 0 if i % 31 == 5 else 1000 + i % 400
-                extra = {"records": records, "late_records": i % 11 == 0, "dead_letters": 0,
-                         "partition": f"interval={start:%Y%m%dT%H%M%SZ}",
-                         "lag_records": 80, "lag_by_split": {f"orders:{p}": 10 for p in
-                                                            range(8)},
-                         "positions": {f"orders:{p}": i * 200 for p in range(8)}}
-                session.add(AssetEvent(asset_id=asset_id, extra=extra, source_dag_id=dag_id,
-                                       source_run_id=run_id, source_task_id="commit",
-                                       timestamp=end))
-            if i % 2000 == 1999:
-                session.flush()
+    from devtools.airflow_history import History, commit_extra
+    history = History(dag_id)
+    for i in range(n):
+        if i % 97 == 13:
+            continue  # a hole
+        start = T0 + timedelta(hours=i)
+        failed = i % 50 == 7
+        extra = None
+        if not failed:
+            extra = commit_extra(0 if i % 31 == 5 else 1000 + i % 400,
+                                 {f"orders:{p}": 10 for p in range(8)},
+                                 late_records=int(i % 11 == 0),
+                                 partition=f"interval={start:%Y%m%dT%H%M%SZ}",
+                                 positions={f"orders:{p}": i * 200 for p in range(8)})
+        history.run(start=start, end=start + timedelta(hours=1),
+                    state="failed" if failed else "success", extra=extra)
+        if i % 2000 == 1999:
+            history.flush()
+    history.close()
 
 
 def timed(server, path: str, token: str, repeat: int) -> list[float]:

@@ -80,6 +80,27 @@ class ApiServer:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode()
 
+    def get_json(self, path, token=None):
+        status, body = self.get(path, token)
+        return status, json.loads(body) if body.startswith(("{", "[")) else body
+
+    def post(self, path, body, token=None):
+        """(status, parsed JSON or text) of a JSON POST, with the user's bearer token."""
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        req = urllib.request.Request(f"{self.url}{path}", method="POST", headers=headers,
+                                     data=json.dumps(body).encode())
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                status, text = r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            status, text = exc.code, exc.read().decode()
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()

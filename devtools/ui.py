@@ -62,7 +62,7 @@ def _screenshot(url, path):
         frame.locator('tr[data-pipeline="taxi_trips"] a').first.click(timeout=60_000)
         frame.locator("#coverage").wait_for(timeout=60_000)
         # The output location is a path on this machine: kept out of the picture.
-        page.screenshot(path=path, mask=[frame.locator("p code").first])
+        page.screenshot(path=path, mask=[frame.locator("code.output")])
         browser.close()
 
 

@@ -15,6 +15,8 @@ class StreamsliceError(Exception):
 
     kind = "error"
     transient = False  # worth an Airflow retry
+    # What the operator does about it, one sentence (the Streamslice page shows it).
+    advice = "Open the failed task's log for the cause, fix it, then re-run."
 
     def __init__(self, message: str = "", *, split: int | None = None) -> None:
         super().__init__(message)
@@ -30,6 +32,8 @@ class ConfigError(StreamsliceError):
     """A pipeline file (or data source option) is invalid."""
 
     kind = "config"
+    advice = ("Fix the pipeline file (streamslice validate names the line and field), "
+              "then re-run.")
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  field: str | None = None) -> None:
@@ -46,12 +50,17 @@ class SourceError(StreamsliceError):
 
     kind = "source"
     transient = True
+    advice = ("Check that the source can be reached with the pipeline's connection (brokers "
+              "or stream, credentials, network), then re-run.")
 
 
 class DataLossError(StreamsliceError):
     """Records the plan needs have expired or were trimmed before they could be read."""
 
     kind = "data_loss"
+    advice = ("The records expired from the source before they were read, so a re-run "
+              "fails the same way: accept the gap by resetting the checkpoint past it "
+              "(streamslice offsets reset), or restore the data.")
 
     def __init__(self, message: str, gaps: list | tuple = (), *, split: int | None = None):
         super().__init__(message, split=split)
@@ -62,6 +71,7 @@ class PlanError(StreamsliceError):
     """A plan cannot be built or does not match what was read."""
 
     kind = "plan"
+    advice = "Open the plan task's log; a re-run reads the same saved plan."
 
 
 class PlanVersionError(PlanError):
@@ -74,12 +84,16 @@ class CommitError(StreamsliceError):
     """The staged output failed verification or could not be published."""
 
     kind = "commit"
+    advice = ("Nothing was published; open the commit log, then re-run: it reads the same "
+              "plan again and replaces the partition.")
 
 
 class DecodeError(StreamsliceError):
     """A record could not be decoded and the pipeline is set to fail on decode errors."""
 
     kind = "decode"
+    advice = ("A record did not decode and format.on_error is fail: fix format.schema or "
+              "set on_error: dead_letter, then re-run.")
 
 
 class InjectedFault(StreamsliceError):
@@ -87,6 +101,7 @@ class InjectedFault(StreamsliceError):
 
     kind = "injected_fault"
     transient = True
+    advice = "A test made this fault on purpose (STREAMSLICE_INJECT_FAULT); re-run."
 
 
 KINDS: dict[str, type[StreamsliceError]] = {
@@ -94,6 +109,11 @@ KINDS: dict[str, type[StreamsliceError]] = {
                               PlanError, PlanVersionError, CommitError, DecodeError,
                               InjectedFault)}
 _LINE = re.compile(r"streamslice\[(\w+)(?:@(\d+))?\]: (.*?)(?:\\n|\n|$)")
+
+
+def advice(kind: str | None) -> str:
+    """What to do about an error of ``kind`` (any other error: read its log)."""
+    return KINDS.get(kind or "", StreamsliceError).advice
 
 
 def from_kind(kind: str, message: str, split: int | None = None) -> StreamsliceError:

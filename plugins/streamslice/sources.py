@@ -85,6 +85,11 @@ def position_text(kind: str | None, position: Any) -> PositionText:
                               json.dumps(position, sort_keys=True))
 
 
+def split_noun(kind: str | None) -> tuple[str, str]:
+    """What people call a ``kind`` source's split, singular and plural (``shard``)."""
+    return source_class(kind).split_noun if kind in SOURCES else ("partition", "partitions")
+
+
 def lag_unit(kind: str | None) -> LagUnit | None:
     """The unit a ``kind`` source's lag is measured in (``records`` or ``ms``)."""
     return source_class(kind).lag_unit if kind in SOURCES else None
@@ -187,6 +192,7 @@ class Source(ABC, Generic[SplitT]):
     # Secret client properties a Spark runtime with an identity of its own (a Spark Connect
     # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
     ambient_secrets: ClassVar[tuple[str, ...]] = ()
+    split_noun: ClassVar[tuple[str, str]] = ("partition", "partitions")  # what people call one
     conn_id: str | None
 
     # -- configuration ----------------------------------------------------------------------

@@ -161,7 +161,9 @@ def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
         client.deregister_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
     missing = pipeline(unique("no-such-stream"), tmp_path, registration="keep")
     (section,) = _sections(output_asset(missing).extra)
-    assert section.rows == () and section.error.startswith("could not list the consumers: ")
+    assert section.rows == () and section.error.startswith(
+        "Could not list the stream's consumers: ")
+    assert section.error.endswith("then reload this page.")
     assert "test" not in section.error.split(": ", 1)[1].split()  # no secret in the message
     assert _sections({"pipeline_file": str(tmp_path / "gone.yaml")}) == []
     polling = write_pipeline(unique("kin_poll"), f"""

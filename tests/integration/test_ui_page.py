@@ -1,37 +1,45 @@
 """The Streamslice page in the Airflow UI, end to end: pipelines run through dag.test() with
-real Spark and the local broker (one with a hole, one with late records, one failed interval),
-then the real Airflow api-server with the plugin, opened in headless Chromium with a real
-login. Screenshots are kept in test-artifacts/."""
+real Spark and the local broker, then the real Airflow api-server with the plugin, opened in
+headless Chromium with real logins: ``admin`` may run every DAG, ``ops`` may read two of them
+and run none. One api-server and one set of runs serve every test here; the tests that act
+(backfill, re-run) come last. Screenshots of each state are kept in test-artifacts/."""
 import os
+import re
+from datetime import datetime
 
 import pytest
 
 from devtools.airflow_ui import ApiServer, chromium_executable
-from devtools.services import create_topic
+from devtools.services import create_topic, free_port
 from devtools.taxi import Trip, produce
 from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
-from tests.support.pipelines import run_dag, unique, utc, write_pipeline
+from tests.support.pipelines import run_dag, run_interval, unique, utc, write_pipeline
 
 pytestmark = pytest.mark.integration
 ARTIFACTS = ROOT / "test-artifacts"
 HOUR, MIN = 3_600_000, 60_000
 T0 = int(utc(2024, 5, 1).timestamp() * 1000)
 SECRET = "s3cr3t-sasl-pw-4711"
+AWS_SECRET = "aws-s3cr3t-0815"
+SEQ = "49651234567890123456789012345678901234567890123456789012"
+WIDE = 300  # partitions of the wide pipeline
+RANGE = "?start=2024-05-01T00:00&end=2024-05-01T06:00"
 
 
 @pytest.fixture(scope="module")
 def scene(broker, spark, airflow_db, tmp_path_factory):
-    """Pipeline ``cover``: hour 0 published, hour 1 with a late record, hour 2 never run, hour 3
-    failed, hour 4 published. Pipeline ``other``: one incremental batch."""
+    """``cover`` (hourly, by event time): 00:00 published, 01:00 with a late record, 02:00
+    never run, 03:00 failed, 04:00 published, 05:00 empty. ``wide``: an incremental pipeline
+    over 300 partitions with 24 batches (``wide_history``). ``fresh``: a Kinesis EFO pipeline
+    never run, whose stream cannot be reached. ``ops`` may read ``cover`` and ``fresh`` only."""
     out = tmp_path_factory.mktemp("ui")
-    topic, other_topic = unique("ui"), unique("ui-other")
+    topic = unique("ui")
     create_topic(broker.bootstrap, topic, 1)
-    create_topic(broker.bootstrap, other_topic, 1)
     # Event minutes in produce order; the 00:10 record arrives at 01:30, after 01:00 + 5m.
     minutes = [5, 20, 50, 70, 90, 10, 100, 130, 150, 190, 250, 260]
     produce(broker.bootstrap, topic, [Trip(b"k", b"{}", T0 + m * MIN) for m in minutes])
-    produce(broker.bootstrap, other_topic, [Trip(b"k", b"{}", T0 + i) for i in range(7)])
     cover = write_pipeline(unique("ui-cover"), f"""
+description: Hourly slices of the {topic} topic, by event time.
 mode: interval
 schedule: "@hourly"
 start_date: "2024-05-01T00:00:00Z"
@@ -44,81 +52,373 @@ kafka:
 output:
   path: {out}
 """)
-    other = write_pipeline(unique("ui-other"), f"""
+    wide = write_pipeline(unique("ui-wide"), f"""
 mode: incremental
 kafka:
   bootstrap_servers: {broker.bootstrap}
-  topics: [{other_topic}]
+  topics: [{unique("ui-wide")}]
 output:
   path: {out}
 """)
-    for hour in (0, 1, 4):
-        run_dag(cover, logical_date=utc(2024, 5, 1, hour + 1))
+    kin = write_pipeline(unique("ui-kin"), f"""
+mode: incremental
+kinesis:
+  stream: trips
+  region: us-east-1
+  endpoint_url: http://127.0.0.1:{free_port()}
+output:
+  path: {out}
+""")
+    fresh = write_pipeline(unique("ui-fresh"), f"""
+description: A Kinesis pipeline that has not run yet.
+mode: incremental
+kinesis:
+  stream: nowhere
+  region: us-east-1
+  endpoint_url: http://127.0.0.1:{free_port()}
+  credentials: {{access_key_id: test, secret_access_key: {AWS_SECRET}}}
+  reader: efo
+  efo: {{consumer_name: ss-ui}}
+output:
+  path: {out}
+""")
+    for hour in (0, 1, 4, 5):
+        run_interval(cover, utc(2024, 5, 1, hour))
+    # A manual run of 06:00-07:00, dated 07:00 as Airflow dates manual runs: it holds the
+    # logical date a backfill of 07:00-08:00 would need.
+    run_dag(cover, logical_date=utc(2024, 5, 1, 7))
     os.environ["STREAMSLICE_INJECT_FAULT"] = "before_publish"
     try:
-        run_dag(cover, logical_date=utc(2024, 5, 1, 4), expect="failed")
+        run_interval(cover, utc(2024, 5, 1, 3), expect="failed")
     finally:
         del os.environ["STREAMSLICE_INJECT_FAULT"]
-    run_dag(other)
-    server = ApiServer(SESSION_DIR / "ui-api", PIPELINES_DIR.parent, [cover.name]).start()
-    yield server, cover, other
+    wide_history(wide.name)
+    kinesis_history(kin.name)
+    server = ApiServer(SESSION_DIR / "ui-api", PIPELINES_DIR.parent,
+                       [cover.name, fresh.name]).start()
+    yield server, cover, wide, fresh, kin
     server.stop()
 
 
+def wide_history(dag_id):
+    """24 hourly batches over 300 partitions, as their commits would have recorded them (see
+    devtools.airflow_history: 300 Spark tasks a run take ~45 s here): most partitions a few
+    records behind, partitions 0-7 far behind, one failed batch, the checkpoint of the last."""
+    from datetime import timedelta
+
+    from devtools.airflow_history import History, commit_extra
+    history = History(dag_id)
+    for i in range(24):
+        at = utc(2024, 5, 2) + timedelta(hours=i)
+        lag = {f"wide:{p}": (p * 7 + i * 3) % 40 + (400 + 60 * p * (i % 5) if p < 8 else 0)
+               for p in range(WIDE)}
+        positions = {f"wide:{p}": 1000 * (i + 1) + p for p in range(WIDE)}
+        failed = i == 17
+        extra = None if failed else commit_extra(
+            sum(lag.values()), lag, partition=f"batch={i:08d}", positions=positions, batch=i)
+        run_id = history.run(start=at, end=at, state="failed" if failed else "success",
+                             extra=extra, run_type="manual", ran_at=at)
+    history.checkpoint({"positions": positions, "batch": 23, "run_id": run_id,
+                        "committed_at": int((at.timestamp() + 60) * 1000)})
+    history.close()
+
+
+def kinesis_history(dag_id):
+    """Six batches of a 4-shard stream: time behind the tip per shard, and the checkpoint's
+    ``after <sequence number>`` per shard (see ``wide_history``)."""
+    from datetime import timedelta
+
+    from devtools.airflow_history import History, commit_extra
+    history = History(dag_id)
+    for i in range(6):
+        at = utc(2024, 5, 3) + timedelta(minutes=10 * i)
+        behind = {f"trips:shardId-00000000000{s}": 800 * (s + 1) + 400 * i for s in range(4)}
+        positions = {k: {"after": SEQ[:-2] + f"{i}{n}"} for n, k in enumerate(behind)}
+        run_id = history.run(start=at, end=at, run_type="manual", ran_at=at, extra=commit_extra(
+            100, behind, lag_unit="ms", partition=f"batch={i:08d}", positions=positions,
+            batch=i))
+    history.checkpoint({"positions": positions, "batch": 5, "run_id": run_id,
+                        "committed_at": int((at.timestamp() + 60) * 1000)})
+    history.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=chromium_executable(),
+                                     args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, server, user, path):
+    """A laptop-sized page signed in as ``user`` (Airflow's own session cookie)."""
+    context = browser.new_context(viewport={"width": 1366, "height": 800})
+    context.add_cookies([{"name": "_token", "value": server.token(user), "url": server.url}])
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{server.url}{path}")
+    return page, errors
+
+
+def shot(page, name, full_page=True):
+    page.screenshot(path=str(ARTIFACTS / f"streamslice-{name}.png"), full_page=full_page)
+
+
+def statuses(page):
+    cells = page.locator("#coverage .cell")
+    return [cells.nth(i).get_attribute("data-status") for i in range(cells.count())]
+
+
 def test_unauthenticated_requests_are_refused(scene):
-    server, cover, _ = scene
-    for path in ("/streamslice/", f"/streamslice/pipelines/{cover.name}"):
+    server, cover, *_ = scene
+    for path in ("/streamslice/", f"/streamslice/pipelines/{cover.name}",
+                 f"/streamslice/pipelines/{cover.name}/sections"):
         status, body = server.get(path)
         assert status == 401, (path, status, body[:200])
         assert cover.name not in body
 
 
 def test_a_user_sees_only_the_pipelines_airflow_lets_them_read(scene):
-    server, cover, other = scene
+    server, cover, wide, fresh, _ = scene
     admin, ops = server.token("admin"), server.token("ops")
     status, page = server.get("/streamslice/", admin)
-    assert status == 200 and cover.name in page and other.name in page
+    assert status == 200 and all(p.name in page for p in (cover, wide, fresh))
     status, page = server.get("/streamslice/", ops)
-    assert status == 200 and cover.name in page and other.name not in page
-    assert server.get(f"/streamslice/pipelines/{other.name}", ops)[0] == 404
-    assert server.get(f"/streamslice/pipelines/{cover.name}", ops)[0] == 200
+    assert status == 200 and cover.name in page and wide.name not in page
+    # Airflow's own answer to a DAG the user may not read: 403, as on its own routes.
+    for path in ("", "/sections"):
+        assert server.get(f"/streamslice/pipelines/{wide.name}{path}", ops)[0] == 403
+        assert server.get(f"/streamslice/pipelines/{cover.name}{path}", ops)[0] == 200
 
 
 def test_nothing_secret_is_rendered(scene):
-    server, cover, _ = scene
+    server, cover, _, fresh, _ = scene
     token = server.token("admin")
-    for path in ("/streamslice/", f"/streamslice/pipelines/{cover.name}"):
+    for path in ("/streamslice/", f"/streamslice/pipelines/{cover.name}",
+                 f"/streamslice/pipelines/{fresh.name}"):
         status, page = server.get(path, token)
-        assert status == 200 and SECRET not in page
+        assert status == 200 and SECRET not in page and AWS_SECRET not in page
 
 
-def test_the_strip_shows_the_hole_the_late_interval_and_the_failure(scene):
-    from playwright.sync_api import sync_playwright
-    server, cover, _ = scene
-    token = server.token("admin")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_executable(), args=["--no-sandbox"])
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.add_cookies([{"name": "_token", "value": token, "url": server.url}])
-        page = context.new_page()
-        url = (f"{server.url}/streamslice/pipelines/{cover.name}"
-               "?start=2024-05-01T00:00:00Z&end=2024-05-01T05:00:00Z")
-        page.goto(url)
-        cells = page.locator("#coverage g.cell")
-        states = [cells.nth(i).get_attribute("data-status") for i in range(cells.count())]
-        assert states == ["published", "late", "missing", "failed", "published"]
-        starts = [int(cells.nth(i).get_attribute("data-start")) for i in range(5)]
-        assert starts == [T0 + h * HOUR for h in range(5)]
-        bars = page.locator("rect.bar")
-        values = sorted(bars.nth(i).get_attribute("data-value") for i in range(bars.count()))
-        assert values == ["", "2", "3", "4"], values  # 3, 4 (one late), 2, and the failure
-        assert page.locator("#checkpoint").inner_text().count(":0") == 1
-        page.screenshot(path=str(ARTIFACTS / "streamslice-pipeline.png"), full_page=True)
-        # The same page inside the Airflow UI (its navigation entry and iframe).
-        page.goto(f"{server.url}/plugin/streamslice")
-        frame = page.frame_locator("iframe")
-        frame.locator("tr[data-pipeline]").first.wait_for(timeout=30_000)
-        assert frame.locator(f'tr[data-pipeline="{cover.name}"]').count() == 1
-        page.screenshot(path=str(ARTIFACTS / "streamslice-overview.png"))
-        browser.close()
+def test_gaps_the_late_interval_and_the_failure_read_at_a_glance(scene, browser):
+    server, cover, *_ = scene
+    page, errors = open_page(browser, server, "admin",
+                             f"/streamslice/pipelines/{cover.name}{RANGE}")
+    assert statuses(page) == ["published", "late", "missing", "failed", "published", "empty"]
+    cells = page.locator("#coverage .cell")
+    assert [int(cells.nth(i).get_attribute("data-start")) for i in range(6)] == \
+        [T0 + h * HOUR for h in range(6)]
+    assert page.locator("#headline").inner_text().startswith(
+        "2 intervals without data: 1 missing (May 1 02:00); 1 failed (May 1 03:00).")
+    assert "h-bad" in page.locator("#headline").get_attribute("class")
+    # Time axis in the pipeline's zone, and the value axis says what it counts.
+    assert "times in UTC" in page.locator(".facts").inner_text()
+    assert page.locator("svg.strip text.tick").first.text_content() == "00:00"
+    bars = page.locator("rect.bar")
+    values = sorted(bars.nth(i).get_attribute("data-value") for i in range(bars.count()))
+    assert values == ["", "0", "2", "3", "4"], values  # 3, 4 (one late), 2, 0, the failure
+    assert "records behind the high watermark" in page.locator("h3", has_text="Lag").inner_text()
+    # Hover values: the column under the mouse, straight down through the charts.
+    box = page.locator("svg.bars").bounding_box()
+    pitch = float(page.locator("svg.bars").get_attribute("data-pitch"))
+    scale = box["width"] / float(page.locator("svg.bars").get_attribute("viewBox").split()[2])
+    page.mouse.move(box["x"] + (56 + pitch * 1.5) * scale, box["y"] + 40)
+    tip = page.locator("#tip")
+    assert tip.is_visible()
+    assert re.match(r"2024-05-01 01:00 → 02:00\s*late · 4 records · 1 late", tip.inner_text())
+    assert "records" in tip.locator("table").inner_text()  # the lag, with its unit
+    shot(page, "gaps")
+    page.mouse.move(0, 0)
+    # The failed interval: one sentence, what failed and what to do.
+    cells.nth(3).click()
+    detail = page.locator("#selection .detail").inner_text()
+    assert "task commit failed: InjectedFault" in detail and "re-run" in detail
+    assert page.locator("#runs tr", has_text="InjectedFault").count() == 1
+    shot(page, "failed-run")
+    cells.nth(1).click()
+    assert "late · 4 records · 1 late" in page.locator("#selection .detail").inner_text()
+    shot(page, "late-data", full_page=False)
+    # Interval pipelines show the interval they committed last, not a batch counter.
+    positions = page.locator("section", has_text="Positions").inner_text()
+    assert "Last interval committed: 2024-05-01 06:00 → 07:00" in positions  # the manual run
+    assert "Batch" not in positions
+    assert errors == []
+
+
+def test_three_hundred_partitions_fit_on_one_screen(scene, browser):
+    server, _, wide, *_ = scene
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{wide.name}")
+    assert statuses(page) == ["published"] * 17 + ["failed"] + ["published"] * 6
+    legend = page.locator(".lag-legend li:not(.head)")
+    assert legend.count() == 8 + 2  # the top 8, the band of the other 292, the total
+    assert f"{WIDE - 8} other partitions" in legend.nth(8).inner_text()
+    # Partitions 0-7 are hundreds of records behind, the rest < 40: they are the named eight.
+    named = [legend.nth(i).locator(".k").inner_text() for i in range(8)]
+    assert sorted(named) == [f"wide:{p}" for p in range(8)]
+    assert page.locator("#headline").inner_text().startswith(
+        "23 of 24 batches in view published; 1 failed earlier (May 2 17:00)")
+    assert page.locator("svg.lines g.lag").count() == 8
+    assert page.locator("svg.lines polygon.others").count() >= 1
+    # The positions table shows the 12 furthest behind until asked for all 300.
+    rows = page.locator("#checkpoint tr:visible")
+    assert rows.count() == 1 + 12
+    page.get_by_role("button", name=f"Show all {WIDE} partitions").click()
+    assert rows.count() == 1 + WIDE
+    page.reload()
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "300-partitions", full_page=False)
+    assert errors == []
+
+
+def test_an_empty_pipeline_and_an_unreachable_stream_say_what_to_do(scene, browser):
+    server, _, _, fresh, _ = scene
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{fresh.name}")
+    assert page.locator("#headline").inner_text().startswith("No runs yet.")
+    efo = page.locator("section", has_text="Enhanced fan-out consumers").locator(".error")
+    efo.wait_for()  # asked of the source after the page is shown
+    text = efo.inner_text()
+    assert text.count(". ") <= 2 and "Check that the stream can be reached" in text, text
+    assert "Traceback" not in text
+    shot(page, "empty")
+    assert errors == []
+
+
+def test_kinesis_lag_is_time_behind_and_positions_copy_whole(scene, browser):
+    server, *_, kin = scene
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{kin.name}")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    assert "time behind the tip" in page.locator("h3", has_text="Lag").inner_text()
+    legend = page.locator(".lag-legend li:not(.head)")
+    assert legend.first.inner_text().split() == ["trips:shardId-000000000003", "5.2", "s",
+                                                 "behind"]
+    assert legend.last.inner_text().split()[-3:] == ["5.2", "s", "behind"]  # the worst
+    assert page.locator("svg.lines text.tick.num").last.text_content() == "10.0 s"
+    position = page.locator("#checkpoint code.pos").first
+    assert position.inner_text() == "after 4965…53"  # shard 3, the furthest behind
+    position.click()
+    assert page.evaluate("navigator.clipboard.readText()") == f"after {SEQ[:-2]}53"
+    positions = page.locator("section", has_text="Positions").inner_text()
+    assert "{" not in positions and "each of the 4 shards" in positions
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "kinesis", full_page=False)
+    assert errors == []
+
+
+def test_the_overview_inside_airflows_own_ui(scene, browser):
+    server, cover, *_ = scene
+    page, errors = open_page(browser, server, "admin", "/plugin/streamslice")
+    frame = page.frame_locator("iframe")
+    frame.locator("tr[data-pipeline]").first.wait_for(timeout=30_000)
+    assert frame.locator(f'tr[data-pipeline="{cover.name}"]').count() == 1
+    shot(page, "overview", full_page=False)
+
+
+def test_a_reader_sees_the_actions_disabled_and_airflow_refuses_them(scene, browser):
+    server, cover, *_ = scene
+    page, errors = open_page(browser, server, "ops",
+                             f"/streamslice/pipelines/{cover.name}{RANGE}")
+    cells = page.locator("#coverage .cell")
+    cells.nth(2).click()
+    cells.nth(3).click(modifiers=["Shift"])
+    backfill = page.get_by_role("button", name=re.compile("^Backfill"))
+    assert backfill.is_disabled()
+    assert "may read this DAG but not run it" in backfill.get_attribute("title")
+    cells.nth(0).click()
+    assert page.get_by_role("button", name="Re-run this interval").is_disabled()
+    assert "not run it" in page.locator("#headline").inner_text()
+    # What the buttons would call: Airflow itself refuses this user.
+    body = {"dag_id": cover.name, "from_date": "2024-05-01T02:00:00Z",
+            "to_date": "2024-05-01T03:00:00Z", "reprocess_behavior": "failed"}
+    token = server.token("ops")
+    assert server.post("/api/v2/backfills", body, token)[0] == 403
+    run_id = page.evaluate("JSON.parse(document.getElementById('page-data').textContent)"
+                           ".cols[0].run")
+    assert server.post(f"/api/v2/dags/{cover.name}/dagRuns/{run_id}/clear",
+                       {"dry_run": False}, token)[0] == 403
+    assert errors == []
+
+
+def test_a_backfill_airflow_cannot_make_is_explained_not_sent(scene, browser):
+    """07:00-08:00 is missing, but the manual run of 06:00-07:00 is dated 07:00: Airflow's
+    backfill finds runs by logical date and would make none. The page says so."""
+    server, cover, *_ = scene
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{cover.name}"
+                             "?start=2024-05-01T06:00&end=2024-05-01T08:00")
+    assert statuses(page) == ["empty", "missing"]
+    page.locator("#coverage .cell").nth(1).click()
+    page.get_by_role("button", name="Backfill 1 missing/failed").click()
+    dialog = page.locator("dialog#confirm")
+    dialog.locator(".answer.bad").wait_for()
+    assert "Airflow will not run 2024-05-01 07:00 → 08:00: another run already holds its " \
+        "logical date" in dialog.locator(".what").inner_text()
+    assert dialog.get_by_role("button", name="Confirm").is_hidden()
+    dialog.get_by_role("button", name="Close").click()
+    status, found = server.get_json(f"/api/v2/backfills?dag_id={cover.name}",
+                                    server.token("admin"))
+    assert status == 200 and found["total_entries"] == 0
+    assert errors == []
+
+
+def runs_of(server, dag_id):
+    status, found = server.get_json(f"/api/v2/dags/{dag_id}/dagRuns?limit=100",
+                                    server.token("admin"))
+    assert status == 200, found
+    return {datetime.fromisoformat(r["data_interval_start"]): r for r in found["dag_runs"]}
+
+
+def test_the_backfill_button_asks_airflow_to_fill_the_gaps(scene, browser):
+    server, cover, *_ = scene
+    page, errors = open_page(browser, server, "admin",
+                             f"/streamslice/pipelines/{cover.name}{RANGE}")
+    cells = page.locator("#coverage .cell")
+    cells.nth(1).click()
+    cells.nth(4).click(modifiers=["Shift"])  # 01:00-05:00: late, missing, failed, published
+    page.get_by_role("button", name="Backfill 2 missing/failed").click()
+    dialog = page.locator("dialog#confirm")
+    dialog.locator(".what li").first.wait_for()
+    assert dialog.locator(".what li").all_inner_texts() == [
+        "2024-05-01 02:00 → 03:00 (missing)", "2024-05-01 03:00 → 04:00 (failed)"]
+    shot(page, "backfill-confirm", full_page=False)
+    dialog.get_by_role("button", name="Confirm").click()
+    answer = dialog.locator(".answer.good")
+    answer.wait_for()
+    assert re.match(r"Airflow created backfill #\d+", answer.inner_text())
+    shot(page, "backfill-answer", full_page=False)
+    # In Airflow: the backfill, a new run for 02:00 and the failed 03:00 run queued again.
+    status, found = server.get_json(f"/api/v2/backfills?dag_id={cover.name}",
+                                    server.token("admin"))
+    assert status == 200 and found["total_entries"] == 1
+    backfill = found["backfills"][0]
+    assert backfill["from_date"].startswith("2024-05-01T02:00:00")
+    assert backfill["to_date"].startswith("2024-05-01T03:00:00")
+    runs = runs_of(server, cover.name)
+    assert runs[utc(2024, 5, 1, 2)]["run_type"] == "backfill"
+    assert runs[utc(2024, 5, 1, 2)]["state"] == "queued"
+    assert runs[utc(2024, 5, 1, 3)]["state"] == "queued"
+    assert runs[utc(2024, 5, 1, 1)]["state"] == "success"  # the late one is left alone
+    dialog.get_by_role("button", name="Close").click()
+    page.wait_for_load_state()
+    page.locator("#coverage").wait_for()
+    assert statuses(page)[2:4] == ["running", "running"]
+    assert errors == []
+
+
+def test_the_rerun_button_clears_one_interval_through_airflow(scene, browser):
+    server, cover, *_ = scene
+    page, errors = open_page(browser, server, "admin",
+                             f"/streamslice/pipelines/{cover.name}{RANGE}")
+    page.locator("#coverage .cell").nth(0).click()
+    page.get_by_role("button", name="Re-run this interval").click()
+    dialog = page.locator("dialog#confirm")
+    what = dialog.locator(".what")
+    what.get_by_text("run its").wait_for()
+    assert "plan, read, commit" in what.inner_text()
+    dialog.get_by_role("button", name="Confirm").click()
+    dialog.locator(".answer.good").wait_for()
+    assert "is queued now" in dialog.locator(".answer").inner_text()
+    assert runs_of(server, cover.name)[utc(2024, 5, 1, 0)]["state"] == "queued"
+    assert errors == []

@@ -81,3 +81,26 @@ def run_dag(cfg, logical_date=None, expect="success"):
 
 def utc(*args):
     return datetime(*args, tzinfo=timezone.utc)
+
+
+def run_interval(cfg, start, expect="success"):
+    """Run the interval that starts at ``start`` once with ``dag.test()``, dated as the
+    scheduler and Airflow's backfill date it: logical date = the interval's start. (Given a
+    logical date, ``dag.test()`` alone makes a manual run of the interval that *ends* there,
+    and Airflow's backfill, which finds existing runs by logical date, would then take it for
+    the next interval's run.)"""
+    from unittest import mock
+
+    from airflow.timetables.base import DataInterval
+
+    from streamslice.config.schedule import interval_containing
+    from streamslice.timeutil import from_ms, to_ms
+
+    def starting_at(self, *, run_after):
+        iv = interval_containing(cfg, to_ms(run_after))
+        return DataInterval(from_ms(iv.start), from_ms(iv.end))
+    from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
+    with mock.patch.object(CronDataIntervalTimetable, "infer_manual_data_interval", starting_at), \
+            mock.patch.object(DeltaDataIntervalTimetable, "infer_manual_data_interval",
+                              starting_at):
+        return run_dag(cfg, logical_date=start, expect=expect)

@@ -71,3 +71,19 @@ def test_a_cron_schedule_in_another_time_zone_is_left_to_airflow():
     ours = intervals_of(dag, since, until)
     assert ours == airflows_own(dag, since, until)
     assert {(e - s) // 3_600_000 for s, e in ours} == {23, 24}
+
+
+def test_the_page_shows_times_in_the_time_zone_of_the_dags_timetable():
+    import pendulum
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import DagSerialization
+    from airflow.timetables.interval import CronDataIntervalTimetable
+
+    from streamslice.airflow.ui_data import time_zone
+    assert time_zone(serialized("@hourly")) == "UTC"  # the factory schedules in UTC
+    dag = DAG("paris", schedule=CronDataIntervalTimetable(
+        "0 9 * * *", timezone=pendulum.timezone("Europe/Paris")),
+        start_date=datetime(2024, 3, 20, tzinfo=timezone.utc))
+    assert time_zone(DagSerialization.from_dict(DagSerialization.to_dict(dag))) == "Europe/Paris"
+    manual = DagSerialization.from_dict(DagSerialization.to_dict(DAG("m", schedule=None)))
+    assert time_zone(manual) == "UTC" and time_zone(None) == "UTC"

@@ -1,13 +1,32 @@
 """The Streamslice page's data and rendering, from plain rows (no Airflow)."""
-from streamslice.ui import pages, svg
-from streamslice.ui.model import Cell, Overview, Run, checkpoint_rows, coverage, lag_series
+import json
+import re
+from datetime import timezone
+
+from streamslice.ui import axis, pages, svg
+from streamslice.ui.model import (
+    Cell,
+    Overview,
+    Run,
+    checkpoint_rows,
+    complete_until,
+    coverage,
+    explain_failures,
+    headline,
+    lag_chart,
+)
 
 H = 3_600_000
+T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 
 
 def run(run_id, state, start=None, records=None, late=0, at=0, **metrics):
     m = None if records is None else {"records": records, "late_records": late, **metrics}
     return Run(run_id, state, start, start + H if start is not None else None, at, at, m)
+
+
+def hours(n):
+    return [(T0 + i * H, T0 + (i + 1) * H) for i in range(n)]
 
 
 def test_every_expected_interval_gets_a_cell_and_holes_are_missing():
@@ -32,11 +51,101 @@ def test_incremental_pipelines_get_one_cell_per_batch_in_run_order():
     assert [(c.run.run_id, c.status) for c in cells] == [("a", "failed"), ("b", "published")]
 
 
-def test_lag_per_split_over_runs_skips_runs_without_figures():
-    runs = [run("a", "success", records=1, at=1, lag_by_split={"t:0": 9, "t:1": None}),
-            run("b", "failed", at=2), run("c", "success", records=1, at=3,
-                                          lag_by_split={"t:0": 2, "t:1": 4})]
-    assert lag_series(runs) == {"t:0": [(0, 9.0), (2, 2.0)], "t:1": [(2, 4.0)]}
+def test_lag_names_the_top_partitions_and_bands_the_rest_per_column():
+    lag = [{f"t:{p}": p * (i + 1) for p in range(12)} for i in range(3)]
+    runs = [run(str(i), "success", T0 + i * H, 1, lag_records=1, lag_by_split=lag[i])
+            for i in (0, 2)]  # interval 1 has no run: no figure there
+    chart = lag_chart(coverage(runs, hours(3)), top=3)
+    assert chart.unit == "records"
+    assert list(chart.lines) == ["t:11", "t:10", "t:9"]
+    assert chart.lines["t:11"] == [11.0, None, 33.0]
+    assert chart.others_count == 9
+    assert chart.low == [0.0, None, 0.0] and chart.high == [8.0, None, 24.0]
+    assert chart.total == [66.0, None, 198.0]  # records behind add up
+    assert chart.latest_total == 198.0
+
+
+def test_time_behind_is_folded_as_the_worst_not_summed():
+    runs = [run("k", "success", T0, 1, millis_behind_latest=900,
+                lag_by_split={"s:shardId-0": 900, "s:shardId-1": 40})]
+    chart = lag_chart(coverage(runs, hours(1)), top=1)
+    assert chart.unit == "ms" and chart.total == [900.0] and chart.high == [40.0]
+    legend = svg.lag_legend(chart, "shards")
+    assert "0.9 s behind" in legend and "1 other shards" in legend
+    assert lag_chart(coverage([run("n", "success", T0, 1)], hours(1))) is None
+
+
+def test_a_line_breaks_where_a_column_has_no_figure():
+    runs = [run(str(i), "success", T0 + i * H, 1, lag_records=1, lag_by_split={"t:0": i + 1})
+            for i in (0, 1, 3)]
+    cells = coverage(runs, hours(4))
+    out = svg.lines(lag_chart(cells), svg.Columns(4), [c.start for c in cells], timezone.utc)
+    assert out.count("<polyline") == 2  # [0, 1] and [3]
+    assert out.count("<circle") == 3
+
+
+def test_time_axis_labels_round_hours_in_the_pipelines_zone_and_names_each_day():
+    berlin = axis.zone("Europe/Berlin")
+    starts = [T0 + i * H for i in range(48)]  # 2024-05-01 00:00Z = 02:00 CEST
+    ticks = axis.time_ticks(starts, berlin, 840)
+    assert ticks[0] == (4, "06:00", "May 1")  # the first round 6-hour mark in Berlin
+    assert [t[1] for t in ticks[:4]] == ["06:00", "12:00", "18:00", "00:00"]
+    assert ticks[3][2] == "May 2" and ticks[1][2] == ""
+    assert axis.zone_label(berlin, T0) == "CEST" and axis.zone_label(axis.zone(None)) == "UTC"
+    assert axis.when(T0, berlin) == "2024-05-01 02:00"
+    assert axis.span(T0, T0 + H, berlin) == "2024-05-01 02:00 → 03:00"
+    assert axis.zone("Not/AZone") is timezone.utc
+
+
+def test_value_ticks_are_round_and_short():
+    assert [axis.compact(v) for v in (0, 1250, 37_400, 2_500_000)] == ["0", "1,250", "37.4k",
+                                                                       "2.5M"]
+    assert [axis.duration(v) for v in (850, 4_500, 270_000)] == ["850 ms", "4.5 s", "4.5 min"]
+    assert [axis.nice_top(v) for v in (0, 3, 7, 12, 2400)] == [1, 5, 10, 20, 2500]
+
+
+def test_the_headline_says_what_needs_doing_first():
+    def say(runs, n=4, mode="interval", paused=False):
+        return headline(coverage(runs, hours(n) if mode == "interval" else None), mode,
+                        paused, lambda c: axis.short(c.start, timezone.utc))
+    ok = [run(str(i), "success", T0 + i * H, 5) for i in range(4)]
+    assert say(ok).level == "ok" and "All 4 intervals in view are published" in say(ok).text
+    gaps = say([ok[0], run("f", "failed", T0 + 2 * H)])
+    assert gaps.level == "bad"
+    assert gaps.text.startswith("3 intervals without data: 2 missing (May 1 01:00, "
+                                "May 1 03:00); 1 failed (May 1 02:00)")
+    late = say([*ok[:3], run("l", "success", T0 + 3 * H, 5, late=2)])
+    assert late.level == "warn" and "1 interval got late records (May 1 03:00)" in late.text
+    assert say([], mode="incremental", paused=True).text == (
+        "No runs yet. The DAG is paused: unpause it in Airflow to let runs start.")
+    healed = say([run("a", "failed", at=1), run("b", "success", records=3, at=2)],
+                 mode="incremental")
+    assert healed.level == "ok" and healed.text.startswith(
+        "1 of 2 batches in view published; 1 failed earlier (Jan 1 00:00) and the batch after "
+        "it read its records: nothing is missing.")
+    broken = run("b", "failed", at=5)
+    broken.reason = "task read failed: broker down. Check the broker."
+    bad = say([run("a", "success", records=3, at=1), broken], mode="incremental")
+    assert bad.level == "bad" and "task read failed: broker down" in bad.text
+
+
+def test_data_is_complete_up_to_the_first_hole():
+    cells = coverage([run("a", "success", T0, 1), run("b", "success", T0 + H, 0),
+                      run("d", "success", T0 + 3 * H, 1)], hours(4))
+    assert complete_until(cells) == T0 + 2 * H
+    assert complete_until(cells[:2]) == T0 + 2 * H
+
+
+def test_a_failed_run_gets_one_sentence_with_what_to_do():
+    runs = [run("r1", "failed"), run("r2", "failed"), run("ok", "success", records=1)]
+    runs[1].failed_tasks = ["commit"]
+    explain_failures(runs, [{"kind": "run_failed", "run_id": "r1", "error_kind": "source",
+                             "message": "task read failed: SourceError: no broker\nTraceback"}])
+    assert runs[0].reason == ("task read failed: SourceError: no broker. Check that the source "
+                              "can be reached with the pipeline's connection (brokers or "
+                              "stream, credentials, network), then re-run.")
+    assert runs[1].reason.startswith("commit failed. Open the failed task's log")
+    assert runs[2].reason is None
 
 
 def test_checkpoint_next_to_where_the_last_plan_ended_and_its_lag():
@@ -46,6 +155,14 @@ def test_checkpoint_next_to_where_the_last_plan_ended_and_its_lag():
     rows = checkpoint_rows({"positions": {"t:0": 10, "t:1": 4}}, [split], "kafka", last)
     assert [(r["split"], r["next"].short, r["planned_end"].short, r["lag_text"])
             for r in rows] == [("t:0", "10", "10", "7 records"), ("t:1", "4", "-", "-")]
+
+
+def test_the_partitions_furthest_behind_come_first_then_partition_order():
+    last = run("a", "success", records=1, lag_unit="records",
+               lag_by_split={"t:2": 1, "t:10": 50, "t:9": 0, "t:1": 0})
+    rows = checkpoint_rows({"positions": {k: 1 for k in ("t:1", "t:2", "t:9", "t:10")}}, [],
+                           "kafka", last)
+    assert [r["split"] for r in rows] == ["t:10", "t:2", "t:1", "t:9"]
 
 
 def test_kinesis_checkpoint_rows_show_short_sequence_numbers_and_time_behind():
@@ -59,39 +176,69 @@ def test_kinesis_checkpoint_rows_show_short_sequence_numbers_and_time_behind():
     assert (row["next"].short, row["next"].full) == ("after 4965…12", f"after {seq}")
     assert row["planned_end"].short == "arrived before 2024-05-01T00:00:00.000Z"
     assert row["lag_text"] == "2.5 s behind"
+    # On the page: the short form, the whole sequence number to copy on click.
+    view = view_of(Overview("k", "kinesis", "incremental", "manual", False, ""), [], [last],
+                   checkpoint={"positions": {"s:shardId-1": {"after": seq}}, "batch": 3,
+                               "run_id": "a"}, plan_splits=[split])
+    page = pages.pipeline(view, "/streamslice", "")
+    assert f'<code class="pos" data-full="after {seq}"' in page and ">after 4965…12<" in page
+    assert "Batch <b>#3</b>" in page
+
+
+def view_of(row, cells, recent, **kw):
+    return pages.PipelineView(**{"row": row, "cells": cells, "recent": recent,
+                                 "checkpoint": None, "plan_splits": [], "range_start": T0,
+                                 "range_end": T0 + H, "output": "o", **kw})
 
 
 def test_names_and_messages_are_escaped_everywhere():
     hostile = '<script>alert(1)</script>"'
     row = Overview(hostile, "kafka", "interval", "@hourly", False, hostile,
-                   last=Run(hostile, "success", 0, H, 0, 0, {"records": 1, "partition": hostile}))
+                   last=Run(hostile, "success", T0, T0 + H, 0, 0,
+                            {"records": 1, "partition": hostile}))
     html = pages.overview([row], "/streamslice", "")
-    cell = Cell(0, H, "published", row.last)
-    view = pages.PipelineView(row=row, cells=[cell], recent=[row.last], checkpoint=None,
-                              plan_splits=[], range_start=0, range_end=H, output=hostile,
-                              alerts=[{"at": 0, "kind": "lag", "message": hostile}])
-    for text in (html, pages.pipeline(view, "/streamslice", "")):
-        assert "<script>" not in text and "&lt;script&gt;" in text
+    cell = Cell(T0, T0 + H, "published", row.last)
+    page = pages.pipeline(view_of(row, [cell], [row.last], output=hostile,
+                                  alerts=[{"at": 0, "kind": "lag", "message": hostile}]),
+                          "/streamslice", "")
+    for text in (html, page):
+        assert "<script>alert" not in text and "&lt;script&gt;" in text
+    # The script's data cannot end its <script> element early.
+    blob = re.search(r'id="page-data">(.*?)</script>', page).group(1)
+    assert json.loads(blob)["dag_id"] == hostile
 
 
-def test_the_strip_marks_each_cell_with_its_state_and_start():
+def test_the_strip_marks_each_cell_with_its_state_start_and_column():
     cells = [Cell(0, H, "published"), Cell(H, 2 * H, "missing")]
-    out = svg.strip(cells, lambda c: c.status, lambda c: None)
-    assert out.count('class="cell"') == 2
-    assert 'data-status="missing" data-start="3600000"' in out
-    assert svg.strip([], str, str).startswith("<p")
+    out = svg.strip(cells, svg.Columns(2), timezone.utc)
+    assert out.count('class="cell ') == 2
+    assert 'data-i="1" data-status="missing" data-start="3600000"' in out
+    assert svg.strip([], svg.Columns(0), timezone.utc).startswith("<p")
+
+
+def test_what_a_user_may_do_is_in_the_page_and_a_reader_is_told_why_not():
+    cells = coverage([run("f", "failed", T0)], hours(1))
+    row = Overview("p", "kafka", "interval", "@hourly", True, "")
+    reader = pages.pipeline(view_of(row, cells, [cells[0].run]), "/streamslice", "/af")
+    data = json.loads(re.search(r'id="page-data">(.*?)</script>', reader).group(1))
+    assert data["can_run"] is False and data["can_clear"] is False
+    assert data["api"] == "/af/api/v2" and data["paused"] is True
+    assert data["cols"][0] == {"s": "failed", "t": T0, "e": T0 + H, "run": "f", "n": None}
+    assert data["tz"] == "UTC"
+    def told(page):
+        return "may read this pipeline but not run it" in re.search(
+            r'<p id="headline".*?</p>', page).group(0)
+    assert told(reader)
+    runner = pages.pipeline(view_of(row, cells, [cells[0].run], can_run=True, can_clear=True),
+                            "/streamslice", "/af")
+    assert not told(runner)
 
 
 def test_a_table_run_names_its_snapshot_or_version_and_a_file_run_its_uri():
     def page(published):
-        r = run("r", "success", 0, 3, partition="interval=1", published=published)
+        r = run("r", "success", T0, 3, partition="interval=1", published=published)
         row = Overview("p", "kafka", "interval", "@hourly", False, "", last=r)
-        return pages.pipeline(pages.PipelineView(
-            row=row, cells=[], recent=[r], checkpoint=None, plan_splits=[], range_start=0,
-            range_end=H, output="o", alerts=[]), "/streamslice", "")
+        return pages.pipeline(view_of(row, [], [r], alerts=[]), "/streamslice", "")
     iceberg = page({"uri": "iceberg:db.t/interval=1", "snapshot_id": 8123})
     assert 'data-snapshot="8123"' in iceberg and "VERSION AS OF 8123" in iceberg
     assert 'data-version="4"' in page({"uri": "/lake/t#interval=1", "version": 4})
-    files = page({"uri": "s3://b/lake/interval=1"})
-    assert 'title="s3://b/lake/interval=1"' in files and "table-version" not in files
-    assert "table-version" not in page(None)  # runs committed before this was recorded

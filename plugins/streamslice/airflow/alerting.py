@@ -67,7 +67,8 @@ def record(cfg, alert: Alert, context: dict[str, Any] | None) -> None:
         now = int(time.time() * 1000)
         state.set(f"{ALERT_PREFIX}{now:015d}-{uuid.uuid4().hex[:8]}",
                   {"at": now, "kind": alert.kind, "message": alert.message,
-                   "run_id": alert.run_id})
+                   "run_id": alert.run_id, "task": alert.details.get("task"),
+                   "error_kind": alert.details.get("error_kind")})
     except Exception as exc:  # no state here (deadline callbacks) or it failed: log only
         log.debug("alert not recorded in the asset state: %s", exc)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow.plugins_manager import AirflowPlugin
@@ -12,10 +13,12 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from ..timeutil import parse_iso
-from ..ui import pages
-from ..ui.model import coverage
+from ..sources import split_noun
+from ..timeutil import parse_iso, to_ms
+from ..ui import axis, pages
+from ..ui.model import coverage, explain_failures
 from . import ui_data
+from .alerting import RECENT_ALERTS
 
 if TYPE_CHECKING:
     from ..sources import PageSection
@@ -31,6 +34,31 @@ async def user(request: Request,
     """Airflow's own authentication: a bearer token or its UI session cookie; 401 without."""
     from airflow.api_fastapi.core_api.security import get_user
     return await get_user(request, None, bearer)
+
+
+def dag_access(method: str):
+    """A route dependency that authorizes the user on the DAG in the path exactly as Airflow's
+    own routes do (its ``requires_access_dag``, on the DAG's runs): 403 when refused."""
+    def check(request: Request, current=Depends(user)) -> None:
+        from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+        from airflow.api_fastapi.core_api.security import requires_access_dag
+        requires_access_dag(method, DagAccessEntity.RUN)(request, current)  # type: ignore[arg-type]
+    return check
+
+
+def _may(current, method: str, dag_id: str) -> bool:
+    """Whether Airflow lets the user do ``method`` on the DAG's runs (POST: create runs, as a
+    backfill does; PUT: clear them)."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import (
+        DagAccessEntity,
+        DagDetails,
+    )
+    from airflow.models.dag import DagModel
+    details = DagDetails(id=dag_id, team_name=DagModel.get_team_name(dag_id))
+    return bool(get_auth_manager().is_authorized_dag(
+        method=method, access_entity=DagAccessEntity.RUN, details=details,  # type: ignore[arg-type]
+        user=current))
 
 
 def _readable(current) -> set[str]:
@@ -69,13 +97,11 @@ def overview(request: Request, current=Depends(user)) -> str:
     return pages.overview(rows, base, airflow)
 
 
-@app.get("/pipelines/{dag_id}", response_class=HTMLResponse)
+@app.get("/pipelines/{dag_id}", response_class=HTMLResponse,
+         dependencies=[Depends(dag_access("GET"))])
 def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
              end: str | None = Query(None), current=Depends(user)) -> str:
     from airflow.utils.session import create_session
-    if dag_id not in _readable(current):
-        raise HTTPException(status_code=404, detail=f"no streamslice pipeline {dag_id!r} "
-                            "that you may read")
     base, airflow = _links(request)
     with create_session() as session:
         found = ui_data.pipelines(session, {dag_id})
@@ -84,39 +110,64 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
                                 "pipeline")
         row = found[0]
         model = ui_data.asset(session, dag_id)
+        dag = ui_data.serialized_dag(session, dag_id)
+        tz = axis.zone(ui_data.time_zone(dag))
         recent = list(reversed(ui_data.runs(session, dag_id, model, limit=ui_data.RECENT)))
         row.last = recent[-1] if recent else None
-        row.alerts, alerts = ui_data.alerts(session, model)
+        row.alerts, alerts = ui_data.alerts(session, model, recent=ui_data.FAILURE_LOOKBACK)
         since = until = None
         if row.mode == "interval":
-            since, until = _range(session, dag_id, row.last, start, end)
+            since, until = _range(session, dag_id, row.last, start, end, tz)
             shown = ui_data.runs(session, dag_id, model, since=since, until=until)
-            cells = coverage(shown, ui_data.expected_intervals(session, dag_id, since, until))
+            cells = coverage(shown, ui_data.expected_intervals(dag, since, until))
         else:
+            shown = recent
             cells = coverage(recent, None)
+        for runs in (shown, recent):
+            explain_failures(runs, alerts)
         view = pages.PipelineView(
             row=row, cells=cells, recent=recent, range_start=since, range_end=until,
             checkpoint=ui_data.state(session, model, "checkpoint"),
             plan_splits=ui_data.latest_plan_splits(session, dag_id,
                                                    row.last.run_id if row.last else None),
             output=model.uri if model is not None else "-",
-            alerts=alerts)
-        extra = dict(model.extra or {}) if model is not None else {}
-    view.sections = _sections(extra)
+            alerts=alerts[-RECENT_ALERTS:], tz=tz, can_run=_may(current, "POST", dag_id),
+            can_clear=_may(current, "PUT", dag_id), split_noun=split_noun(row.source))
     return pages.pipeline(view, base, airflow)
 
 
-def _range(session, dag_id: str, newest, start: str | None,
-           end: str | None) -> tuple[int, int]:
+@app.get("/pipelines/{dag_id}/sections", response_class=HTMLResponse,
+         dependencies=[Depends(dag_access("GET"))])
+def sections(dag_id: str) -> str:
+    """The parts of the page only the pipeline's source can fill (``Source.page_sections``),
+    asked of the source with the pipeline's own connection; the page loads them after it is
+    shown, so a source that is slow or unreachable never holds the page up."""
+    from airflow.utils.session import create_session
+    with create_session() as session:
+        model = ui_data.asset(session, dag_id)
+        extra = dict(model.extra or {}) if model is not None else {}
+    return "".join(pages.section(s) for s in _sections(extra))
+
+
+def _range(session, dag_id: str, newest, start: str | None, end: str | None,
+           tz) -> tuple[int, int]:
+    """The strip's range: the latest intervals by default, else what the user typed (ISO-8601;
+    without an offset, in the pipeline's time zone, as the page shows times)."""
     since, until = ui_data.default_range(session, dag_id, newest, int(time.time() * 1000))
     try:
-        since = parse_iso(start) if start else since
-        until = parse_iso(end) if end else until
+        since = _when(start, tz) if start else since
+        until = _when(end, tz) if end else until
     except ValueError as exc:
         raise HTTPException(status_code=400, detail=f"start/end: {exc}") from None
     if until <= since:
         raise HTTPException(status_code=400, detail="end must be after start")
     return since, until
+
+
+def _when(text: str, tz) -> int:
+    parse_iso(text)  # the same error message for anything that is not ISO-8601
+    at = datetime.fromisoformat(text.strip())
+    return to_ms(at if at.tzinfo else at.replace(tzinfo=tz))
 
 
 def _sections(extra: dict[str, Any]) -> list[PageSection]:

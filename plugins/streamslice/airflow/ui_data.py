@@ -17,6 +17,7 @@ from .alerting import ALERT_PREFIX, RECENT_ALERTS
 MAX_CELLS = 1000  # intervals in one coverage strip
 RECENT = 50  # runs in the charts and the run table
 DEFAULT_INTERVALS = 48
+FAILURE_LOOKBACK = 200  # latest alerts searched for why a run in view failed
 
 
 def _ms(dt: datetime | None) -> int | None:
@@ -113,13 +114,26 @@ def _attach(session, dag_id: str, model, found: list[Run]) -> None:
                 by_id[run_id].failed_tasks.append(task_id)
 
 
-def expected_intervals(session, dag_id: str, since: int, until: int) -> list[tuple[int, int]]:
+def serialized_dag(session, dag_id: str):
+    from airflow.models.serialized_dag import SerializedDagModel
+    return SerializedDagModel.get_dag(dag_id, session=session)
+
+
+def time_zone(dag) -> str:
+    """The pipeline's time zone: its timetable's (UTC when it names none)."""
+    timetable = getattr(dag, "timetable", None)
+    try:
+        return str((timetable.serialize() if timetable is not None else {}).get("timezone")
+                   or "UTC")
+    except Exception:  # a timetable that does not serialize its zone
+        return "UTC"
+
+
+def expected_intervals(dag, since: int, until: int) -> list[tuple[int, int]]:
     """The data intervals the DAG's timetable schedules in ``[since, until)`` (at most
     MAX_CELLS). Airflow places the first (start date, alignment); the rest are stepped here,
     because Airflow's own iteration re-parses the cron expression for every interval (~2 ms
     each: 1,000 intervals took 2 s)."""
-    from airflow.models.serialized_dag import SerializedDagModel
-    dag = SerializedDagModel.get_dag(dag_id, session=session)
     return intervals_of(dag, since, until) if dag is not None else []
 
 

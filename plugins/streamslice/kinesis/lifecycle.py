@@ -7,7 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from .client import make_client
+from .client import Backoff, make_client
 from .consumers import deregister, register, run_consumer_name, sweep
 from .planner import stream_names
 
@@ -26,9 +26,10 @@ def consumer_name(source: KinesisSource, run_id: str) -> str:
     return str(source.efo_consumer_name)
 
 
-def _streams(source: KinesisSource, properties: dict[str, Any]) -> tuple[Any, list[Any]]:
+def _streams(source: KinesisSource, properties: dict[str, Any],
+             backoff: Backoff | None = None) -> tuple[Any, list[Any]]:
     client = make_client(properties)
-    return client, [stream_names(client, ref) for ref in source.streams]
+    return client, [stream_names(client, ref, backoff) for ref in source.streams]
 
 
 def sweep_consumers(source: KinesisSource, run: LifecycleRun) -> None:
@@ -78,17 +79,20 @@ def consumers_section(source: KinesisSource,
     from ..sources import PageSection
     from ..timeutil import iso
     title, columns = "Enhanced fan-out consumers", ("Consumer", "Status", "Registered", "Age")
-    try:
-        client, streams = _streams(source, properties())
+    try:  # one try per call, no retries: the page must not hang
+        client, streams = _streams(source, properties(), Backoff(max_retries=0))
         now, rows = time.time(), []
         for name, arn in streams:
             listed = client.list_stream_consumers(StreamARN=arn).get("Consumers", [])
-            for c in listed:  # one call, no retries: the page must not hang
+            for c in listed:
                 created = c["ConsumerCreationTimestamp"].timestamp()
                 rows.append((f"{c['ConsumerName']} ({name})", str(c["ConsumerStatus"]),
                              iso(int(created * 1000))[:19].replace("T", " "),
                              f"{int((now - created) // 60)} min"))
-    except Exception as exc:  # the page still shows everything else
-        return PageSection(title, columns, error="could not list the consumers: "
-                           f"{str(exc).splitlines()[0][:300]}")
+    except Exception as exc:  # the page still shows everything else: one sentence here
+        what = (str(exc).splitlines() or [type(exc).__name__])[0][:240].rstrip(". ")
+        return PageSection(title, columns, error=(
+            f"Could not list the stream's consumers: {what}. Check that the stream can be "
+            "reached with the pipeline's connection (region, endpoint, credentials, network), "
+            "then reload this page."))
     return PageSection(title, columns, tuple(rows), empty="No consumers registered.")

@@ -32,13 +32,15 @@ if TYPE_CHECKING:
     from .source import KinesisSource
 
 
-def stream_names(client, ref):
+def stream_names(client, ref, backoff=None):
     """A stream name or ARN → (name, ARN), checking the stream exists. An ARN is asked for
-    by ARN: a stream of another account is reached that way (its resource policy)."""
+    by ARN: a stream of another account is reached that way (its resource policy).
+    ``backoff``: the retries (a page that must not hang passes none)."""
     name, arn = stream_ref(ref)
     try:
         desc = call(client.describe_stream_summary, f"DescribeStreamSummary({name})",
-                    DEFAULT_BACKOFF["list_shards"], passthrough=("ResourceNotFoundException",),
+                    backoff or DEFAULT_BACKOFF["list_shards"],
+                    passthrough=("ResourceNotFoundException",),
                     **stream_arg(arn or name))["StreamDescriptionSummary"]
     except Exception as exc:
         if error_code(exc) == "ResourceNotFoundException":

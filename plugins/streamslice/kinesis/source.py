@@ -56,6 +56,7 @@ class KinesisSource(Source["KinesisSplit"]):
     connection_hook = "streamslice.airflow.hooks.aws_properties"
     lag_unit = "ms"
     ambient_secrets = ("access_key_id", "secret_access_key", "session_token")
+    split_noun = ("shard", "shards")
     verify_columns = (("stream", "shardId"), None)
 
     # -- configuration ----------------------------------------------------------------------

@@ -1,18 +1,23 @@
 """What the page shows, computed from plain rows: a pipeline's runs with the metrics each commit
-recorded (the asset event's extra), the intervals its schedule expects, its checkpoint."""
+recorded (the asset event's extra), the intervals its schedule expects, its checkpoint; and
+what an operator reads first: one headline sentence, the lag per partition over time with the
+top few named and the rest summed up, and where each partition's position stands."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..sources import SOURCES, lag_unit, position_text, source_class
 from ..splits import LAG_UNITS, lag_text
 
 if TYPE_CHECKING:
-    from ..splits import LagUnit, Split
+    from ..splits import LagUnit, PositionText, Split
 
 # Cell states of the coverage strip, in legend order.
 STATES = ("published", "late", "empty", "failed", "running", "missing")
+# States an operator acts on: a backfill creates the missing runs and re-runs the failed ones.
+GAPS = ("missing", "failed")
+TOP_SPLITS = 8  # lag lines named in the legend; the rest are one "others" line
 
 
 @dataclass
@@ -25,6 +30,7 @@ class Run:
     ended_at: int | None = None
     metrics: dict[str, Any] | None = None  # what the commit recorded (tasks.run_metrics)
     failed_tasks: list[str] = field(default_factory=list)
+    reason: str | None = None  # why it failed, one sentence with what to do (from its alert)
 
     @property
     def records(self) -> int | None:
@@ -35,9 +41,12 @@ class Run:
         return (self.metrics or {}).get("dead_letters") or 0
 
     @property
+    def late_records(self) -> int:
+        return int((self.metrics or {}).get("late_records") or 0)
+
+    @property
     def lag(self) -> int | None:
-        """How far behind the run started, in ``lag_unit``: records behind the end of the
-        partitions at plan time, or milliseconds behind the tip as the readers saw it."""
+        """Records behind (Kafka) or milliseconds behind (Kinesis) when the run was planned."""
         m = self.metrics or {}
         return m.get("lag_records") if m.get("lag_records") is not None \
             else m.get("millis_behind_latest")
@@ -62,8 +71,29 @@ class Run:
         if self.state == "success":
             if self.records == 0:
                 return "empty"
-            return "late" if (self.metrics or {}).get("late_records") else "published"
+            return "late" if self.late_records else "published"
         return "failed" if self.state == "failed" else "running"
+
+
+FAILURE_ALERTS = ("run_failed", "data_loss")
+
+
+def explain_failures(runs: list[Run], alerts_sent: list[dict[str, Any]]) -> None:
+    """Give each failed run one sentence: what failed (its alert's message) and what to do
+    about an error of that kind."""
+    from ..errors import advice
+    by_run = {a.get("run_id"): a for a in alerts_sent if a.get("kind") in FAILURE_ALERTS}
+    for run in runs:
+        if run.state != "failed":
+            continue
+        alert = by_run.get(run.run_id)
+        if alert:
+            lines = str(alert.get("message") or "").splitlines() or [""]
+            what = lines[0][:240].rstrip(". ")
+            run.reason = f"{what}. {advice(alert.get('error_kind'))}"
+        else:
+            tasks = ", ".join(run.failed_tasks) or "A task"
+            run.reason = f"{tasks} failed. {advice(None)}"
 
 
 @dataclass
@@ -107,34 +137,144 @@ def coverage(runs: list[Run], intervals: list[tuple[int, int]] | None) -> list[C
     return cells
 
 
-def lag_series(runs: list[Run]) -> dict[str, list[tuple[int, float]]]:
-    """Lag per partition or shard over the runs (x = the run's position, oldest first)."""
-    series: dict[str, list[tuple[int, float]]] = {}
-    ordered = sorted(runs, key=lambda r: r.started_at or 0)
-    for i, run in enumerate(ordered):
-        for key, value in ((run.metrics or {}).get("lag_by_split") or {}).items():
-            if value is not None:
-                series.setdefault(key, []).append((i, float(value)))
-    return series
+@dataclass
+class LagChart:
+    """Lag at plan time per column of the strip: the ``top`` partitions/shards by their
+    highest lag in view, one line each, and every other one drawn as a band from the lowest to
+    the highest of them (a sum of hundreds of partitions would flatten the named lines);
+    ``total`` folds all of them: summed for records, the worst for time behind (a sum of
+    delays means nothing)."""
+    unit: LagUnit
+    lines: dict[str, list[float | None]]  # split key → value per column (None: no figure)
+    low: list[float | None]  # the others' band per column
+    high: list[float | None]
+    others_count: int
+    total: list[float | None]
+
+    @property
+    def latest_total(self) -> float | None:
+        return next((v for v in reversed(self.total) if v is not None), None)
+
+
+def lag_chart(cells: list[Cell], top: int = TOP_SPLITS) -> LagChart | None:
+    columns: list[dict[str, float]] = []  # per column: split key → lag
+    peak: dict[str, float] = {}
+    unit: LagUnit = "records"
+    for cell in cells:
+        run = cell.run
+        by_split = ((run.metrics or {}).get("lag_by_split") or {}) if run else {}
+        if by_split and run:
+            unit = run.lag_unit or unit
+        values = {k: float(v) for k, v in by_split.items() if v is not None}
+        for key, value in values.items():
+            if value > peak.get(key, -1.0):
+                peak[key] = value
+        columns.append(values)
+    if not peak:
+        return None
+    named = sorted(peak, key=lambda k: (-peak[k], k))[:top]
+    lines: dict[str, list[float | None]] = {k: [c.get(k) for c in columns] for k in named}
+    low: list[float | None] = []
+    high: list[float | None] = []
+    total: list[float | None] = []
+    folded = max if unit == "ms" else sum
+    for values in columns:
+        rest = [v for k, v in values.items() if k not in lines]
+        low.append(min(rest) if rest else None)
+        high.append(max(rest) if rest else None)
+        total.append(float(folded(values.values())) if values else None)
+    return LagChart(unit=unit, lines=lines, low=low, high=high,
+                    others_count=len(peak) - len(named), total=total)
+
+
+Level = Literal["ok", "warn", "bad", "idle"]
+
+
+@dataclass
+class Headline:
+    level: Level
+    text: str
+
+
+def headline(cells: list[Cell], mode: str, paused: bool, span: Any = lambda c: "",
+             manual: bool = False) -> Headline:
+    """The one sentence an operator reads first: what needs doing, else that all is well.
+    ``span(cell)`` names a cell's interval or batch in words; ``manual``: no schedule."""
+    def names(state: str, limit: int = 3) -> str:
+        found = [span(c) for c in cells if c.status == state]
+        more = f" and {len(found) - limit} more" if len(found) > limit else ""
+        return ", ".join(found[:limit]) + more
+
+    def many(n: int) -> str:
+        if mode == "interval":
+            return f"{n} interval{'s' if n != 1 else ''}"
+        return f"{n} batch{'es' if n != 1 else ''}"
+
+    count = {s: sum(c.status == s for c in cells) for s in STATES}
+    paused_note = " The DAG is paused: unpause it in Airflow to let runs start." if paused else ""
+    if not cells or (mode != "interval" and all(c.run is None for c in cells)):
+        start = " It has no schedule: trigger a run in Airflow." if manual else ""
+        return Headline("idle", f"No runs yet.{paused_note or start}")
+    gaps = count["missing"] + count["failed"]
+    if mode == "interval" and gaps:
+        parts = [f"{count[s]} {s} ({names(s)})" for s in GAPS if count[s]]
+        return Headline("bad", f"{many(gaps)} without data: {'; '.join(parts)}. Select them "
+                        f"on the strip to start a backfill.{paused_note}")
+    latest = cells[-1]
+    if mode != "interval" and latest.status == "failed":
+        reason = f" {latest.run.reason}" if latest.run and latest.run.reason else ""
+        return Headline("bad", f"The latest batch failed.{reason} Re-run it once the cause "
+                        f"is fixed: the next batch waits for it.{paused_note}")
+    if count["running"]:
+        return Headline("warn", f"{many(count['running'])} running or queued "
+                        f"({names('running')}).{paused_note}")
+    if count["late"]:
+        return Headline("warn", f"{many(count['late'])} got late records ({names('late')}): "
+                        "published with the run that read them and flagged late, not lost."
+                        f"{paused_note}")
+    empty = f" ({count['empty']} empty)" if count["empty"] else ""
+    done = count["published"] + count["empty"]
+    if count["failed"]:  # incremental: a failed batch left the checkpoint where it was
+        return Headline("ok", f"{done} of {many(len(cells))} in view published{empty}; "
+                        f"{count['failed']} failed earlier ({names('failed')}) and the batch "
+                        f"after it read its records: nothing is missing.{paused_note}")
+    return Headline("ok", f"All {many(done)} in view are published{empty}.{paused_note}")
+
+
+def complete_until(cells: list[Cell]) -> int | None:
+    """The end of the last interval before the first hole or failure in view (data is
+    complete up to there), or the end of the newest when there is none."""
+    done = None
+    for cell in cells:
+        if cell.status in GAPS or cell.status == "running":
+            break
+        done = cell.end
+    return done
 
 
 def checkpoint_rows(checkpoint: dict[str, Any] | None, splits: list[dict[str, Any]],
                     kind: str | None, last: Run | None = None) -> list[dict[str, Any]]:
     """The checkpoint's next position per partition/shard, next to where the latest plan
     ended it (``splits``: the plan's JSON splits) and its lag then (the ``last`` run's figure,
-    in its unit). Positions are ``splits.PositionText`` (short for the cell, full to copy)."""
+    in its unit), furthest behind first. Positions are ``splits.PositionText`` (short for the
+    cell, full to copy)."""
     positions = (checkpoint or {}).get("positions") or {}
     planned = {s.key: s for s in _typed_splits(kind, splits)}
     lags = ((last.metrics or {}).get("lag_by_split") or {}) if last else {}
     unit = last.lag_unit if last else lag_unit(kind)
     rows = []
-    for key in sorted(set(positions) | set(planned)):
+    for key in sorted(set(positions) | set(planned), key=_natural):
         split = planned.get(key)
         lag = lags.get(key, split.lag if split else None)
         rows.append({"split": key, "next": position_text(kind, positions.get(key)),
                      "planned_end": position_text(kind, split.end if split else None),
                      "lag": lag, "lag_unit": unit, "lag_text": lag_text(lag, unit)})
-    return rows
+    return sorted(rows, key=lambda r: -(r["lag"] or 0))  # stable: partition order within
+
+
+def _natural(key: str) -> tuple[str, int]:
+    head, _, tail = key.rpartition(":")
+    return (head, int(tail)) if tail.isdigit() else (key, 0)
 
 
 def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]:
@@ -148,6 +288,14 @@ def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]
         except (TypeError, ValueError, KeyError):  # a plan of another release: left out
             continue
     return out
+
+
+def positions_text(kind: str | None, positions: dict[str, Any],
+                   limit: int | None = None) -> list[tuple[str, PositionText]]:
+    """A run's next positions (the first ``limit``), in partition order, each rendered by its
+    source."""
+    keys = sorted(positions, key=_natural)[:limit]
+    return [(k, position_text(kind, positions[k])) for k in keys]
 
 
 @dataclass

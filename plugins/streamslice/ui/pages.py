@@ -1,43 +1,57 @@
-"""The HTML of the overview and pipeline pages (no scripts: links, forms and inline SVG)."""
+"""The HTML of the overview and pipeline pages: server-rendered, with inline SVG, one small
+stylesheet and one small script (``page.css``, ``page.js``: hover values, selecting intervals
+on the strip, and the actions, which call Airflow's own REST API as the signed-in user)."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from datetime import timezone, tzinfo
 from html import escape
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..timeutil import iso
-from . import svg
-from .model import Cell, Overview, Run, checkpoint_rows, lag_series
+from ..splits import lag_text
+from . import axis, svg
+from .model import (
+    Cell,
+    Headline,
+    LagChart,
+    Overview,
+    Run,
+    checkpoint_rows,
+    complete_until,
+    headline,
+    lag_chart,
+    positions_text,
+)
 
 if TYPE_CHECKING:
     from ..sources import PageSection
     from ..splits import PositionText
 
-CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#1c2833}
-h1{font-size:20px;margin:0 0 12px}h2{font-size:16px;margin:22px 0 6px}
-table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #e0e0e0;
-text-align:left;vertical-align:top}th{background:#f5f7f9}td.n{text-align:right}
-.legend{margin:4px 0;font-size:12px}.key{margin-right:12px}
-.key i{display:inline-block;width:10px;height:10px;margin-right:4px;border:1px solid #90a4ae}
-.axis{font-size:10px;fill:#607d8b}.none{color:#78909c}.bad{color:#c62828}
-.state-success{color:#2e7d32}.state-failed{color:#c62828}.state-running{color:#1e88e5}
-code{font-size:12px;background:#f5f7f9;padding:1px 3px}form{margin:6px 0}
-"""
+_HERE = Path(__file__).parent
+CSS = (_HERE / "page.css").read_text()
+SCRIPT = (_HERE / "page.js").read_text()
+POSITIONS_SHOWN = 12  # rows of the positions table before "show all"
+RUNS_SHOWN = 12  # rows of the runs table before "show all"
 
 
-def _page(title: str, body: str) -> str:
-    return (f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f'<style>{CSS}</style></head><body>{body}</body></html>')
-
-
-def _time(ms: int | None) -> str:
-    return iso(ms)[:19].replace("T", " ") if ms is not None else "-"
+def _page(title: str, body: str, data: dict[str, Any] | None = None) -> str:
+    script = ""
+    if data is not None:  # no "<" inside the JSON: nothing in it can end or open a tag
+        blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+        script = (f'<script type="application/json" id="page-data">{blob}</script>'
+                  f"<script>{SCRIPT}</script>")
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>'
+            f'{escape(title)}</title><meta name="viewport" content="width=device-width">'
+            f'<style>{CSS}{svg.state_style()}</style></head><body>{body}{script}</body>'
+            '</html>')
 
 
 def _num(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, (int, float)) else "-"
+    return f"{value:,}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else "-"
 
 
 def _run_link(airflow: str, dag_id: str, run_id: str, task: str | None = None) -> str:
@@ -45,30 +59,38 @@ def _run_link(airflow: str, dag_id: str, run_id: str, task: str | None = None) -
     return f"{url}/tasks/{quote(task, safe='')}" if task else url
 
 
-def overview(rows: list[Overview], base: str, airflow: str) -> str:
+def _badge(state: str) -> str:
+    return f'<span class="badge s-{escape(state)}">{escape(state)}</span>'
+
+
+def overview(rows: list[Overview], base: str, airflow: str,
+             tz: tzinfo = timezone.utc) -> str:
     head = ("<tr><th>Pipeline</th><th>Source</th><th>Mode</th><th>Schedule</th>"
-            "<th>Last run</th><th>Records (last)</th><th>Lag (last plan)</th>"
-            "<th>Dead letters (last)</th><th>Alerts sent</th><th>Paused</th></tr>")
+            f"<th>Last run ({axis.zone_label(tz)})</th><th class=n>Records</th>"
+            "<th class=n>Lag at plan</th><th class=n>Dead letters</th><th class=n>Alerts</th>"
+            "<th></th></tr>")
     body = []
     for row in rows:
         last = row.last
-        state = "never run"
+        state = '<span class="none">never run</span>'
         if last:
             href = escape(_run_link(airflow, row.dag_id, last.run_id))
-            state = (f'<a class="state-{last.state}" href="{href}">{escape(last.state)}</a> '
-                     f"{_time(last.started_at)}")
+            state = (f'<a href="{href}">{_badge(last.status)}</a> '
+                     f"{axis.when(last.started_at, tz)}")
         if row.config_error:
-            state = '<span class="bad">invalid pipeline file</span>'
+            state = '<span class="bad">invalid pipeline file: open the DAG for the error</span>'
         body.append(
-            f'<tr data-pipeline="{escape(row.dag_id)}"><td><a href="{base}/pipelines/'
-            f'{quote(row.dag_id, safe="")}">{escape(row.dag_id)}</a></td>'
+            f'<tr data-pipeline="{escape(row.dag_id)}"><td><a class="name" href="{base}/'
+            f'pipelines/{quote(row.dag_id, safe="")}">{escape(row.dag_id)}</a>'
+            f'<div class="desc">{escape(row.description)}</div></td>'
             f'<td>{escape(row.source)}</td><td>{escape(row.mode)}</td>'
             f'<td>{escape(row.schedule)}</td><td>{state}</td>'
             f'<td class="n">{_num(last.records if last else None)}</td>'
             f'<td class="n">{escape(last.lag_text) if last else "-"}</td>'
             f'<td class="n">{_num(last.dead_letters if last else None)}</td>'
-            f'<td class="n">{row.alerts}</td><td>{"yes" if row.paused else "no"}</td></tr>')
-    table = f"<table>{head}{''.join(body)}</table>" if body else \
+            f'<td class="n">{row.alerts}</td>'
+            f'<td>{_badge("paused") if row.paused else ""}</td></tr>')
+    table = f"<table class=wide>{head}{''.join(body)}</table>" if body else \
         '<p class="none">No streamslice pipelines you may see.</p>'
     return _page("Streamslice", f"<h1>Streamslice pipelines</h1>{table}")
 
@@ -83,105 +105,223 @@ class PipelineView:
     range_start: int | None
     range_end: int | None
     output: str
-    sections: list[PageSection] = field(default_factory=list)  # the source's own (Source)
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    tz: tzinfo = timezone.utc
+    can_run: bool = False  # may create runs (a backfill): Airflow's POST on the DAG's runs
+    can_clear: bool = False  # may clear runs (a re-run): Airflow's PUT on the DAG's runs
+    split_noun: tuple[str, str] = ("partition", "partitions")  # the source's (Source)
+
+    @property
+    def splits_name(self) -> str:
+        return self.split_noun[1]
 
 
 def pipeline(view: PipelineView, base: str, airflow: str) -> str:
-    row, dag = view.row, view.row.dag_id
+    row, dag, tz, cells = view.row, view.row.dag_id, view.tz, view.cells
+    interval = row.mode == "interval"
 
-    def describe(cell: Cell) -> str:
-        when = f"{_time(cell.start)} → {_time(cell.end)}"
-        if cell.run is None:
-            return f"{when}: never run"
-        extra = f", {_num(cell.records)} records" if cell.records is not None else ""
-        late = (cell.run.metrics or {}).get("late_records")
-        extra += f", {late} late" if late else ""
-        return f"{when}: {cell.status}{extra} ({cell.run.run_id})"
+    def span(cell: Cell) -> str:
+        if interval:
+            return axis.span(cell.start, cell.end, tz)
+        return axis.when(cell.start, tz, seconds=True)
 
-    def link(cell: Cell) -> str | None:
-        return _run_link(airflow, dag, cell.run.run_id) if cell.run else None
+    chart = lag_chart(cells)
+    cols = svg.Columns(len(cells))
+    counts = {s: sum(c.status == s for c in cells) for s in svg.COLORS}
+    top = headline(cells, row.mode, row.paused, lambda c: axis.short(c.start, tz),
+                   manual=row.schedule == "manual")
+    zone = axis.zone_label(tz, view.range_end)
+    what = "interval" if interval else "batch"
+    lag_title = ("Lag when each run was planned" +
+                 (" <small>(time behind the tip of the stream)</small>" if chart and
+                  chart.unit == "ms" else " <small>(records behind the high watermark)</small>"))
+    parts = [
+        _header(view, base, airflow, zone),
+        _headline(top, view.can_run),
+        _tiles(view, chart, span),
+        '<section id="timeline"><div class="sec-head"><h2>Coverage</h2>',
+        _range_form(view, zone) if interval else "",
+        '</div>',
+        f'<div id="coverage">{svg.strip(cells, cols, tz)}</div>',
+        svg.legend(counts) if cells else "",
+        _actions(view) if cells else "",
+        f"<h3>Records per {what} <small>(records published)</small></h3>",
+        svg.bars(cells, cols, tz),
+        f"<h3>{lag_title}</h3>",
+        '<div class="lagbox">', svg.lines(chart, cols, [c.start for c in cells], tz),
+        svg.lag_legend(chart, view.splits_name), "</div></section>",
+        "<section><h2>Positions</h2>", _checkpoint(view), _history(view), "</section>",
+        "<section><h2>Runs</h2>", _runs(view, airflow), "</section>",
+        "<section><h2>Alerts</h2>", _alerts(view), "</section>"]
+    if view.row.source != "-":  # the source's own parts, asked of it after the page is shown
+        parts.append(f'<div id="sections" data-url="{base}/pipelines/'
+                     f'{quote(dag, safe="")}/sections"><p class="none">Asking the source…</p>'
+                     '</div>')
+    parts.append('<dialog id="confirm"><h3 class="title"></h3><div class="what"></div>'
+                 '<div class="answer" role="status"></div><form method="dialog" '
+                 'class="buttons"><button type="button" class="confirm">Confirm</button>'
+                 '<button value="cancel" class="cancel">Cancel</button></form></dialog>'
+                 '<div id="tip" hidden></div>')
+    return _page(f"Streamslice: {dag}", "".join(parts), _data(view, base, airflow, chart))
 
-    form = ""
-    if view.range_start is not None:
-        form = (f'<form method="get">From <input name="start" value="{iso(view.range_start)}">'
-                f' to <input name="end" value="{iso(view.range_end or 0)}"> '
-                '<button>Show</button></form>')
-    counts = {s: sum(c.status == s for c in view.cells) for s in svg.COLORS}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    parts = [f'<p><a href="{base}/">All pipelines</a> · <a href="{escape(airflow)}/dags/'
-             f'{quote(dag, safe="")}">DAG</a></p>',
-             f"<h1>{escape(dag)}</h1><p>{escape(row.description)}</p>",
-             f"<p>{escape(row.source)} · {escape(row.mode)} · {escape(row.schedule)} · output "
-             f"<code>{escape(view.output)}</code>{' · paused' if row.paused else ''}</p>",
-             "<h2>Coverage</h2>", form,
-             f'<div id="coverage">{svg.strip(view.cells, describe, link)}</div>', svg.legend(),
-             f'<p class="summary">{escape(summary)}</p>',
-             "<h2>Records per run</h2>",
-             svg.bars([(r.run_id, r.records, r.status) for r in view.recent]),
-             "<h2>Lag per partition / shard</h2>",
-             svg.lines(lag_series(view.recent), len(view.recent)),
-             "<h2>Checkpoint</h2>", _checkpoint(view), _history(view.recent),
-             "<h2>Runs</h2>", _runs(view.recent, dag, airflow),
-             "<h2>Alerts</h2>", _alerts(view.alerts)]
-    for section in view.sections:
-        parts += [f"<h2>{escape(section.title)}</h2>", _section(section)]
-    return _page(f"Streamslice: {dag}", "".join(parts))
+
+def _header(view: PipelineView, base: str, airflow: str, zone: str) -> str:
+    row = view.row
+    dag_url = f"{airflow}/dags/{quote(row.dag_id, safe='')}"
+    facts = " · ".join(escape(x) for x in (row.source, row.mode, row.schedule))
+    paused = f" {_badge('paused')}" if row.paused else ""
+    return (f'<header><div class="crumbs"><a href="{base}/">All pipelines</a></div>'
+            f'<h1>{escape(row.dag_id)}{paused}</h1>'
+            f'<p class="facts">{facts} · times in <b>{escape(zone)}</b> · output '
+            f'<code class="output">{escape(view.output)}</code> · '
+            f'<a href="{escape(dag_url)}" target="_top">open the DAG in Airflow</a></p>'
+            f'<p class="desc">{escape(row.description)}</p></header>')
+
+
+def _headline(top: Headline, can_run: bool) -> str:
+    text = escape(top.text)
+    if top.level == "bad" and not can_run:
+        text += (" <i>Your Airflow role may read this pipeline but not run it: ask someone "
+                 "who may.</i>")
+    return f'<p id="headline" class="headline h-{top.level}">{text}</p>'
+
+
+def _tiles(view: PipelineView, chart: LagChart | None, span) -> str:
+    cells, tz = view.cells, view.tz
+    tiles = []
+    if view.row.mode == "interval":
+        done = complete_until(cells)
+        tiles.append(("Data complete to", axis.when(done, tz) if done else "—",
+                      "no hole or failure before it in view"))
+        newest = next((c for c in reversed(cells) if c.run), None)
+        tiles.append(("Latest interval run", span(newest) if newest else "—",
+                      newest.status if newest else "none in view"))
+    else:
+        cp = view.checkpoint or {}
+        newest = cells[-1] if cells else None
+        tiles.append(("Latest batch", f"#{cp['batch']}" if "batch" in cp else "—",
+                      f"committed {axis.when(cp.get('committed_at'), tz)}" if cp else
+                      "nothing committed yet"))
+        tiles.append(("Latest run", span(newest) if newest else "—",
+                      newest.status if newest else "none yet"))
+    lag = chart.latest_total if chart else None
+    tiles.append(("Lag at the last plan", lag_text(lag, chart.unit) if chart else "—",
+                  ("worst of all " if chart and chart.unit == "ms" else "all ") +
+                  view.splits_name if chart else "no figures yet"))
+    records = sum(c.records or 0 for c in cells)
+    tiles.append(("Records in view", _num(records), f"{len(cells)} "
+                  f"{'intervals' if view.row.mode == 'interval' else 'batches'}"))
+    tiles.append(("Alerts sent", _num(view.row.alerts), "see Alerts below"))
+    body = "".join(f'<div class="tile"><span>{escape(a)}</span><b>{escape(b)}</b>'
+                   f'<small>{escape(c)}</small></div>' for a, b, c in tiles)
+    return f'<div class="tiles">{body}</div>'
+
+
+def _range_form(view: PipelineView, zone: str) -> str:
+    if view.range_start is None:
+        return ""
+    start = axis.local(view.range_start, view.tz).strftime("%Y-%m-%dT%H:%M")
+    end = axis.local(view.range_end or 0, view.tz).strftime("%Y-%m-%dT%H:%M")
+    return (f'<form method="get" class="range"><label>From <input name="start" value="{start}">'
+            f'</label><label> to <input name="end" value="{end}"></label> '
+            f'<button>Show</button></form>')
+
+
+def _actions(view: PipelineView) -> str:
+    """The selection panel under the strip; the script fills it in."""
+    hint = ("Click an interval for its details; shift-click another to select a range, "
+            "then backfill what is missing or failed in it." if view.row.mode == "interval"
+            else "Click a batch for its details.")
+    return (f'<div id="selection" class="panel"><p class="hint">{hint}</p>'
+            '<div class="detail"></div><div class="buttons"></div></div>')
 
 
 def _checkpoint(view: PipelineView) -> str:
-    cp = view.checkpoint
+    cp, tz = view.checkpoint, view.tz
     if not cp:
-        return '<p class="none">No checkpoint yet.</p>'
-    rows = "".join(f'<tr><td>{escape(r["split"])}</td>{_position(r["next"])}'
-                   f'{_position(r["planned_end"])}<td class="n">{escape(r["lag_text"])}</td>'
-                   "</tr>"
-                   for r in checkpoint_rows(cp, view.plan_splits, view.row.source,
-                                            view.recent[-1] if view.recent else None))
-    return (f"<p>Batch {cp.get('batch')}, committed {_time(cp.get('committed_at'))} by "
-            f"<code>{escape(str(cp.get('run_id')))}</code></p><table id=\"checkpoint\"><tr>"
-            "<th>Partition / shard</th><th>Next position</th><th>Last plan ended at</th>"
-            f"<th>Lag (last run)</th></tr>{rows}</table>")
+        return '<p class="none">No checkpoint yet: the first run that publishes writes one.</p>'
+    by_id = {r.run_id: r for r in view.recent}
+    source = by_id.get(str(cp.get("run_id")))
+    if view.row.mode == "interval":
+        end = cp.get("interval_end") or (source.end if source else None)
+        if source and source.start is not None and end == source.end:
+            what = f"Last interval committed: <b>{escape(axis.span(source.start, end, tz))}</b>"
+        else:
+            what = f"Last interval committed: ending <b>{escape(axis.when(end, tz))}</b>"
+    else:
+        what = f"Batch <b>#{escape(str(cp.get('batch')))}</b>"
+    rows = checkpoint_rows(cp, view.plan_splits, view.row.source,
+                           view.recent[-1] if view.recent else None)
+    body = "".join(
+        f'<tr{" class=more" if i >= POSITIONS_SHOWN else ""}><td>{escape(r["split"])}</td>'
+        f'<td>{_position(r["next"])}</td><td>{_position(r["planned_end"])}</td>'
+        f'<td class="n">{escape(r["lag_text"])}</td></tr>'
+        for i, r in enumerate(rows))
+    more = ""
+    if len(rows) > POSITIONS_SHOWN:
+        more = (f'<button class="link show-all" data-target="checkpoint">Show all {len(rows)} '
+                f'{view.splits_name}</button>')
+    return (f'<p>{what}, committed {axis.when(cp.get("committed_at"), tz, seconds=True)} by '
+            f'<code>{escape(str(cp.get("run_id")))}</code>. Where each of the {len(rows)} '
+            f'{view.splits_name} continues, furthest behind first (click a position to copy '
+            'it):</p><table id="checkpoint" class="collapsed"><tr><th>Partition / shard</th>'
+            '<th>Next position</th><th>Last plan ended at</th><th class=n>Lag (last run)</th>'
+            f'</tr>{body}</table>{more}')
 
 
 def _position(text: PositionText) -> str:
-    """A position cell: the short form, the full value on hover (to copy)."""
-    return f'<td title="{escape(text.full)}">{escape(text.short)}</td>'
+    """The short form; the full value on hover and copied on click."""
+    if text.full == text.short:
+        return f"<code>{escape(text.short)}</code>"
+    return (f'<code class="pos" data-full="{escape(text.full)}" title="{escape(text.full)} — '
+            f'click to copy">{escape(text.short)}</code>')
 
 
-def _history(runs: list[Run]) -> str:
-    rows = [(r, (r.metrics or {}).get("positions")) for r in reversed(runs)]
+def _history(view: PipelineView) -> str:
+    rows = [(r, (r.metrics or {}).get("positions")) for r in reversed(view.recent)]
     rows = [(r, p) for r, p in rows if p][:10]
     if not rows:
         return ""
-    body = "".join(f"<tr><td>{_time(r.ended_at)}</td><td><code>{escape(r.run_id)}</code></td>"
-                   f"<td>{escape(', '.join(f'{k}={v}' for k, v in sorted(p.items())))}</td></tr>"
+
+    def listed(positions: dict[str, Any]) -> str:
+        shown = positions_text(view.row.source, positions, limit=4)
+        text = ", ".join(f"{escape(k)} {_position(t)}" for k, t in shown)
+        return text + (f" … and {len(positions) - 4} more" if len(positions) > 4 else "")
+    body = "".join(f"<tr><td>{axis.when(r.ended_at, view.tz, seconds=True)}</td>"
+                   f"<td><code>{escape(r.run_id)}</code></td><td>{listed(p)}</td></tr>"
                    for r, p in rows)
-    return ("<p>History (after each of the latest runs)</p><table><tr><th>Committed</th>"
-            f"<th>Run</th><th>Next positions</th></tr>{body}</table>")
+    return (f"<details><summary>Next positions after each of the latest {len(rows)} runs"
+            "</summary><table><tr><th>Committed</th><th>Run</th><th>Next positions</th></tr>"
+            f"{body}</table></details>")
 
 
-def _runs(runs: list[Run], dag: str, airflow: str) -> str:
+def _runs(view: PipelineView, airflow: str) -> str:
+    dag, tz, interval = view.row.dag_id, view.tz, view.row.mode == "interval"
     body = []
-    for r in reversed(runs):
+    for n, r in enumerate(reversed(view.recent)):
         m = r.metrics or {}
-        tasks = " ".join(f'<a href="{escape(_run_link(airflow, dag, r.run_id, t))}">{escape(t)}'
-                         f" log</a>" for t in r.failed_tasks)
+        logs = " ".join(f'<a href="{escape(_run_link(airflow, dag, r.run_id, t))}" '
+                        f'target="_top">{escape(t)} log</a>' for t in r.failed_tasks)
         dead = _num(r.dead_letters)
         if r.dead_letters and m.get("dead_letter_uri"):
-            dead = (f'<a href="{escape(m["dead_letter_uri"])}">{dead}</a>')
+            dead = f'<a href="{escape(m["dead_letter_uri"])}">{dead}</a>'
+        when = axis.span(r.start, r.end, tz) if interval else axis.when(r.started_at, tz, True)
+        why = f'<div class="why">{escape(r.reason)}</div>' if r.reason else ""
         body.append(
-            f'<tr data-run="{escape(r.run_id)}"><td><a class="state-{r.state}" href="'
-            f'{escape(_run_link(airflow, dag, r.run_id))}">{escape(r.run_id)}</a></td>'
-            f"<td>{escape(r.state)} {tasks}</td><td>{_time(r.start)}</td>"
+            f'<tr data-run="{escape(r.run_id)}"{" class=more" if n >= RUNS_SHOWN else ""}>'
+            f'<td>{_badge(r.status)}</td><td>{when}</td>'
             f'<td class="n">{_num(r.records)}</td><td class="n">{dead}</td>'
-            f'<td class="n">{_num(m.get("late_records"))}</td>'
-            f"<td>{_published(m)}</td></tr>")
+            f'<td class="n">{_num(m.get("late_records"))}</td><td>{_published(m)}</td>'
+            f'<td><a href="{escape(_run_link(airflow, dag, r.run_id))}" target="_top">'
+            f'{escape(r.run_id)}</a> {logs}{why}</td></tr>')
     if not body:
         return '<p class="none">No runs yet.</p>'
-    return ("<table><tr><th>Run</th><th>State</th><th>Interval start</th><th>Records</th>"
-            "<th>Dead letters</th><th>Late</th><th>Published</th></tr>"
-            f"{''.join(body)}</table>")
+    first = "Interval" if interval else "Ran at"
+    more = (f'<button class="link show-all" data-target="runs">Show all {len(body)} runs'
+            '</button>' if len(body) > RUNS_SHOWN else "")
+    return (f'<table id="runs" class="wide collapsed"><tr><th>State</th><th>{first}</th>'
+            "<th class=n>Records</th><th class=n>Dead letters</th><th class=n>Late</th>"
+            f"<th>Published</th><th>Run</th></tr>{''.join(body)}</table>{more}")
 
 
 def _published(metrics: dict[str, Any]) -> str:
@@ -199,21 +339,59 @@ def _published(metrics: dict[str, Any]) -> str:
     return cell
 
 
-def _alerts(alerts: list[dict[str, Any]]) -> str:
-    if not alerts:
+def _alerts(view: PipelineView) -> str:
+    if not view.alerts:
         return '<p class="none">No alerts sent.</p>'
-    body = "".join(f"<tr><td>{_time(a.get('at'))}</td><td>{escape(str(a.get('kind')))}</td>"
+    body = "".join(f"<tr><td>{axis.when(a.get('at'), view.tz, seconds=True)}</td>"
+                   f"<td>{escape(str(a.get('kind')))}</td>"
                    f"<td>{escape(str(a.get('message'))[:300])}</td></tr>"
-                   for a in reversed(alerts))
-    return f"<table><tr><th>Sent</th><th>Kind</th><th>Message</th></tr>{body}</table>"
+                   for a in reversed(view.alerts))
+    return f"<table class=wide><tr><th>Sent</th><th>Kind</th><th>Message</th></tr>{body}</table>"
 
 
-def _section(section: PageSection) -> str:
-    if section.error:
-        return f'<p class="bad">{escape(section.error)}</p>'
-    if not section.rows:
-        return f'<p class="none">{escape(section.empty)}</p>'
-    head = "".join(f"<th>{escape(c)}</th>" for c in section.columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>"
-                   for row in section.rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+def section(part: PageSection) -> str:
+    """One of the source's own sections (``Source.page_sections``), served on its own."""
+    if part.error:
+        body = f'<p class="error">{escape(part.error)}</p>'
+    elif not part.rows:
+        body = f'<p class="none">{escape(part.empty)}</p>'
+    else:
+        head = "".join(f"<th>{escape(c)}</th>" for c in part.columns)
+        rows = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>"
+                       for row in part.rows)
+        body = f"<table><tr>{head}</tr>{rows}</table>"
+    return f"<section><h2>{escape(part.title)}</h2>{body}</section>"
+
+
+def _json_number(value: float | None) -> float | int | None:
+    return int(value) if value is not None and value.is_integer() else value
+
+
+def _data(view: PipelineView, base: str, airflow: str,
+          chart: LagChart | None) -> dict[str, Any]:
+    """What the script needs, compact (a 1,000-interval strip sends 1,000 of these): per
+    column its start and end (epoch ms, shown in ``tz``), state, run, counts, why it failed,
+    and its lag (named lines, the others' band, the total); and what the user may do."""
+    keys = list(chart.lines) if chart else []
+    cols = []
+    for i, cell in enumerate(view.cells):
+        run = cell.run
+        col: dict[str, Any] = {"s": cell.status, "t": cell.start, "e": cell.end}
+        if run is not None:
+            col.update(run=run.run_id, n=cell.records)
+            if run.late_records:
+                col["late"] = run.late_records
+            if run.reason:
+                col["why"] = run.reason
+        if chart is not None and run is not None:
+            col["lag"] = [_json_number(chart.lines[k][i]) for k in keys]
+            for name, series in (("lo", chart.low), ("hi", chart.high), ("tot", chart.total)):
+                if series[i] is not None:
+                    col[name] = _json_number(series[i])
+        cols.append(col)
+    return {"dag_id": view.row.dag_id, "mode": view.row.mode, "paused": view.row.paused,
+            "api": f"{airflow}/api/v2", "airflow": airflow, "base": base,
+            "can_run": view.can_run, "can_clear": view.can_clear, "tz": str(view.tz),
+            "cols": cols, "lag_keys": keys, "lag_unit": chart.unit if chart else "records",
+            "others_count": chart.others_count if chart else 0,
+            "splits_name": view.splits_name}

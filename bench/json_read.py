@@ -97,6 +97,23 @@ def child_reader(args):
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
+def decode_alone(n=20_000):
+    """(ours, json.loads): CPU µs per record over the same values, best of 7."""
+    from streamslice.reading.decode import Decoder
+    values = [json.dumps(record(i)).encode() for i in range(n)]
+    decoder = Decoder.from_dict(decoding().to_dict())
+
+    def best(fn):
+        times = []
+        for _ in range(7):
+            cpu = time.process_time()
+            fn()
+            times.append(time.process_time() - cpu)
+        return min(times) / n * 1e6
+    ours = best(lambda: decoder.decode_values(values))
+    return ours, best(lambda: [json.loads(v) for v in values])
+
+
 def end_to_end(bootstrap, out_dir):
     """Two reads back to back; the second (Spark's Python workers running) is measured."""
     from bench.kafka_bounded_read import streamslice_read
@@ -137,13 +154,13 @@ def main():
             if args.end_to_end:
                 runs["e2e"].append(end_to_end(broker.bootstrap, work / "out"))
             print(f"  round {i + 1}/{args.repeat} done", flush=True)
-        report(runs, args)
+        report(runs, args, decode_alone())
     finally:
         broker.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(runs, args):
+def report(runs, args, alone):
     med = statistics.median
     load = os.getloadavg()[0]
     print(f"\nmedians of {args.repeat} runs, {args.records:,} nested JSON records, "
@@ -169,6 +186,10 @@ def report(runs, args):
         print(f"\nend to end (plan + Spark local[*] + the readers writing Parquet, "
               f"{args.partitions} splits): {rate:,.0f} records/s = {rate / base_rate:.2f}x "
               f"the baseline's {base_rate:,.0f}")
+    ours, loads = alone
+    figures["decode_alone"] = {"ours_us": round(ours, 2), "json_loads_us": round(loads, 2)}
+    print(f"\ndecode alone (in memory, CPU per record, best of 7): ours {ours:.2f} µs into "
+          f"nested Arrow, json.loads {loads:.2f} µs into dicts: {ours / loads:.2f}x")
     print(json.dumps(figures))
 
 

@@ -100,8 +100,12 @@ def test_nan_infinity_epoch_ms_and_offsets_are_read_as_documented():
     rows, errors = decode([b'{"id": 1, "ratio": NaN, "at": 1714521600000.5}',
                            b'{"id": 2, "ratio": -Infinity, "at": "2024-05-01T00:00:00"}',
                            b'{"id": 3, "amount": "-12.5", "at": 0}',
-                           b'{"id": 4, "amount": 1234567890123456, "id": 5}'])
-    assert errors == {}
+                           b'{"id": 4, "amount": 1234567890123456, "id": 5}',
+                           b'{"id": 6, "at": "2024-05-01T00:00:00.1234567Z"}',
+                           b'{"id": 7, "at": "0001-01-01T00:30:00+01:00"}'])
+    assert errors == {5: "field 'at': expected timestamp (ISO 8601 or epoch ms), got "
+                         '"0001-01-01T00:30:00+01:00"'}
+    assert rows[4]["at"] == datetime(2024, 5, 1, 0, 0, 0, 123457, tzinfo=timezone.utc)
     assert rows[0]["ratio"] != rows[0]["ratio"] and rows[1]["ratio"] == float("-inf")
     assert rows[0]["at"] == datetime(2024, 5, 1, 0, 0, 0, 500, tzinfo=timezone.utc)
     assert rows[1]["at"] == datetime(2024, 5, 1, tzinfo=timezone.utc)  # no offset: UTC
@@ -165,6 +169,9 @@ def _random_record(rng):
     text = _dump(obj).encode()
     if rng.random() < 0.03:
         text = text[:rng.randrange(len(text) + 1)]  # truncated
+    if rng.random() < 0.05:  # a byte flipped: broken syntax, UTF-8, digits, escapes
+        at = rng.randrange(len(text))
+        text = text[:at] + bytes([rng.randrange(256)]) + text[at + 1:]
     return text
 
 

@@ -12,18 +12,22 @@ expected int, got "x"``):
 - ``decimal(p,s)``: a number or a numeric string with at most ``s`` decimal places and
   ``p - s`` integer digits (nothing is rounded);
 - ``date``: ``"YYYY-MM-DD"`` (ISO 8601); ``timestamp``: ISO 8601 text (an offset or ``Z``;
-  none means UTC) or epoch milliseconds, kept to the microsecond; ``timestamp_ntz``: ISO 8601
-  text without an offset;
+  none means UTC) or epoch milliseconds, kept to the microsecond (RFC 3339 text with more
+  fractional digits is rounded, as msgspec rounds it; other ISO 8601 text is read by
+  ``datetime.fromisoformat``), within years 1 to 9999 in UTC; ``timestamp_ntz``: ISO 8601 text
+  without an offset;
 - ``struct``: an object (other keys are ignored, missing ones are null); ``array``: an
   array; ``map<string, …>``: an object;
 - ``NOT NULL``: the field must be present and not null.
 
 Two decoders, which agree (``tests/unit/test_json_format.py`` fuzzes one against the other):
-the fast one decodes each record with msgspec straight into the declared types (checked in C)
-and builds the whole batch's columns with pyarrow (C++); the reference one is ``json.loads``
-plus a walk over the declared type that says what does not fit and where. A record the fast
-decoder refuses goes to the reference, which decides: a row, or a dead letter with its reason.
-Only such records pay for the reference.
+the fast one decodes each record with msgspec straight into the declared types (checked in C;
+timestamps as RFC 3339 text by msgspec's parser, or, if the batch has others, epoch
+milliseconds and other ISO 8601 forms through ``_timestamp``) and builds the whole batch's
+columns with pyarrow (C++); the reference one is ``json.loads`` plus a walk over the declared
+type that says what does not fit and where. A record the fast decoder refuses goes to the
+reference, which decides: a row, or a dead letter with its reason. Only such records pay for
+the reference.
 """
 from __future__ import annotations
 
@@ -125,9 +129,11 @@ class Json(BaseFormat):
 
     def decode(self, items: Sequence[bytes | None]) -> Decoded:
         errors: dict[int, str] = {}
-        rows = self._whole_batch(items)
+        not_utf8 = _not_utf8(items)  # msgspec skips an unknown key without checking it
+        rows = None if not_utf8 else self._whole_batch(items)
         if rows is None:  # some record does not fit: find which
-            rows = [self._one(row, raw, errors) for row, raw in enumerate(items)]
+            rows = [self._reference(row, raw, errors) if row in not_utf8
+                    else self._one(row, raw, errors) for row, raw in enumerate(items)]
         try:
             struct = self._arrow(rows)
         except _ARROW_ERRORS:
@@ -205,6 +211,23 @@ class Json(BaseFormat):
 
 
 _ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
+
+
+def _not_utf8(items: Sequence[bytes | None]) -> set[int]:
+    """The records that are not UTF-8 (JSON must be), checked for the whole batch in C."""
+    try:
+        pa.array(items, pa.binary()).view(pa.string()).validate(full=True)
+        return set()
+    except pa.ArrowInvalid:
+        pass
+    bad = set()
+    for row, raw in enumerate(items):
+        try:
+            if raw is not None:
+                raw.decode("utf-8")
+        except UnicodeDecodeError:
+            bad.add(row)
+    return bad
 
 
 def _to_arrow(rows: list[Any], struct: pa.StructType, errors: dict[int, str]) -> pa.Array:

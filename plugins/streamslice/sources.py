@@ -175,6 +175,21 @@ class PageSection:
     rows: tuple[tuple[str, ...], ...] = ()
     error: str | None = None
     empty: str = "Nothing to show."
+    actions: tuple[PageAction | None, ...] = ()  # per row, in the rows' order (or none)
+
+
+@dataclass(frozen=True)
+class PageAction:
+    """A button on one row of a page section (Kinesis: deregister a leaked EFO consumer).
+    Pressed and confirmed by a user who may run the DAG (what the source's lifecycle tasks do
+    needs no more), the glue calls ``Source.page_action(name, target, …)``, which checks the
+    target again: the page may be old, and the browser is not trusted."""
+
+    name: str  # which of the source's actions
+    target: str  # what it acts on, as the source will be handed it back
+    label: str  # the button's text
+    confirm: str  # one sentence: what pressing it does
+    disabled: str | None = None  # why it cannot be pressed now
 
 
 class Source(ABC, Generic[SplitT]):
@@ -252,10 +267,21 @@ class Source(ABC, Generic[SplitT]):
         page read (no client settings, no secrets)."""
         return {}
 
-    def page_sections(self, properties: Callable[[], dict[str, Any]]) -> list[PageSection]:
+    def page_sections(self, properties: Callable[[], dict[str, Any]],
+                      running: frozenset[str] = frozenset()) -> list[PageSection]:
         """Source-specific parts of the pipeline's page, asked for when the page is shown.
-        ``properties()`` resolves the client properties, only if they are needed."""
+        ``properties()`` resolves the client properties, only if they are needed; ``running``
+        holds the ids of the DAG's runs queued or running (what they use is not offered for
+        removal)."""
         return []
+
+    def page_action(self, name: str, target: str, properties: Callable[[], dict[str, Any]],
+                    running: frozenset[str] = frozenset()) -> str:
+        """Do a page section's action (``PageAction``) on ``target`` once it is checked to be
+        allowed now; returns what was done, in one sentence. Refusals raise
+        ``StreamsliceError`` saying why."""
+        from .errors import StreamsliceError
+        raise StreamsliceError(f"a {self.kind} pipeline's page has no action {name!r}")
 
     @classmethod
     def add_cli_commands(cls, commands: argparse._SubParsersAction[Any]) -> None:

@@ -5,6 +5,7 @@ and run none. One api-server and one set of runs serve every test here; the test
 (backfill, re-run) come last. Screenshots of each state are kept in test-artifacts/."""
 import os
 import re
+import time
 from datetime import datetime
 
 import pytest
@@ -13,6 +14,7 @@ from devtools.airflow_ui import ApiServer, chromium_executable
 from devtools.services import create_topic, free_port
 from devtools.taxi import Trip, produce
 from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
+from tests.support.kinesis import create_stream
 from tests.support.pipelines import run_dag, run_interval, unique, utc, write_pipeline
 
 pytestmark = pytest.mark.integration
@@ -27,11 +29,14 @@ RANGE = "?start=2024-05-01T00:00&end=2024-05-01T06:00"
 
 
 @pytest.fixture(scope="module")
-def scene(broker, spark, airflow_db, tmp_path_factory):
+def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
     """``cover`` (hourly, by event time): 00:00 published, 01:00 with a late record, 02:00
     never run, 03:00 failed, 04:00 published, 05:00 empty. ``wide``: an incremental pipeline
-    over 300 partitions with 24 batches (``wide_history``). ``fresh``: a Kinesis EFO pipeline
-    never run, whose stream cannot be reached. ``ops`` may read ``cover`` and ``fresh`` only."""
+    over 300 partitions with 24 batches (``wide_history``). ``kin``: Kinesis batches. ``fresh``:
+    a Kinesis EFO pipeline never run, whose stream cannot be reached. ``efo``: a Kinesis EFO
+    pipeline on the local Kinesis server whose stream has a leaked per-run consumer, the
+    consumer of a queued run and another application's. ``ops`` may read ``cover``, ``fresh``
+    and ``efo`` only."""
     out = tmp_path_factory.mktemp("ui")
     topic = unique("ui")
     create_topic(broker.bootstrap, topic, 1)
@@ -82,6 +87,21 @@ kinesis:
 output:
   path: {out}
 """)
+    client = kinesis.client()
+    stream = unique("ui-efo")
+    arn = create_stream(client, stream, 1)
+    efo = write_pipeline(unique("ui-efo"), f"""
+mode: incremental
+kinesis:
+  stream: {stream}
+  region: us-east-1
+  endpoint_url: {kinesis.endpoint}
+  credentials: {{access_key_id: test, secret_access_key: {AWS_SECRET}}}
+  reader: efo
+  efo: {{consumer_name: ss-ui, registration: per_run}}
+output:
+  path: {out}
+""")
     for hour in (0, 1, 4, 5):
         run_interval(cover, utc(2024, 5, 1, hour))
     # A manual run of 06:00-07:00, dated 07:00 as Airflow dates manual runs: it holds the
@@ -94,9 +114,19 @@ output:
         del os.environ["STREAMSLICE_INJECT_FAULT"]
     wide_history(wide.name)
     kinesis_history(kin.name)
+    from devtools.airflow_history import History
+    history = History(efo.name)  # a run queued now: its consumer is in use
+    queued = history.run(start=utc(2024, 5, 4), end=utc(2024, 5, 4), state="queued",
+                         run_type="manual")
+    history.close()
+    from streamslice.kinesis.consumers import run_consumer_name
+    names = {"leaked": run_consumer_name("ss-ui", "manual__crashed"),
+             "in use": run_consumer_name("ss-ui", queued), "other": "someone-else"}
+    for name in names.values():
+        client.register_stream_consumer(StreamARN=arn, ConsumerName=name)
     server = ApiServer(SESSION_DIR / "ui-api", PIPELINES_DIR.parent,
-                       [cover.name, fresh.name]).start()
-    yield server, cover, wide, fresh, kin
+                       [cover.name, fresh.name, efo.name]).start()
+    yield server, cover, wide, fresh, kin, (efo, client, arn, names)
     server.stop()
 
 
@@ -183,7 +213,7 @@ def test_unauthenticated_requests_are_refused(scene):
 
 
 def test_a_user_sees_only_the_pipelines_airflow_lets_them_read(scene):
-    server, cover, wide, fresh, _ = scene
+    server, cover, wide, fresh, *_ = scene
     admin, ops = server.token("admin"), server.token("ops")
     status, page = server.get("/streamslice/", admin)
     assert status == 200 and all(p.name in page for p in (cover, wide, fresh))
@@ -196,10 +226,12 @@ def test_a_user_sees_only_the_pipelines_airflow_lets_them_read(scene):
 
 
 def test_nothing_secret_is_rendered(scene):
-    server, cover, _, fresh, _ = scene
+    server, cover, _, fresh, _, (efo, *_) = scene
     token = server.token("admin")
     for path in ("/streamslice/", f"/streamslice/pipelines/{cover.name}",
-                 f"/streamslice/pipelines/{fresh.name}"):
+                 f"/streamslice/pipelines/{fresh.name}",
+                 f"/streamslice/pipelines/{fresh.name}/sections",
+                 f"/streamslice/pipelines/{efo.name}/sections"):
         status, page = server.get(path, token)
         assert status == 200 and SECRET not in page and AWS_SECRET not in page
 
@@ -275,7 +307,7 @@ def test_three_hundred_partitions_fit_on_one_screen(scene, browser):
 
 
 def test_an_empty_pipeline_and_an_unreachable_stream_say_what_to_do(scene, browser):
-    server, _, _, fresh, _ = scene
+    server, _, _, fresh, *_ = scene
     page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{fresh.name}")
     assert page.locator("#headline").inner_text().startswith("No runs yet.")
     efo = page.locator("section", has_text="Enhanced fan-out consumers").locator(".error")
@@ -288,7 +320,7 @@ def test_an_empty_pipeline_and_an_unreachable_stream_say_what_to_do(scene, brows
 
 
 def test_kinesis_lag_is_time_behind_and_positions_copy_whole(scene, browser):
-    server, *_, kin = scene
+    server, *_, kin, _ = scene
     page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{kin.name}")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     assert "time behind the tip" in page.locator("h3", has_text="Lag").inner_text()
@@ -305,6 +337,65 @@ def test_kinesis_lag_is_time_behind_and_positions_copy_whole(scene, browser):
     assert "{" not in positions and "each of the 4 shards" in positions
     page.evaluate("window.scrollTo(0, 0)")
     shot(page, "kinesis", full_page=False)
+    assert errors == []
+
+
+def consumer_states(client, arn):
+    return {c["ConsumerName"]: c["ConsumerStatus"] for c in
+            client.list_stream_consumers(StreamARN=arn)["Consumers"]}
+
+
+def wait_active(client, arn, names):
+    for _ in range(200):  # kinesis-local makes a consumer ACTIVE after a moment
+        if all(consumer_states(client, arn).get(n) == "ACTIVE" for n in names):
+            return
+        time.sleep(0.05)
+    raise AssertionError(consumer_states(client, arn))
+
+
+def test_a_leaked_efo_consumer_is_deregistered_from_the_page(scene, browser):
+    """Of the stream's consumers, only this pipeline's per-run consumer that no queued or
+    running run uses offers Deregister; a reader sees it disabled and is refused."""
+    server, *_, (efo, client, arn, names) = scene
+    wait_active(client, arn, names.values())
+    section = "section:has(h2:text('Enhanced fan-out consumers'))"
+
+    def row(page, name):
+        return page.locator(f"{section} tr", has_text=name)
+    page, errors = open_page(browser, server, "ops", f"/streamslice/pipelines/{efo.name}")
+    page.locator(section).wait_for()
+    button = row(page, names["leaked"]).get_by_role("button", name="Deregister")
+    assert button.is_disabled() and "not run it" in button.get_attribute("title")
+    target = button.get_attribute("data-target")
+    assert server.post(f"/streamslice/pipelines/{efo.name}/actions/deregister",
+                       {"target": target}, server.token("ops"))[0] == 403
+    page.context.close()
+
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{efo.name}")
+    page.locator(section).wait_for()
+    assert row(page, names["other"]).locator("button").count() == 0  # not this pipeline's
+    in_use = row(page, names["in use"]).get_by_role("button", name="Deregister")
+    assert in_use.is_disabled() and "uses it" in in_use.get_attribute("title")
+    # The server checks again: the consumer of the queued run is refused even if asked.
+    status, answer = server.post(
+        f"/streamslice/pipelines/{efo.name}/actions/deregister",
+        {"target": in_use.get_attribute("data-target")}, server.token("admin"))
+    assert status == 409 and "in use" in answer["detail"]
+    row(page, names["leaked"]).get_by_role("button", name="Deregister").click()
+    dialog = page.locator("dialog#confirm")
+    assert "No queued or running run of this pipeline uses it" in \
+        dialog.locator(".what").inner_text()
+    shot(page, "efo-deregister", full_page=False)
+    dialog.get_by_role("button", name="Confirm").click()
+    dialog.locator(".answer.good").wait_for()
+    assert f"Kinesis is deregistering {names['leaked']}" in dialog.locator(".answer").inner_text()
+    assert consumer_states(client, arn).get(names["leaked"]) in ("DELETING", None)
+    assert consumer_states(client, arn)[names["in use"]] == "ACTIVE"
+    assert consumer_states(client, arn)["someone-else"] == "ACTIVE"
+    # Both of admin's requests are in Airflow's audit log; the refused reader's is not.
+    status, found = server.get_json(f"/api/v2/eventLogs?event=streamslice_action"
+                                    f"&dag_id={efo.name}", server.token("admin"))
+    assert status == 200 and [e["owner"] for e in found["event_logs"]] == ["admin", "admin"]
     assert errors == []
 
 
@@ -400,8 +491,8 @@ def test_the_backfill_button_asks_airflow_to_fill_the_gaps(scene, browser):
     assert runs[utc(2024, 5, 1, 2)]["state"] == "queued"
     assert runs[utc(2024, 5, 1, 3)]["state"] == "queued"
     assert runs[utc(2024, 5, 1, 1)]["state"] == "success"  # the late one is left alone
-    dialog.get_by_role("button", name="Close").click()
-    page.wait_for_load_state()
+    with page.expect_navigation():  # closing Airflow's good answer reloads the page
+        dialog.get_by_role("button", name="Close").click()
     page.locator("#coverage").wait_for()
     assert statuses(page)[2:4] == ["running", "running"]
     assert errors == []

@@ -242,3 +242,40 @@ def test_a_table_run_names_its_snapshot_or_version_and_a_file_run_its_uri():
     iceberg = page({"uri": "iceberg:db.t/interval=1", "snapshot_id": 8123})
     assert 'data-snapshot="8123"' in iceberg and "VERSION AS OF 8123" in iceberg
     assert 'data-version="4"' in page({"uri": "/lake/t#interval=1", "version": 4})
+
+
+def test_only_this_pipelines_idle_per_run_consumers_offer_deregister():
+    from streamslice.config import parse_pipeline
+    from streamslice.kinesis.consumers import run_consumer_name
+    from streamslice.kinesis.lifecycle import leak_action
+
+    def source(registration):
+        return parse_pipeline(f"""
+mode: incremental
+kinesis: {{stream: s, region: us-east-1, reader: efo,
+           efo: {{consumer_name: app, registration: {registration}}}}}
+output: {{path: /lake}}
+""", file="p.yaml", default_name="p").source
+    mine = run_consumer_name("app", "manual__1")
+    act = leak_action(source("per_run"), "s", mine, "ACTIVE", set())
+    assert (act.name, act.label, act.disabled) == ("deregister", "Deregister", None)
+    assert json.loads(act.target) == {"stream": "s", "consumer": mine}
+    assert "uses it" in leak_action(source("per_run"), "s", mine, "ACTIVE", {mine}).disabled
+    assert "deleting" in leak_action(source("per_run"), "s", mine, "DELETING", set()).disabled
+    for other in ("someone-else", "app", "app-2", "apple-0123456789"):
+        assert leak_action(source("per_run"), "s", other, "ACTIVE", set()) is None
+    assert leak_action(source("keep"), "s", mine, "ACTIVE", set()) is None  # kept on purpose
+
+
+def test_a_source_sections_buttons_are_disabled_with_why_for_a_reader():
+    from streamslice.sources import PageAction, PageSection
+    part = PageSection("Things", ("Name",), (("a",), ("b",)),
+                       actions=(PageAction("drop", '{"x": "<a>"}', "Drop", "Drops a."), None))
+    runner = pages.section(part, "/ss/pipelines/p/actions", may_run=True)
+    assert runner.count("<button") == 1 and 'data-action="/ss/pipelines/p/actions/drop"' in runner
+    assert 'data-target="{&quot;x&quot;: &quot;&lt;a&gt;&quot;}"' in runner
+    assert "disabled" not in runner
+    reader = pages.section(part, "/ss/pipelines/p/actions", may_run=False)
+    assert 'disabled title="Your Airflow role may read this DAG but not run it"' in reader
+    broken = pages.section(PageSection("Things", error="Could not. Check it."), "", True)
+    assert '<p class="error">Could not. Check it.</p>' in broken

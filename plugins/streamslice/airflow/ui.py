@@ -7,11 +7,13 @@ import logging
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 
 from ..sources import split_noun
 from ..timeutil import parse_iso, to_ms
@@ -44,6 +46,17 @@ def dag_access(method: str):
         from airflow.api_fastapi.core_api.security import requires_access_dag
         requires_access_dag(method, DagAccessEntity.RUN)(request, current)  # type: ignore[arg-type]
     return check
+
+
+def audited(event: str):
+    """A route dependency that writes the request to Airflow's audit log (its event log), as
+    Airflow's own routes that change things do (``action_logging``)."""
+    async def record(request: Request, current=Depends(user)) -> None:
+        from airflow.api_fastapi.logging.decorators import action_logging
+        from airflow.utils.session import create_session
+        with create_session() as session:
+            await action_logging(event)(request, session, current)
+    return record
 
 
 def _may(current, method: str, dag_id: str) -> bool:
@@ -138,15 +151,52 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
 
 @app.get("/pipelines/{dag_id}/sections", response_class=HTMLResponse,
          dependencies=[Depends(dag_access("GET"))])
-def sections(dag_id: str) -> str:
+def sections(request: Request, dag_id: str, current=Depends(user)) -> str:
     """The parts of the page only the pipeline's source can fill (``Source.page_sections``),
     asked of the source with the pipeline's own connection; the page loads them after it is
     shown, so a source that is slow or unreachable never holds the page up."""
+    base, _ = _links(request)
+    parts = _sections(*_asset_extra(dag_id))
+    actions = f"{base}/pipelines/{quote(dag_id, safe='')}/actions"
+    may_run = _may(current, "POST", dag_id)
+    return "".join(pages.section(p, actions, may_run) for p in parts)
+
+
+class ActionBody(BaseModel):
+    target: str
+
+
+@app.post("/pipelines/{dag_id}/actions/{name}",
+          dependencies=[Depends(dag_access("POST")), Depends(audited("streamslice_action"))])
+def action(dag_id: str, name: str, body: ActionBody) -> dict[str, str]:
+    """A button of a source's section (``PageAction``), pressed and confirmed: for users who
+    may run the DAG (Airflow's POST on its runs, as a backfill), which is what the source's own
+    lifecycle tasks do. The source checks the target again before it acts."""
+    from ..errors import StreamsliceError
+    from .hooks import source_properties
+    extra, running = _asset_extra(dag_id)
+    cfg = _pipeline_of(extra)
+    if cfg is None:
+        raise HTTPException(status_code=404, detail=f"{dag_id!r}: no pipeline file to act on")
+    try:
+        done = cfg.source.page_action(name, body.target, lambda: source_properties(cfg.source),
+                                      running)
+    except StreamsliceError as exc:
+        raise HTTPException(status_code=409, detail=str(exc)) from None
+    except Exception as exc:  # the source's own answer, in one line
+        raise HTTPException(status_code=502, detail=(str(exc).splitlines() or [""])[0][:300]
+                            ) from None
+    log.warning("streamslice page: %s on %s: %s", name, dag_id, done)
+    return {"message": done}
+
+
+def _asset_extra(dag_id: str) -> tuple[dict[str, Any], frozenset[str]]:
+    """The pipeline's asset extra (its file) and the ids of its runs queued or running."""
     from airflow.utils.session import create_session
     with create_session() as session:
         model = ui_data.asset(session, dag_id)
-        extra = dict(model.extra or {}) if model is not None else {}
-    return "".join(pages.section(s) for s in _sections(extra))
+        return (dict(model.extra or {}) if model is not None else {},
+                ui_data.running(session, dag_id))
 
 
 def _range(session, dag_id: str, newest, start: str | None, end: str | None,
@@ -170,19 +220,27 @@ def _when(text: str, tz) -> int:
     return to_ms(at if at.tzinfo else at.replace(tzinfo=tz))
 
 
-def _sections(extra: dict[str, Any]) -> list[PageSection]:
-    """What only the pipeline's source can show (``Source.page_sections``), asked with the
-    pipeline's own connection. A pipeline file that no longer loads shows none."""
+def _pipeline_of(extra: dict[str, Any]):
+    """The pipeline's config from its file; None when the file no longer loads."""
     from ..config import load_pipeline
-    from .hooks import source_properties
     if not extra.get("pipeline_file"):
-        return []
+        return None
     try:
-        cfg = load_pipeline(extra["pipeline_file"])
+        return load_pipeline(extra["pipeline_file"])
     except Exception as exc:  # the page still shows everything else
         log.warning("streamslice page: %s", exc)
+        return None
+
+
+def _sections(extra: dict[str, Any],
+              running: frozenset[str] = frozenset()) -> list[PageSection]:
+    """What only the pipeline's source can show (``Source.page_sections``), asked with the
+    pipeline's own connection. A pipeline file that no longer loads shows none."""
+    from .hooks import source_properties
+    cfg = _pipeline_of(extra)
+    if cfg is None:
         return []
-    return cfg.source.page_sections(lambda: source_properties(cfg.source))
+    return cfg.source.page_sections(lambda: source_properties(cfg.source), running)
 
 
 class StreamslicePlugin(AirflowPlugin):

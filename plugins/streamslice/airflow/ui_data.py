@@ -72,6 +72,13 @@ def alerts(session, asset_model, recent: int = RECENT_ALERTS) -> tuple[int, list
     return count, [json.loads(v) for v in reversed(latest)]
 
 
+def running(session, dag_id: str) -> frozenset[str]:
+    """The ids of the DAG's runs queued or running."""
+    from airflow.models.dagrun import DagRun
+    return frozenset(session.scalars(select(DagRun.run_id).where(
+        DagRun.dag_id == dag_id, DagRun.state.in_(("queued", "running")))))
+
+
 def runs(session, dag_id: str, model, *, since: int | None = None, until: int | None = None,
          limit: int | None = None) -> list[Run]:
     """Runs of one DAG, newest first: with a data interval starting in ``[since, until)``, or

@@ -136,11 +136,19 @@ class KinesisSource(Source["KinesisSplit"]):
     def asset_extra(self) -> dict[str, Any]:
         return {"efo": self.reader == "efo"}
 
-    def page_sections(self, properties: Callable[[], dict[str, Any]]) -> list[PageSection]:
+    def page_sections(self, properties: Callable[[], dict[str, Any]],
+                      running: frozenset[str] = frozenset()) -> list[PageSection]:
         if self.reader != "efo":
             return []
         from .lifecycle import consumers_section
-        return [consumers_section(self, properties)]
+        return [consumers_section(self, properties, running)]
+
+    def page_action(self, name: str, target: str, properties: Callable[[], dict[str, Any]],
+                    running: frozenset[str] = frozenset()) -> str:
+        if self.reader == "efo" and name == "deregister":
+            from .lifecycle import deregister_leaked
+            return deregister_leaked(self, target, properties, running)
+        return super().page_action(name, target, properties, running)
 
     @classmethod
     def add_cli_commands(cls, commands: argparse._SubParsersAction[Any]) -> None:

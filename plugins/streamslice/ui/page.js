@@ -297,7 +297,7 @@
     if (!(await confirmStep(b.dataset.title || b.textContent, `<p>${esc(b.dataset.what)}</p>`))) {
       return;
     }
-    const done = await call("POST", b.dataset.action, {});
+    const done = await call("POST", b.dataset.action, {target: b.dataset.target});
     answerStep(done, done.ok ? esc((done.data && done.data.message) || "Done.") : "");
   });
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..sources import lag_unit
 from ..splits import lag_text
 from . import axis, svg
 from .model import (
@@ -27,7 +28,7 @@ from .model import (
 )
 
 if TYPE_CHECKING:
-    from ..sources import PageSection
+    from ..sources import PageAction, PageSection
     from ..splits import PositionText
 
 _HERE = Path(__file__).parent
@@ -132,9 +133,10 @@ def pipeline(view: PipelineView, base: str, airflow: str) -> str:
                    manual=row.schedule == "manual")
     zone = axis.zone_label(tz, view.range_end)
     what = "interval" if interval else "batch"
+    unit = chart.unit if chart else lag_unit(row.source)
     lag_title = ("Lag when each run was planned" +
-                 (" <small>(time behind the tip of the stream)</small>" if chart and
-                  chart.unit == "ms" else " <small>(records behind the high watermark)</small>"))
+                 (" <small>(time behind the tip of the stream)</small>" if unit == "ms" else
+                  " <small>(records behind the high watermark)</small>"))
     parts = [
         _header(view, base, airflow, zone),
         _headline(top, view.can_run),
@@ -349,18 +351,34 @@ def _alerts(view: PipelineView) -> str:
     return f"<table class=wide><tr><th>Sent</th><th>Kind</th><th>Message</th></tr>{body}</table>"
 
 
-def section(part: PageSection) -> str:
-    """One of the source's own sections (``Source.page_sections``), served on its own."""
+def section(part: PageSection, actions: str = "", may_run: bool = False) -> str:
+    """One of the source's own sections (``Source.page_sections``), served on its own; a row's
+    action (``PageAction``) is a button the page's script confirms and posts to
+    ``actions/<name>``, disabled, with why, when it cannot be pressed."""
     if part.error:
         body = f'<p class="error">{escape(part.error)}</p>'
     elif not part.rows:
         body = f'<p class="none">{escape(part.empty)}</p>'
     else:
-        head = "".join(f"<th>{escape(c)}</th>" for c in part.columns)
-        rows = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>"
-                       for row in part.rows)
-        body = f"<table><tr>{head}</tr>{rows}</table>"
+        buttons = list(part.actions) + [None] * (len(part.rows) - len(part.actions))
+        extra = "<th></th>" if any(buttons) else ""
+        head = "".join(f"<th>{escape(c)}</th>" for c in part.columns) + extra
+        rows = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) +
+                       (f"<td>{_button(act, actions, may_run)}</td>" if extra else "") + "</tr>"
+                       for row, act in zip(part.rows, buttons))
+        body = f"<table>{head and f'<tr>{head}</tr>'}{rows}</table>"
     return f"<section><h2>{escape(part.title)}</h2>{body}</section>"
+
+
+def _button(act: PageAction | None, actions: str, may_run: bool) -> str:
+    if act is None:
+        return ""
+    why = act.disabled or ("" if may_run else "Your Airflow role may read this DAG but not "
+                           "run it")
+    state = f' disabled title="{escape(why)}"' if why else ""
+    return (f'<button class="quiet" data-action="{escape(actions)}/{quote(act.name)}" '
+            f'data-target="{escape(act.target)}" data-title="{escape(act.label)}" '
+            f'data-what="{escape(act.confirm)}"{state}>{escape(act.label)}</button>')
 
 
 def _json_number(value: float | None) -> float | int | None:

@@ -5,10 +5,18 @@ assumed through moto's STS.
 noida-db accepts OAUTHBEARER but does not require or verify it, so a relay in front of it
 records the bytes: the test reads the tokens out of the SaslAuthenticate requests and checks
 what they sign (MSK's kafka-cluster:Connect, the region, the role session's key). No real MSK
-listener verified a signature here."""
+listener verified a signature here.
+
+noida-db answers SaslHandshake with error code 0 (mechanism accepted) but lists only PLAIN as
+enabled. librdkafka (and the Java client) go by the error code; kafka-python 3.0.12 also
+requires the requested mechanism in that list and gives up (UnsupportedSaslMechanismError),
+which is why its OAUTHBEARER handshake never completed against noida-db. An MSK listener with
+IAM lists OAUTHBEARER, so for kafka-python the relay adds it to the list (``advertise``), as
+such a broker would answer; the rest of the exchange is the broker's own."""
 import asyncio
 import base64
 import re
+import struct
 import threading
 import time
 from urllib.parse import parse_qs, urlparse
@@ -21,11 +29,18 @@ pytestmark = pytest.mark.integration
 ROLE = "arn:aws:iam::123456789012:role/msk-reader"
 
 
-class Relay:
-    """A TCP relay that keeps every byte the clients send."""
+METADATA, FIND_COORDINATOR, SASL_HANDSHAKE = 3, 10, 17  # Kafka API keys
 
-    def __init__(self, upstream_port):
+
+class Relay:
+    """A TCP relay that keeps every byte the clients send. It gives the clients its own port
+    as the broker's (in Metadata and FindCoordinator answers), so every connection they open
+    goes through it. With ``advertise``, it adds that mechanism to the broker's SaslHandshake
+    answers (see the module's note)."""
+
+    def __init__(self, upstream_port, advertise=None):
         self.port, self.upstream, self.sent = free_port(), upstream_port, bytearray()
+        self.advertise = advertise.encode() if advertise else None
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         threading.Thread(target=self._run, args=(ready,), daemon=True).start()
@@ -41,19 +56,47 @@ class Relay:
 
     async def _handle(self, cr, cw):
         ur, uw = await asyncio.open_connection("127.0.0.1", self.upstream)
+        asked = {}  # correlation id → API key of this connection's requests
+        broker = b"127.0.0.1" + struct.pack(">i", self.upstream)
 
-        async def pipe(r, w, keep):
+        async def pipe(r, w, requests):
             try:
-                while data := await r.read(65536):
-                    if keep:
-                        self.sent.extend(data)
-                    w.write(data)
+                while True:  # one Kafka frame at a time: int32 size, then the frame
+                    size = await r.readexactly(4)
+                    frame = await r.readexactly(struct.unpack(">i", size)[0])
+                    if requests:
+                        self.sent.extend(size + frame)
+                        api_key, _, cid = struct.unpack(">hhi", frame[:8])
+                        asked[cid] = api_key
+                    else:
+                        api_key = asked.pop(struct.unpack(">i", frame[:4])[0], None)
+                        if api_key in (METADATA, FIND_COORDINATOR):  # host, then int32 port
+                            frame = frame.replace(broker, b"127.0.0.1" +
+                                                  struct.pack(">i", self.port))
+                        elif api_key == SASL_HANDSHAKE and self.advertise:
+                            frame = self._advertised(frame)
+                        size = struct.pack(">i", len(frame))
+                    w.write(size + frame)
                     await w.drain()
-            except ConnectionError:
+            except (ConnectionError, asyncio.IncompleteReadError):
                 pass
             finally:
                 w.close()
         await asyncio.gather(pipe(cr, uw, True), pipe(ur, cw, False))
+
+    def _advertised(self, frame):
+        """A SaslHandshake response (correlation id, error code, mechanisms) listing
+        ``advertise`` too."""
+        cid, error, count = struct.unpack(">ihi", frame[:10])
+        mechanisms, at = [], 10
+        for _ in range(count):
+            (n,) = struct.unpack(">h", frame[at:at + 2])
+            mechanisms.append(frame[at + 2:at + 2 + n])
+            at += 2 + n
+        if self.advertise not in mechanisms:
+            mechanisms.append(self.advertise)
+        return struct.pack(">ihi", cid, error, len(mechanisms)) + b"".join(
+            struct.pack(">h", len(m)) + m for m in mechanisms)
 
     def tokens(self):
         return [m.decode() for m in re.findall(rb"auth=Bearer ([A-Za-z0-9_-]+)", self.sent)]
@@ -66,10 +109,11 @@ def signed_url(token):
     return urlparse(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode())
 
 
-def test_the_reader_authenticates_with_role_signed_tokens(broker, sns_queue, monkeypatch):
+def test_planner_and_reader_authenticate_with_role_signed_tokens(broker, sns_queue, monkeypatch):
     from confluent_kafka import Producer
 
     from streamslice.aws import AwsAuth
+    from streamslice.kafka.admin import KafkaAdmin
     from streamslice.kafka.fetch import fetch_confluent
     from streamslice.kafka.msk_iam import AUTH_KEY, with_msk_iam
     from streamslice.kafka.split import KafkaSplit
@@ -82,7 +126,7 @@ def test_the_reader_authenticates_with_role_signed_tokens(broker, sns_queue, mon
     for i in range(20):
         producer.produce(topic, b"m%d" % i, partition=0)
     producer.flush(30)
-    relay = Relay(broker.port)
+    relay = Relay(broker.port, advertise="OAUTHBEARER")
     try:
         props = with_msk_iam({"bootstrap.servers": f"127.0.0.1:{relay.port}",
                               "security.protocol": "SASL_PLAINTEXT"},
@@ -91,10 +135,12 @@ def test_the_reader_authenticates_with_role_signed_tokens(broker, sns_queue, mon
         assert props["sasl.mechanism"] == "OAUTHBEARER" and "token" not in str(props)
         assert set(props) == {"bootstrap.servers", "security.protocol", "sasl.mechanism",
                               AUTH_KEY}  # what a plan or Spark option could hold: no secret
-        # kafka-python (the plan task's client) gets its token provider from the same props
-        # (tests/unit/test_msk_iam.py); its OAUTHBEARER handshake with noida-db does not
-        # complete, so it is not exercised here.
-        planned = 0
+        # kafka-python, the plan task's client, with its token provider from the same props
+        with KafkaAdmin(props) as admin:
+            ends = admin.end_offsets(admin.partitions(topic))
+        assert list(ends.values()) == [20]
+        planned = len(relay.tokens())
+        assert planned >= 1, "kafka-python sent no token"
         split = KafkaSplit(id=0, topic=topic, partition=0, start=0, stop=20)
         rows = sum(len(batch.offsets) for batch in fetch_confluent(split, props))
         assert rows == 20

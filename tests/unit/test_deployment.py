@@ -121,3 +121,20 @@ def test_iceberg_pipelines_use_the_compose_postgres_catalog(monkeypatch):
     iceberg = [c for c in configs if c.output.format == "iceberg"]
     assert not errors and iceberg
     assert all(c.output.target(c.name).catalog["uri"] == uri for c in iceberg)
+
+
+def test_spark_processes_that_read_aws_sources_have_an_identity_of_their_own(monkeypatch):
+    """The read tasks never send the Spark Connect server (or its executors) the AWS
+    connection's keys, so the processes that read Kinesis need their own identity."""
+    e = env("airflow-scheduler")
+    for key in ("STREAMSLICE_SPARK_RUNNER", "SPARK_REMOTE"):
+        monkeypatch.setenv(key, e[key])
+    configs, _ = load_pipelines(ROOT / "dags" / "pipelines")
+    aws = [c for c in configs if c.source.kind == "kinesis" and c.spark.runner == "connect"]
+    assert aws
+    for service in ("spark-connect", "spark-worker"):  # the driver, and the executors
+        identity = env(service)
+        assert identity.get("AWS_ACCESS_KEY_ID") and identity.get("AWS_SECRET_ACCESS_KEY"), \
+            service
+        assert identity.get("AWS_DEFAULT_REGION") == json.loads(
+            e["AIRFLOW_CONN_STREAMSLICE_AWS"])["extra"]["region_name"]

@@ -391,6 +391,18 @@ class MotoServer:
                             aws_access_key_id="test", aws_secret_access_key="test")
 
 
+class EmrServerlessLocal(MotoServer):
+    """moto's server whose EMR Serverless job runs run here (``devtools.emr_serverless``)."""
+
+    def start(self):
+        self._proc = subprocess.Popen([sys.executable, "-m", "devtools.emr_serverless",
+                                       "--port", str(self.port)],
+                                      cwd=str(Path(__file__).resolve().parents[1]),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, what="EMR Serverless (moto)")
+        return self
+
+
 class AirflowServices:
     """Airflow's api-server, scheduler, dag-processor and triggerer on SQLite with the
     LocalExecutor, for tests that need the real scheduler (backfills, deadlines, the UI).

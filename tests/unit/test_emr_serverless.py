@@ -1,10 +1,18 @@
-"""The EMR Serverless runner's own logic, against fake hooks (no EMR here): what it uploads,
-how it submits, how it follows the job run's state."""
+"""The EMR Serverless runner's own logic, against fake hooks (they stand in for the
+provider's hooks to check what we send; tests/integration/test_emr_serverless.py runs it
+against a local EMR Serverless): what it uploads, how it submits, what it defers to, how it
+takes the trigger's event."""
 import json
 
 import pytest
+from airflow.sdk.exceptions import TaskDeferred
 
-from streamslice.airflow.emr import run_emr_serverless
+from streamslice.airflow.emr import (
+    EmrJobRunTrigger,
+    cancel_job_run,
+    finish_job_run,
+    run_emr_serverless,
+)
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError, SourceError
 from streamslice.kafka.split import KafkaSplit
@@ -18,6 +26,7 @@ spark:
   runner: emr-serverless
   conf: {spark.executor.memory: 4g}
   emr_serverless:
+    timeout: 2m
     application_id: 00app
     execution_role_arn: arn:aws:iam::1:role/emr
     code_uri: s3://code/streamslice
@@ -38,11 +47,10 @@ class FakeS3:
 
 
 class FakeEmr:
-    JOB_SUCCESS_STATES = {"SUCCESS"}
-    JOB_FAILURE_STATES = {"FAILED", "CANCELLING", "CANCELLED"}
+    JOB_TERMINAL_STATES = {"SUCCESS", "FAILED", "CANCELLING", "CANCELLED"}
 
-    def __init__(self, states, details=""):
-        self.states, self.details, self.started, self.cancelled = list(states), details, None, []
+    def __init__(self, state="RUNNING"):
+        self.state, self.started, self.cancelled = state, None, []
         self.conn = self
 
     def start_job_run(self, **kw):
@@ -50,24 +58,26 @@ class FakeEmr:
         return {"jobRunId": "jr-1"}
 
     def get_job_run(self, applicationId, jobRunId):
-        return {"jobRun": {"state": self.states.pop(0), "stateDetails": self.details}}
+        return {"jobRun": {"state": self.state}}
 
     def cancel_job_run(self, **kw):
         self.cancelled.append(kw)
 
 
 def run(emr, staging="s3://lake/data/pipeline=p/_staging/batch=00000001/t1", **kw):
-    s3 = FakeS3()
-    run_emr_serverless(CFG, PLAN, staging, {"bootstrap.servers": "b:9092", "sasl.password": "x"},
-                       emr_hook=emr, s3_hook=s3, sleep=lambda s: None, **kw)
-    return s3
+    s3, started = FakeS3(), []
+    with pytest.raises(TaskDeferred) as deferred:
+        run_emr_serverless(CFG, PLAN, staging, {"bootstrap.servers": "b:9092"},
+                           emr_hook=emr, s3_hook=s3, started=started.append, **kw)
+    return s3, started, deferred.value
 
 
-def test_uploads_and_submits_then_waits_for_success():
-    emr = FakeEmr(["PENDING", "RUNNING", "SUCCESS"])
-    s3 = run(emr)
+def test_uploads_and_submits_then_defers_to_the_provider_trigger():
+    emr = FakeEmr()
+    s3, started, deferred = run(emr)
     job = emr.started
     assert job["applicationId"] == "00app" and job["executionRoleArn"].endswith("role/emr")
+    assert job["clientToken"]  # botocore's retries of the call start one run, not two
     driver = job["jobDriver"]["sparkSubmit"]
     uploaded = {uri.rsplit("/", 1)[1]: uri for uri in s3.objects}
     assert driver["entryPoint"] == uploaded["job.py"]
@@ -78,18 +88,43 @@ def test_uploads_and_submits_then_waits_for_success():
     assert "spark.archives=s3://code/venv.tar.gz#environment" in driver["sparkSubmitParameters"]
     assert "--conf spark.executor.memory=4g" in driver["sparkSubmitParameters"]
     data, encrypted = s3.objects[uploaded["properties.json"]]
-    assert encrypted and json.loads(data)["sasl.password"] == "x"
+    assert encrypted and json.loads(data) == {"bootstrap.servers": "b:9092"}
     assert read_plan(s3.objects[uploaded["plan.json"]][0]).partition == "batch=00000001"
+    assert started == [{"application_id": "00app", "job_id": "jr-1"}]
+    # the provider's trigger (its waiter, events and cancel on kill), 2 minutes at 30s a poll
+    assert isinstance(deferred.trigger, EmrJobRunTrigger) and deferred.method_name == "read_done"
+    path, kwargs = deferred.trigger.serialize()
+    assert path == "streamslice.airflow.emr.EmrJobRunTrigger"
+    assert kwargs["application_id"] == "00app" and kwargs["job_id"] == "jr-1"
+    assert kwargs["cancel_on_kill"] and kwargs["aws_conn_id"] == "aws_default"
+    assert (kwargs["waiter_delay"], kwargs["waiter_max_attempts"]) == (30, 4)
+    assert deferred.timeout.total_seconds() > 120
 
 
-def test_a_failed_job_run_is_reported_with_its_details():
-    with pytest.raises(SourceError, match="job run jr-1 ended FAILED: Driver OOM"):
-        run(FakeEmr(["RUNNING", "FAILED"], details="Driver OOM"))
+def test_the_trigger_event_ends_the_read():
+    finish_job_run(CFG, {"status": "success", "job_details": {"job_id": "jr-1"}})
+    with pytest.raises(SourceError, match="without an event"):
+        finish_job_run(CFG, None)
+
+
+def test_a_run_that_failed_or_timed_out_is_cancelled_and_fails_the_read(monkeypatch):
+    emr = FakeEmr("RUNNING")
+    monkeypatch.setattr("streamslice.airflow.emr.EmrServerlessHook", lambda **kw: emr)
+    with pytest.raises(SourceError, match="jr-1 did not succeed: Waiter error: max attempts"):
+        finish_job_run(CFG, {"status": "error", "message": "Waiter error: max attempts reached",
+                             "job_details": {"application_id": "00app", "job_id": "jr-1"}})
+    assert emr.cancelled == [{"applicationId": "00app", "jobRunId": "jr-1"}]
+
+
+def test_a_run_that_already_ended_is_not_cancelled():
+    emr = FakeEmr("FAILED")
+    cancel_job_run("c", {"application_id": "00app", "job_id": "jr-1"}, hook=emr)
+    assert emr.cancelled == []
 
 
 def test_the_staging_area_must_be_on_s3():
     with pytest.raises(ConfigError, match="set output.path to an s3:// location"):
-        run(FakeEmr(["SUCCESS"]), staging="/tmp/lake/_staging")
+        run(FakeEmr(), staging="/tmp/lake/_staging")
 
 
 def test_emr_settings_are_validated():
@@ -100,5 +135,14 @@ kafka: {bootstrap_servers: "b:9092", topics: [t]}
 spark:
   runner: emr-serverless
   emr_serverless: {application_id: a, execution_role_arn: r, code_uri: /tmp/x}
+output: {path: s3://lake}
+""")
+    with pytest.raises(ConfigError, match="poll_interval: must be at least 1s"):
+        parse_pipeline("""
+mode: incremental
+kafka: {bootstrap_servers: "b:9092", topics: [t]}
+spark:
+  runner: emr-serverless
+  emr_serverless: {application_id: a, execution_role_arn: r, code_uri: s3://c, poll_interval: 10ms}
 output: {path: s3://lake}
 """)

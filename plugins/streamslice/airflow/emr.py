@@ -1,11 +1,27 @@
-"""``spark.runner: emr-serverless``: the read job on an EMR Serverless application, through the
-amazon provider's hooks. The job script, the package (for --py-files), the plan and the client
-properties are uploaded under ``spark.emr_serverless.code_uri``; the staging area (and so the
-pipeline's output path) must be on S3."""
+"""``spark.runner: emr-serverless``: the read job on an EMR Serverless application, waited for
+as the amazon provider's ``EmrServerlessStartJobOperator`` waits in deferrable mode.
+
+The read task uploads the job script, the package (for --py-files), the plan and the public
+client properties under ``spark.emr_serverless.code_uri``, starts the job run and defers to
+``EmrJobRunTrigger`` (the provider's ``EmrServerlessStartJobTrigger``): no worker slot is held
+while the job runs, and the task resumes in ``ReadOperator.read_done`` once the run ends.
+A cleared, failed-by-hand or killed task cancels its job run: the trigger's ``on_kill`` when
+the task is deferred (Airflow 3.3's triggerer calls it on such user actions), the operator's
+``on_kill`` before it defers. A run that outlives ``timeout`` is cancelled. The staging area
+(and so the pipeline's output path) must be on S3.
+"""
+from __future__ import annotations
+
+import asyncio
 import json
 import logging
-import time
+import math
 import uuid
+from datetime import timedelta
+from typing import Any
+
+from airflow.providers.amazon.aws.hooks.emr import EmrServerlessHook
+from airflow.providers.amazon.aws.triggers.emr import EmrServerlessStartJobTrigger
 
 from ..errors import ConfigError, SourceError
 from ..reading.job import ReadJob
@@ -14,17 +30,37 @@ from ..spark.submit import JOB, package_zip
 log = logging.getLogger("streamslice")
 
 
-def run_emr_serverless(cfg, plan, staging_uri, properties, options=None, *,
-                       emr_hook=None, s3_hook=None, sleep=time.sleep, clock=time.monotonic):
+def run_emr_serverless(cfg, plan, staging_uri, properties, options=None, *, emr_hook=None,
+                       s3_hook=None, started=None):
+    """Start the read job run, then defer to its trigger (raises ``TaskDeferred``).
+    ``started(job)`` is told the job run as soon as it exists (for ``on_kill``)."""
+    from airflow.sdk.exceptions import TaskDeferred
+    emr = cfg.spark.emr_serverless
+    job = start_job_run(cfg, plan, staging_uri, properties, options, emr_hook=emr_hook,
+                        s3_hook=s3_hook)
+    if started is not None:
+        started(job)
+    attempts = max(1, math.ceil(emr["timeout"] / emr["poll_interval"]))
+    trigger = EmrJobRunTrigger(application_id=job["application_id"], job_id=job["job_id"],
+                               waiter_delay=max(1, emr["poll_interval"] // 1000),
+                               waiter_max_attempts=attempts, aws_conn_id=emr["aws_conn_id"],
+                               cancel_on_kill=True)
+    # The waiter gives up (and the run is cancelled) after ``timeout``; Airflow's own
+    # deferral timeout is only a backstop for a trigger that never answers.
+    backstop = timedelta(milliseconds=emr["timeout"] + 2 * emr["poll_interval"] + 60_000)
+    raise TaskDeferred(trigger=trigger, method_name="read_done", timeout=backstop)
+
+
+def start_job_run(cfg, plan, staging_uri, properties, options=None, *, emr_hook=None,
+                  s3_hook=None) -> dict[str, str]:
     emr = cfg.spark.emr_serverless
     if not staging_uri.startswith("s3://"):
         raise ConfigError("spark.runner emr-serverless writes through S3: set output.path to "
                           "an s3:// location")
-    if emr_hook is None or s3_hook is None:
-        from airflow.providers.amazon.aws.hooks.emr import EmrServerlessHook
+    emr_hook = emr_hook or EmrServerlessHook(aws_conn_id=emr["aws_conn_id"])
+    if s3_hook is None:
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-        emr_hook = emr_hook or EmrServerlessHook(aws_conn_id=emr["aws_conn_id"])
-        s3_hook = s3_hook or S3Hook(aws_conn_id=emr["aws_conn_id"])
+        s3_hook = S3Hook(aws_conn_id=emr["aws_conn_id"])
     prefix = f"{emr['code_uri'].rstrip('/')}/{plan.pipeline}/{uuid.uuid4().hex[:12]}"
     uris = _upload(s3_hook, prefix, plan, properties)
     args = ReadJob(uris["plan"], staging_uri, uris["properties"], options or {}).argv()
@@ -35,28 +71,91 @@ def run_emr_serverless(cfg, plan, staging_uri, properties, options=None, *,
                    "--conf spark.executorEnv.PYSPARK_PYTHON=./environment/bin/python"]
     params += [f"--conf {k}={v}" for k, v in cfg.spark.conf.items()]
     run = emr_hook.conn.start_job_run(
+        clientToken=str(uuid.uuid4()),  # the same for botocore's retries: one run, not two
         applicationId=emr["application_id"], executionRoleArn=emr["execution_role_arn"],
         name=f"streamslice-{plan.pipeline}-{plan.partition}"[:256],
         jobDriver={"sparkSubmit": {"entryPoint": uris["job"], "entryPointArguments": args,
                                    "sparkSubmitParameters": " ".join(params)}})
-    job_id = run["jobRunId"]
-    log.info("EMR Serverless job run %s started on application %s", job_id,
-             emr["application_id"])
-    deadline = clock() + emr["timeout"] / 1000
-    while True:
-        job = emr_hook.conn.get_job_run(applicationId=emr["application_id"],
-                                        jobRunId=job_id)["jobRun"]
-        state = job["state"]
-        if state in emr_hook.JOB_SUCCESS_STATES:
-            return staging_uri
-        if state in emr_hook.JOB_FAILURE_STATES:
-            raise SourceError(f"EMR Serverless job run {job_id} ended {state}: "
-                              f"{job.get('stateDetails', 'no details')}")
-        if clock() > deadline:
-            emr_hook.conn.cancel_job_run(applicationId=emr["application_id"], jobRunId=job_id)
-            raise SourceError(f"EMR Serverless job run {job_id} did not finish in "
-                              f"{emr['timeout'] // 1000}s; cancelled")
-        sleep(10)
+    job = {"application_id": emr["application_id"], "job_id": run["jobRunId"]}
+    log.info("EMR Serverless job run %s started on application %s; waiting for it without "
+             "a worker slot (deferred)", job["job_id"], job["application_id"])
+    return job
+
+
+def finish_job_run(cfg, event: dict[str, Any] | None) -> None:
+    """What the trigger said: success, or the run failed / timed out (then it is cancelled,
+    as the provider's operator does, and the read fails with the run's state)."""
+    if not event:
+        raise SourceError("EMR Serverless: the trigger ended without an event")
+    job = event.get("job_details") or {}
+    if event.get("status") == "success":
+        log.info("EMR Serverless job run %s succeeded", job.get("job_id"))
+        return
+    if job.get("job_id"):
+        cancel_job_run(cfg.spark.emr_serverless["aws_conn_id"], job)
+    raise SourceError(f"EMR Serverless job run {job.get('job_id')} did not succeed: "
+                      f"{event.get('message', 'no details')}")
+
+
+def cancel_job_run(aws_conn_id: str | None, job: dict[str, str], hook=None) -> None:
+    """Cancel a job run (a cleared or killed task, a timed-out run); one that already ended
+    is left as it is."""
+    hook = hook or EmrServerlessHook(aws_conn_id=aws_conn_id)
+    try:
+        state = hook.conn.get_job_run(applicationId=job["application_id"],
+                                      jobRunId=job["job_id"])["jobRun"]["state"]
+        if state in hook.JOB_TERMINAL_STATES:
+            return
+        hook.conn.cancel_job_run(applicationId=job["application_id"], jobRunId=job["job_id"])
+        log.info("EMR Serverless job run %s cancelled (was %s)", job["job_id"], state)
+    except Exception as exc:  # the task fails (or is killed) anyway; say why it was not
+        log.warning("could not cancel EMR Serverless job run %s: %s", job["job_id"], exc)
+
+
+class _ThreadedEmrServerlessHook(EmrServerlessHook):
+    """The provider's hook, with its async client replaced by its sync one run in a thread.
+    The provider's async path needs aiobotocore, and no aiobotocore release supports the
+    botocore this project pins (1.44); the waiter definitions and the polling loop
+    (``async_wait``) stay the provider's."""
+
+    async def get_async_conn(self):
+        return _Sync(await asyncio.to_thread(lambda: self.conn))
+
+    def get_waiter(self, waiter_name, parameters=None, config_overrides=None,
+                   deferrable=False, client=None):
+        waiter = super().get_waiter(waiter_name, parameters, config_overrides)
+        return _InThread(waiter) if deferrable else waiter
+
+
+class EmrJobRunTrigger(EmrServerlessStartJobTrigger):
+    """``EmrServerlessStartJobTrigger`` over ``_ThreadedEmrServerlessHook``: the same events,
+    the same cancel on kill."""
+
+    aws_hook_class = _ThreadedEmrServerlessHook
+
+
+class _Sync:
+    """An ``async with`` around a sync client, as aiobotocore's clients are used."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def __aenter__(self) -> Any:
+        return self.client
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+
+class _InThread:
+    """A botocore waiter whose ``wait`` is awaited (one attempt per call, as ``async_wait``
+    calls it) and runs in a thread."""
+
+    def __init__(self, waiter: Any) -> None:
+        self.waiter = waiter
+
+    async def wait(self, **kwargs: Any) -> None:
+        await asyncio.to_thread(self.waiter.wait, **kwargs)
 
 
 def _upload(s3, prefix, plan, properties):
@@ -75,4 +174,3 @@ def _upload(s3, prefix, plan, properties):
     put("plan.json", plan.to_json().encode())
     put("properties.json", json.dumps(properties or {}).encode(), encrypt=True)
     return uris
-

@@ -16,10 +16,11 @@ log = logging.getLogger("streamslice")
 
 
 def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
-                   options: dict[str, Any]) -> None:
+                   options: dict[str, Any], started: Any = None) -> None:
     """Secret properties never become Spark options or job arguments (``secrets``): local
     and spark-submit reads get them through a private file; a Spark Connect server and EMR
-    Serverless read with their own identity."""
+    Serverless read with their own identity. EMR Serverless defers (``TaskDeferred``) once
+    its job run is started, and tells ``started`` which run that is."""
     public, secrets = split_secrets(properties)
     if cfg.spark.runner in ("connect", "emr-serverless"):
         _own_identity(cfg, secrets)
@@ -27,7 +28,7 @@ def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
     with private_file(secrets) as path:
         if path:
             public = {**public, SECRETS_FILE: path}
-        _run(cfg, plan, staging_uri, public, options, path)
+        _run(cfg, plan, staging_uri, public, options, path, started)
 
 
 def _own_identity(cfg, secrets: dict[str, Any]) -> None:
@@ -47,7 +48,7 @@ def _own_identity(cfg, secrets: dict[str, Any]) -> None:
 
 
 def _run(cfg, plan, staging_uri: str, properties: dict[str, Any], options: dict[str, Any],
-         secrets_path: str | None) -> None:
+         secrets_path: str | None, started: Any = None) -> None:
     if cfg.spark.runner == "local":
         if os.environ.get("SPARK_REMOTE"):
             raise ConfigError("SPARK_REMOTE is set, so PySpark would not run local[*]: use "
@@ -70,4 +71,4 @@ def _run(cfg, plan, staging_uri: str, properties: dict[str, Any], options: dict[
                files=[secrets_path] if secrets_path else [])
     else:
         from .emr import run_emr_serverless
-        run_emr_serverless(cfg, plan, staging_uri, properties, options)
+        run_emr_serverless(cfg, plan, staging_uri, properties, options, started=started)

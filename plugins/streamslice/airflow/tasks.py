@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import faults
 from ..commit.checkpoint import advance
@@ -22,6 +22,9 @@ from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
 from .hooks import registry_properties, source_properties, with_catalog_connection
 from .store import TaskCheckpointStore, output_asset
+
+if TYPE_CHECKING:
+    from ..planning.plan import ReadPlan
 
 log = logging.getLogger("streamslice")
 
@@ -70,21 +73,40 @@ def _wait_until_closed(interval: Interval) -> None:
 
 
 def read_task(pipeline_file: str, **context: Any) -> str:
+    """Runs the read job and returns the staging URI; a job that runs elsewhere and is waited
+    for by a trigger (EMR Serverless) defers instead, and ``read_done`` returns it."""
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         ti = context["ti"]
         plan = read_plan(ti.xcom_pull(task_ids="plan"))
-        staging = staging_for(plan, f"{_safe(context['run_id'])}-try{ti.try_number}")
+        staging = _read_staging(plan, context)
         setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
                  for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
         from .runners import run_spark_read
         started = time.time()
         run_spark_read(cfg, plan, staging.uri, {**source_properties(cfg.source),
                                                 **registry_properties(cfg.decode)},
-                       cfg.source.read_options(setup))
+                       cfg.source.read_options(setup),
+                       started=getattr(context.get("task"), "job_started", None))
         log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri,
                  time.time() - started)
         return staging.uri
+
+
+def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Any) -> str:
+    """The read task resumed by its trigger: the job run's outcome, then the same staging
+    URI the read task would have returned (the same try, so the same staging area)."""
+    with operator_errors():
+        cfg = load_pipeline(pipeline_file)
+        from .emr import finish_job_run
+        finish_job_run(cfg, event)
+        plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
+        return _read_staging(plan, context).uri
+
+
+def _read_staging(plan: ReadPlan, context: dict[str, Any]) -> Staging:
+    """This try's staging area: a retry reads into an area of its own."""
+    return staging_for(plan, f"{_safe(context['run_id'])}-try{context['ti'].try_number}")
 
 
 def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:

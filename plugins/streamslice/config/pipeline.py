@@ -367,7 +367,11 @@ def _emr(f, runner):
            "execution_role_arn": f.str("execution_role_arn"),
            "code_uri": f.str("code_uri"), "aws_conn_id": f.str("aws_conn_id", "aws_default"),
            "venv_archive": f.str("venv_archive", None),
-           "timeout": f.parse("timeout", parse_duration_ms, 3_600_000)}
+           "timeout": f.parse("timeout", parse_duration_ms, 3_600_000),
+           "poll_interval": f.parse("poll_interval", parse_duration_ms, 30_000)}
+    if out["poll_interval"] < 1000:
+        raise f.error("must be at least 1s (the trigger asks EMR once per interval)",
+                      "poll_interval")
     if not out["code_uri"].startswith("s3://"):
         raise f.error("must be an s3:// prefix where the job, package and plans are uploaded",
                       "code_uri")

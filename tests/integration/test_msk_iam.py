@@ -53,6 +53,10 @@ class Relay:
         ready.set()
         self.loop.run_forever()
         server.close()
+        pending = asyncio.all_tasks(self.loop)  # connections still open: close them quietly
+        for task in pending:
+            task.cancel()
+        self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
     async def _handle(self, cr, cw):
         ur, uw = await asyncio.open_connection("127.0.0.1", self.upstream)

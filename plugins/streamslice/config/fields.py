@@ -1,14 +1,26 @@
-"""Typed access to one YAML mapping, with errors that name the file, the line and the field."""
+"""Typed access to one YAML mapping, with errors that name the file, the line and the field.
+
+Each accessor returns the checked value, or ``default`` (of whatever type the caller gives)
+when the key is absent; without a default the key is required."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..errors import ConfigError
 from .yamlfile import line_of
 
-_MISSING = object()
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import Callable, Sequence
+
+_MISSING: Any = object()
 
 
 class Fields:
     """Reads keys from a mapping; ``done()`` rejects keys nobody asked for."""
 
-    def __init__(self, mapping, *, file=None, path="", parent_line=None):
+    def __init__(self, mapping: Any, *, file: builtins.str | None = None, path: builtins.str = "",
+                 parent_line: builtins.int | None = None) -> None:
         if mapping is None:
             mapping = {}
         self.file, self.path = file, path
@@ -16,23 +28,23 @@ class Fields:
         if not isinstance(mapping, dict):
             raise self.error(f"must be a mapping, got {_kind(mapping)}")
         self.mapping = mapping
-        self.seen = set()
+        self.seen: set[Any] = set()
 
     # -- errors -------------------------------------------------------------------------------
-    def name(self, key):
+    def name(self, key: Any) -> builtins.str:
         return f"{self.path}.{key}" if self.path else str(key)
 
-    def error(self, message, key=None):
+    def error(self, message: builtins.str, key: Any = None) -> ConfigError:
         line = line_of(self.mapping, key) if key is not None and isinstance(self.mapping, dict) \
             else self.line
         field = self.name(key) if key is not None else (self.path or None)
         return ConfigError(message, file=self.file, line=line or self.line, field=field)
 
     # -- access -------------------------------------------------------------------------------
-    def has(self, key):
+    def has(self, key: Any) -> builtins.bool:
         return key in self.mapping
 
-    def raw(self, key, default=_MISSING):
+    def raw(self, key: Any, default: Any = _MISSING) -> Any:
         self.seen.add(key)
         if key not in self.mapping:
             if default is _MISSING:
@@ -40,7 +52,8 @@ class Fields:
             return default
         return self.mapping[key]
 
-    def str(self, key, default=_MISSING, choices=None):
+    def str(self, key: Any, default: Any = _MISSING,
+            choices: Sequence[builtins.str] | None = None) -> Any:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -50,7 +63,8 @@ class Fields:
             raise self.error(f"{value!r} is not one of: {', '.join(choices)}", key)
         return value
 
-    def int(self, key, default=_MISSING, minimum=None, maximum=2**63 - 1):
+    def int(self, key: Any, default: Any = _MISSING, minimum: builtins.int | None = None,
+            maximum: builtins.int | None = 2**63 - 1) -> Any:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -62,13 +76,13 @@ class Fields:
             raise self.error(f"must be at most {maximum}, got {value}", key)
         return value
 
-    def bool(self, key, default=_MISSING):
+    def bool(self, key: Any, default: Any = _MISSING) -> Any:
         value = self.raw(key, default)
         if not isinstance(value, bool):
             raise self.error(f"must be true or false, got {_kind(value)}", key)
         return value
 
-    def list(self, key, default=_MISSING):
+    def list(self, key: Any, default: Any = _MISSING) -> Any:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -78,12 +92,12 @@ class Fields:
             raise self.error(f"must be a non-empty list, got {_kind(value)}", key)
         return value
 
-    def child(self, key, required=False):
+    def child(self, key: Any, required: builtins.bool = False) -> Fields:
         value = self.raw(key, _MISSING if required else None)
         return Fields(value, file=self.file, path=self.name(key),
                       parent_line=line_of(self.mapping, key))
 
-    def parse(self, key, parser, default=_MISSING):
+    def parse(self, key: Any, parser: Callable[[Any], Any], default: Any = _MISSING) -> Any:
         """Apply ``parser`` (which raises ValueError with a reason) to a value."""
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
@@ -93,7 +107,7 @@ class Fields:
         except ValueError as exc:
             raise self.error(str(exc), key) from None
 
-    def done(self):
+    def done(self) -> None:
         unknown = [k for k in self.mapping if k not in self.seen]
         if unknown:
             key = unknown[0]
@@ -101,7 +115,7 @@ class Fields:
             raise self.error(f"unknown key {key!r} (allowed here: {allowed})", key)
 
 
-def _kind(value):
+def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, dict):

@@ -1,21 +1,23 @@
 """Load YAML keeping the line of every key, so config errors can say ``file:line``."""
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 
-class LineDict(dict):
+class LineDict(dict[Any, Any]):
     """A mapping that remembers the 1-based line of each key (``key_lines``) and of itself."""
 
     line: int | None = None
-    key_lines: dict | None = None
+    key_lines: dict[Any, int | None] | None = None
 
 
 class _Loader(yaml.SafeLoader):
     pass
 
 
-def _construct_mapping(loader, node):
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     loader.flatten_mapping(node)
     out = LineDict()
     out.line = node.start_mark.line + 1
@@ -33,7 +35,7 @@ def _construct_mapping(loader, node):
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _keep_text(loader, node):
+def _keep_text(loader: _Loader, node: yaml.ScalarNode) -> Any:
     # Keep timestamps as written; the config model parses them with its own rules.
     return loader.construct_scalar(node)
 
@@ -48,7 +50,7 @@ class TooLarge(yaml.YAMLError):
     pass
 
 
-def load(text):
+def load(text: str | bytes) -> Any:
     """Parse YAML text; raises yaml.YAMLError (with a mark) on bad syntax or duplicate keys,
     and TooLarge when aliases would expand it beyond MAX_NODES ("billion laughs")."""
     loader = _Loader(text)
@@ -62,10 +64,10 @@ def load(text):
         loader.dispose()
 
 
-def _check_size(root):
+def _check_size(root: yaml.Node) -> None:
     sizes: dict[int, int] = {}
 
-    def size(node):
+    def size(node: yaml.Node) -> int:
         key = id(node)
         if key in sizes:
             return sizes[key]
@@ -84,7 +86,7 @@ def _check_size(root):
     size(root)
 
 
-def line_of(mapping, key=None):
+def line_of(mapping: Any, key: Any = None) -> int | None:
     """The line of ``key`` in ``mapping`` (or of the mapping itself), if known."""
     if not isinstance(mapping, LineDict):
         return None

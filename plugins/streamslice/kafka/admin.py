@@ -1,16 +1,23 @@
 """The planning client: partition metadata and offset look-ups through kafka-python."""
+from __future__ import annotations
+
 import logging
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigError, PlanError, SourceError
 from .properties import kafka_python_kwargs
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 log = logging.getLogger(__name__)
 # kafka-python logs every failed connection attempt with a traceback; our one clear error
 # says the same once.
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
+T = TypeVar("T")
 
 
-def topic_hint(topic, existing, shown=10):
+def topic_hint(topic: str, existing: list[str], shown: int = 10) -> str:
     """Close matches first, then at most ``shown`` of the existing topics."""
     import difflib
     if not existing:
@@ -22,29 +29,34 @@ def topic_hint(topic, existing, shown=10):
     return f" (it has {', '.join(existing[:shown])}{more})"
 
 
-class TopicPartition(tuple):
+class TopicPartition(tuple[str, int]):
     """``(topic, partition)``, printed as ``topic:partition``."""
 
     __slots__ = ()
 
-    def __new__(cls, topic, partition):
+    def __new__(cls, topic: str, partition: int | str) -> TopicPartition:
         return super().__new__(cls, (topic, int(partition)))
 
-    topic = property(lambda self: self[0])
-    partition = property(lambda self: self[1])
+    @property
+    def topic(self) -> str:
+        return self[0]
 
     @property
-    def key(self):
+    def partition(self) -> int:
+        return self[1]
+
+    @property
+    def key(self) -> str:
         return f"{self[0]}:{self[1]}"
 
     @classmethod
-    def parse(cls, key):
+    def parse(cls, key: Any) -> TopicPartition:
         topic, sep, part = str(key).rpartition(":")
         if not sep or not topic or not part.isdigit():
             raise ValueError(f"{key!r} is not topic:partition (e.g. orders:0)")
         return cls(topic, int(part))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.key
 
 
@@ -52,7 +64,7 @@ class KafkaAdmin:
     """Offsets and metadata for planning. ``offsets_for_times`` gives the end where no record is
     at or after the time, never None."""
 
-    def __init__(self, properties, timeout_ms=10_000):
+    def __init__(self, properties: dict[str, Any], timeout_ms: int = 10_000) -> None:
         from kafka import KafkaConsumer
         from kafka.errors import KafkaError, KafkaTimeoutError
         self.servers = properties.get("bootstrap.servers")
@@ -71,26 +83,26 @@ class KafkaAdmin:
             raise SourceError(f"cannot connect to Kafka at {self.servers}: {exc}") from None
         self._KafkaError = KafkaError
 
-    def close(self):
+    def close(self) -> None:
         self._consumer.close()
 
-    def __enter__(self):
+    def __enter__(self) -> KafkaAdmin:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, what, fn, *args):
+    def _call(self, what: str, fn: Callable[..., T], *args: Any) -> T:
         try:
             return fn(*args)
         except self._KafkaError as exc:
             raise SourceError(f"Kafka at {self.servers}: {what} failed: {exc}") from None
 
-    def topics(self):
+    def topics(self) -> list[str]:
         return sorted(t for t in self._call("listing topics", self._consumer.topics)
                       if not t.startswith("__"))
 
-    def partitions(self, topic):
+    def partitions(self, topic: str) -> list[TopicPartition]:
         parts = self._call(f"describing topic {topic!r}",
                            self._consumer.partitions_for_topic, topic)
         if not parts:
@@ -98,22 +110,24 @@ class KafkaAdmin:
                             f"{topic_hint(topic, self.topics())}")
         return [TopicPartition(topic, p) for p in sorted(parts)]
 
-    def _tps(self, tps):
+    def _tps(self, tps: Iterable[TopicPartition]) -> dict[Any, TopicPartition]:
         from kafka import TopicPartition as KTP
         return {KTP(tp.topic, tp.partition): tp for tp in tps}
 
-    def beginning_offsets(self, tps):
+    def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         mapping = self._tps(tps)
         got = self._call("reading log-start offsets", self._consumer.beginning_offsets,
                          list(mapping))
         return {mapping[k]: v for k, v in got.items()}
 
-    def end_offsets(self, tps):
+    def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         mapping = self._tps(tps)
         got = self._call("reading high watermarks", self._consumer.end_offsets, list(mapping))
         return {mapping[k]: v for k, v in got.items()}
 
-    def offsets_for_times(self, times, ends=None):
+    def offsets_for_times(self, times: dict[TopicPartition, int],
+                          ends: dict[TopicPartition, Any] | None = None
+                          ) -> dict[TopicPartition, int]:
         """``{tp: ms}`` → ``{tp: first offset with timestamp >= ms}`` (the end if none)."""
         if not times:
             return {}

@@ -14,58 +14,61 @@ from ..timeutil import SYMBOLS, iso, parse_timestamp_ms
 
 if TYPE_CHECKING:
     from ..planning.bounds import IntervalBounds
+    from .admin import KafkaAdmin, TopicPartition
+
+    Offsets = dict[TopicPartition, int]
 
 
 class Position(Protocol):
-    def resolve(self, tps: list, ctx: PlanContext) -> dict: ...
+    def resolve(self, tps: list[TopicPartition], ctx: PlanContext) -> Offsets: ...
 
     def describe(self) -> str: ...
 
 
 @dataclass
 class PlanContext:
-    admin: Any
-    log_start: dict  # tp → log-start offset
-    end: dict  # tp → high watermark
+    admin: KafkaAdmin
+    log_start: Offsets  # tp → log-start offset
+    end: Offsets  # tp → high watermark
     bounds: IntervalBounds | None = None
-    checkpoint: dict | None = None  # "topic:partition" → next offset
+    checkpoint: dict[str, Any] | None = None  # "topic:partition" → next offset
     now_ms: int = 0
 
     def time(self, at: int | str) -> int:
         """A timestamp spec (epoch ms or a data-interval symbol) as epoch ms."""
         return resolve_time(at, self.bounds)
 
-    def offsets_at(self, tps: list, ms: int) -> dict:
+    def offsets_at(self, tps: list[TopicPartition], ms: int) -> Offsets:
         return self.admin.offsets_for_times({tp: ms for tp in tps}, ends=self.end)
 
 
 @dataclass(frozen=True)
 class Earliest:
-    def resolve(self, tps, ctx):
+    def resolve(self, tps: list[TopicPartition], ctx: PlanContext) -> Offsets:
         return {tp: ctx.log_start[tp] for tp in tps}
 
-    def describe(self):
+    def describe(self) -> str:
         return "earliest"
 
 
 @dataclass(frozen=True)
 class Latest:
-    def resolve(self, tps, ctx):
+    def resolve(self, tps: list[TopicPartition], ctx: PlanContext) -> Offsets:
         return {tp: ctx.end[tp] for tp in tps}
 
-    def describe(self):
+    def describe(self) -> str:
         return "latest"
 
 
 @dataclass(frozen=True)
 class Timestamp:
-    at: object  # epoch ms, or "data_interval_start" / "data_interval_end"
+    at: int | str  # epoch ms, or "data_interval_start" / "data_interval_end"
 
-    def resolve(self, tps, ctx):
+    def resolve(self, tps: list[TopicPartition], ctx: PlanContext) -> Offsets:
         return ctx.offsets_at(tps, ctx.time(self.at))
 
-    def describe(self):
-        return f"timestamp {self.at if self.at in SYMBOLS else iso(self.at)}"
+    def describe(self) -> str:
+        return f"timestamp {self.at if isinstance(self.at, str) else iso(self.at)}"
 
 
 @dataclass(frozen=True)
@@ -73,27 +76,27 @@ class IntervalEnd:
     """The stop of an interval run: the interval's end plus its allowed lateness, so records
     that arrive late still land in the range (``planning.bounds`` says which are owned)."""
 
-    def resolve(self, tps, ctx):
+    def resolve(self, tps: list[TopicPartition], ctx: PlanContext) -> Offsets:
         if ctx.bounds is None:
             raise PlanError("data_interval_end needs a data interval (a scheduled DAG run, "
                             "or --at)")
         return ctx.offsets_at(tps, ctx.bounds.read_until)
 
-    def describe(self):
+    def describe(self) -> str:
         return "data_interval_end (+ allowed lateness)"
 
 
 @dataclass(frozen=True)
 class Specified:
-    offsets: dict  # "topic:partition" → offset
+    offsets: dict[str, int]  # "topic:partition" → offset
     default: Position = field(default_factory=Earliest)  # for partitions not listed
 
-    def resolve(self, tps, ctx):
+    def resolve(self, tps: list[TopicPartition], ctx: PlanContext) -> Offsets:
         listed = {tp: self.offsets[tp.key] for tp in tps if tp.key in self.offsets}
         rest = [tp for tp in tps if tp not in listed]
         return {**self.default.resolve(rest, ctx), **listed}
 
-    def describe(self):
+    def describe(self) -> str:
         return "offsets " + ", ".join(f"{k}@{v}" for k, v in sorted(self.offsets.items()))
 
 
@@ -103,17 +106,17 @@ class Committed:
 
     fallback: Position = field(default_factory=Earliest)
 
-    def resolve(self, tps, ctx):
+    def resolve(self, tps: list[TopicPartition], ctx: PlanContext) -> Offsets:
         saved = ctx.checkpoint or {}
         known = {tp: saved[tp.key] for tp in tps if tp.key in saved}
         rest = [tp for tp in tps if tp not in known]
         return {**self.fallback.resolve(rest, ctx), **known}
 
-    def describe(self):
+    def describe(self) -> str:
         return f"committed (else {self.fallback.describe()})"
 
 
-def parse_position(value, *, stop=False):
+def parse_position(value: Any, *, stop: bool = False) -> Position:
     """A start/stop spec as written in YAML → an initializer (ValueError with the reason)."""
     allowed = "latest, offsets, timestamp, data_interval_end" if stop else \
         "earliest, latest, committed, offsets, timestamp, data_interval_start"
@@ -143,11 +146,11 @@ def parse_position(value, *, stop=False):
                      "(offsets and timestamp as {offsets: {topic:0: 42}} / {timestamp: ...})")
 
 
-def _parse_offsets(arg):
+def _parse_offsets(arg: Any) -> dict[str, int]:
     from .admin import TopicPartition
     if not isinstance(arg, dict) or not arg:
         raise ValueError("offsets must map topic:partition to an offset, e.g. {orders:0: 42}")
-    out = {}
+    out: dict[str, int] = {}
     for key, offset in arg.items():
         tp = TopicPartition.parse(key)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:

@@ -1,12 +1,18 @@
 """boto3 Kinesis clients from plain properties, and retries with full-jitter backoff
 (Flink's ``*.maxretries`` / ``backoff.base`` / ``backoff.max`` / ``backoff.expconst``)."""
+from __future__ import annotations
+
 import random
 import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
 
 
 @dataclass(frozen=True)
@@ -16,7 +22,7 @@ class Backoff:
     max_ms: int = 1000
     exponent: float = 1.5
 
-    def delay_s(self, attempt, rng=random):
+    def delay_s(self, attempt: int, rng: Any = random) -> float:
         """Full jitter: uniform in [0, min(max, base * exponent ** attempt)]."""
         cap = min(self.max_ms, self.base_ms * (self.exponent ** attempt))
         return rng.uniform(0, cap) / 1000
@@ -38,7 +44,7 @@ RETRYABLE = {"ProvisionedThroughputExceededException", "LimitExceededException",
              "InternalFailureException", "ThrottlingException"}
 
 
-def make_client(props=None, *, utc_timestamps=False):
+def make_client(props: dict[str, Any] | None = None, *, utc_timestamps: bool = False) -> Any:
     """A Kinesis client for client properties: the ``AwsAuth`` keys (region, endpoint_url,
     profile, role_arn, external_id, session_name, session_duration, sts_endpoint_url) and,
     where static keys were handed over privately, access_key_id / secret_access_key /
@@ -69,10 +75,10 @@ def make_client(props=None, *, utc_timestamps=False):
 
 SECRET_PROPERTIES = ("access_key_id", "secret_access_key", "session_token")
 _LOCK = threading.Lock()
-_READER_CLIENTS: dict = {}
+_READER_CLIENTS: dict[Any, Any] = {}
 
 
-def utc_timestamp(value):
+def utc_timestamp(value: Any) -> datetime:
     """A timestamp of a response as an aware UTC datetime. Kinesis sends epoch seconds;
     botocore's default parser makes each a datetime in the local zone through dateutil, about
     40 µs a record, most of a read's CPU. The same instant in UTC costs about 1 µs. Anything but
@@ -83,11 +89,13 @@ def utc_timestamp(value):
     return parse_timestamp(value)
 
 
-def error_code(exc):
+def error_code(exc: BaseException) -> str:
     return getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__
 
 
-def call(fn, what, backoff, *, retry_on=RETRYABLE, passthrough=(), sleep=time.sleep, **kwargs):
+def call(fn: Callable[..., Any], what: str, backoff: Backoff, *,
+         retry_on: Collection[str] = RETRYABLE, passthrough: Collection[str] = (),
+         sleep: Callable[[float], None] = time.sleep, **kwargs: Any) -> Any:
     """Call a Kinesis API with retries on throttling/transient errors. Codes in ``passthrough``
     re-raise the ClientError for the caller to handle; other errors raise SourceError naming
     the call."""

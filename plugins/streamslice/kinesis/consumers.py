@@ -6,27 +6,35 @@ Strategies (Flink's ``flink.stream.efo.registration``):
   ``keep`` (Flink EAGER): register ``<name>`` if missing, never deregister;
   ``none`` (Flink NONE): the consumer ARN comes from the config; no calls.
 """
+from __future__ import annotations
+
 import hashlib
 import logging
 import re
 import time
+from collections.abc import Callable
+from typing import Any
 
 from .. import faults
 from ..errors import SourceError
-from .client import DEFAULT_BACKOFF, call, error_code
+from .client import DEFAULT_BACKOFF, Backoff, call, error_code
+
+Sleep = Callable[[float], None]
+Clock = Callable[[], float]
 
 CONSUMER_LIMIT = 20  # consumers per stream
 log = logging.getLogger("streamslice")
 
 
-def run_consumer_name(name, run_id):
+def run_consumer_name(name: str, run_id: str) -> str:
     return f"{name}-{hashlib.sha1(run_id.encode()).hexdigest()[:10]}"
 
 
-def list_consumers(client, stream_arn):
-    out, token = [], None
+def list_consumers(client: Any, stream_arn: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    token = None
     while True:
-        args = {"StreamARN": stream_arn, "MaxResults": 100}
+        args: dict[str, Any] = {"StreamARN": stream_arn, "MaxResults": 100}
         if token:
             args = {"StreamARN": stream_arn, "NextToken": token, "MaxResults": 100}
         resp = call(client.list_stream_consumers, "ListStreamConsumers",
@@ -37,8 +45,9 @@ def list_consumers(client, stream_arn):
             return out
 
 
-def register(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=time.sleep,
-             clock=time.monotonic):
+def register(client: Any, stream_arn: str, name: str, *,
+             backoff: dict[str, Backoff] | None = None, timeout_s: float = 300,
+             sleep: Sleep = time.sleep, clock: Clock = time.monotonic) -> str:
     """Register ``name`` (or reuse it) and wait until it is ACTIVE; returns the consumer ARN.
 
     A consumer of the same name still DELETING (the previous run's, or this run's earlier
@@ -79,20 +88,24 @@ def register(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=tim
         status = _describe(client, stream_arn, name, backoff, sleep).get("ConsumerStatus")
 
 
-def _describe(client, stream_arn, name, backoff, sleep):
+def _describe(client: Any, stream_arn: str, name: str, backoff: dict[str, Backoff],
+              sleep: Sleep) -> dict[str, Any]:
     """The consumer's description, {} when there is none."""
     try:
-        return call(client.describe_stream_consumer, "DescribeStreamConsumer",
+        desc: dict[str, Any] = call(client.describe_stream_consumer, "DescribeStreamConsumer",
                     backoff["describe_stream_consumer"], sleep=sleep,
                     passthrough=("ResourceNotFoundException",), StreamARN=stream_arn,
-                    ConsumerName=name)["ConsumerDescription"]
+                                    ConsumerName=name)["ConsumerDescription"]
+        return desc
     except Exception as exc:
         if error_code(exc) != "ResourceNotFoundException":
             raise
         return {}
 
 
-def wait_for(client, stream_arn, name, status, *, backoff, timeout_s, sleep, clock):
+def wait_for(client: Any, stream_arn: str, name: str, status: str | None, *,
+             backoff: dict[str, Backoff], timeout_s: float, sleep: Sleep,
+             clock: Clock) -> str | None:
     """DescribeStreamConsumer with backoff until ``status`` (or gone, for status None).
     Waiting for ACTIVE, a consumer that turns DELETING or is gone returns None: the caller
     registers it again."""
@@ -105,7 +118,8 @@ def wait_for(client, stream_arn, name, status, *, backoff, timeout_s, sleep, clo
         if status is not None and current in (None, "DELETING") and attempt > 0:
             return None
         if status is not None and current == status:
-            return desc["ConsumerARN"]
+            arn: str = desc["ConsumerARN"]
+            return arn
         if clock() > deadline:
             raise SourceError(f"consumer {name!r} on {stream_arn} is {current or 'gone'}, "
                               f"not {status or 'gone'}, after {timeout_s:.0f}s")
@@ -113,8 +127,9 @@ def wait_for(client, stream_arn, name, status, *, backoff, timeout_s, sleep, clo
         attempt += 1
 
 
-def deregister(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=time.sleep,
-               clock=time.monotonic):
+def deregister(client: Any, stream_arn: str, name: str, *,
+               backoff: dict[str, Backoff] | None = None, timeout_s: float = 300,
+               sleep: Sleep = time.sleep, clock: Clock = time.monotonic) -> bool:
     """Deregister ``name`` and wait until it is gone, so a quick rerun with the same name
     does not meet a consumer still DELETING. A consumer already gone is fine; one still
     CREATING (Kinesis refuses to deregister it: ResourceInUseException) is waited for."""
@@ -143,17 +158,18 @@ def deregister(client, stream_arn, name, *, backoff=None, timeout_s=300, sleep=t
         return True
 
 
-def is_run_consumer(name, consumer_name):
+def is_run_consumer(name: str, consumer_name: str) -> bool:
     """Whether ``consumer_name`` is one of ``name``'s per-run consumers (``<name>-<10 hex>``),
     not another pipeline's consumer that merely starts with the same letters."""
     return re.fullmatch(re.escape(name) + r"-[0-9a-f]{10}", consumer_name) is not None
 
 
-def sweep(client, stream_arn, name, older_than_s, *, now=None, sleep=time.sleep):
+def sweep(client: Any, stream_arn: str, name: str, older_than_s: float, *,
+          now: float | None = None, sleep: Sleep = time.sleep) -> list[str]:
     """Deregister ``name``'s per-run consumers created more than ``older_than_s`` ago (left
     over from crashed runs); returns their names."""
     now = now if now is not None else time.time()
-    gone = []
+    gone: list[str] = []
     for c in list_consumers(client, stream_arn):
         created = c["ConsumerCreationTimestamp"].timestamp()
         if is_run_consumer(name, c["ConsumerName"]) and now - created > older_than_s:

@@ -1,12 +1,18 @@
 """De-aggregation of KPL aggregated records (the format the Kinesis Producer Library writes):
 magic ``F3 89 9A C2`` + protobuf ``AggregatedRecord`` + MD5 of the protobuf. A record that does
 not carry the magic and a valid checksum is a plain record."""
+from __future__ import annotations
+
 import hashlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 MAGIC = b"\xf3\x89\x9a\xc2"
 
 
-def deaggregate(data, partition_key):
+def deaggregate(data: bytes, partition_key: str) -> list[tuple[int | None, str, bytes]]:
     """``[(sub_sequence_number, partition_key, data)]``; a plain record gives one entry with
     sub-sequence number None."""
     if len(data) < len(MAGIC) + 16 or not data.startswith(MAGIC):
@@ -15,7 +21,8 @@ def deaggregate(data, partition_key):
     if hashlib.md5(body).digest() != digest:
         return [(None, partition_key, data)]
     try:
-        keys, records = [], []
+        keys: list[str] = []
+        records: list[dict[int, Any]] = []
         for field, value in _fields(body):
             if field == 1:
                 keys.append(value.decode("utf-8"))
@@ -27,7 +34,7 @@ def deaggregate(data, partition_key):
         return [(None, partition_key, data)]
 
 
-def _varint(buf, i):
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
     shift = result = 0
     while True:
         b = buf[i]
@@ -40,13 +47,14 @@ def _varint(buf, i):
             raise ValueError("varint too long")
 
 
-def _fields(buf):
+def _fields(buf: bytes) -> Iterator[tuple[int, Any]]:
     """(field number, value) pairs of a protobuf message: varints as int, bytes as bytes."""
     i = 0
     while i < len(buf):
         tag, i = _varint(buf, i)
         field, wire = tag >> 3, tag & 7
         if wire == 0:
+            value: Any
             value, i = _varint(buf, i)
         elif wire == 2:
             length, i = _varint(buf, i)

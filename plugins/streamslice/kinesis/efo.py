@@ -4,20 +4,31 @@ bound, the tip, or the shard's end (an event with a null ContinuationSequenceNum
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
 from .client import call, error_code
 from .polling import emit, records_args, resume_from, shard_iterator
 from .positions import AfterSequenceNumber
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Iterator
+
+    from .polling import PollingSettings, Records, ShardRead
+    from .positions import Position
+    from .split import KinesisSplit
+
 RECOVERABLE = {"ResourceInUseException", "LimitExceededException", "InternalFailure",
                "InternalFailureException", "ServiceUnavailable", "KMSThrottlingException"}
 
 
-def subscribe(client, split, consumer_arn, settings, state, sleep=time.sleep):
+def subscribe(client: Any, split: KinesisSplit, consumer_arn: str, settings: PollingSettings,
+              state: ShardRead, sleep: Callable[[float], None] = time.sleep
+              ) -> Iterator[Records]:
     """Yield lists of record dicts from SubscribeToShard events; ``state`` is a ShardRead."""
     backoff = settings.backoff["subscribe_to_shard"]
-    position, failures = split.start_position, 0
+    position: Position = split.start_position
+    failures = 0
     while True:
         try:
             resp = call(client.subscribe_to_shard, f"SubscribeToShard({split.shard_id})",
@@ -52,7 +63,8 @@ def subscribe(client, split, consumer_arn, settings, state, sleep=time.sleep):
         state.resubscriptions += 1
 
 
-def _event(ev, split, state):
+def _event(ev: dict[str, Any], split: KinesisSplit,
+           state: ShardRead) -> Generator[Records, None, str | None]:
     records = ev.get("Records", [])
     state.behind(ev.get("MillisBehindLatest"))
     if (yield from emit(records, split, state)):
@@ -65,7 +77,8 @@ def _event(ev, split, state):
     return None
 
 
-def _confirm_end(client, split, settings, state):
+def _confirm_end(client: Any, split: KinesisSplit, settings: PollingSettings,
+                 state: ShardRead) -> bool:
     """A closed shard that looks caught up over EFO: one GetRecords says whether it ended."""
     resp = call(client.get_records, f"GetRecords({split.shard_id})",
                 settings.backoff["get_records"],
@@ -77,7 +90,7 @@ def _confirm_end(client, split, settings, state):
     return False
 
 
-def _network(exc):
+def _network(exc: BaseException) -> bool:
     """A dropped connection (the event stream ended early): resubscribe."""
     from botocore.exceptions import BotoCoreError
     from urllib3.exceptions import HTTPError

@@ -34,7 +34,7 @@ _NOT_FOR_BOUNDED = {
 }
 
 
-def flink_to_native(props):
+def flink_to_native(props: Any) -> dict[str, Any]:
     if not isinstance(props, dict):
         raise ValueError("must map Flink consumer property names to values")
     out: dict[str, Any] = {}
@@ -112,7 +112,7 @@ def flink_to_native(props):
     return out
 
 
-def _retry(key, value, retries):
+def _retry(key: str, value: Any, retries: dict[str, dict[str, Any]]) -> bool:
     for prefix, api in _RETRY_APIS.items():
         if key.startswith(prefix + "."):
             field = _RETRY_FIELDS.get(key[len(prefix) + 1:])
@@ -131,7 +131,7 @@ def _retry(key, value, retries):
     return False
 
 
-def _int(key, value):
+def _int(key: str, value: Any) -> int:
     try:
         return int(value)
     except ValueError:

@@ -8,7 +8,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StreamsliceError
+from ..errors import ConfigError, StreamsliceError
 from .client import Backoff, call, make_client
 from .consumers import deregister, is_run_consumer, register, run_consumer_name, sweep
 from .planner import stream_names
@@ -23,10 +23,21 @@ log = logging.getLogger("streamslice")
 NO_RETRY = Backoff(max_retries=0)  # what a page asks: one try, it must not hang
 
 
+def _prefix(source: KinesisSource) -> str:
+    if not source.efo_consumer_name:
+        raise ConfigError("kinesis.efo.consumer_name is needed to register consumers")
+    return source.efo_consumer_name
+
+
 def consumer_name(source: KinesisSource, run_id: str) -> str:
     if source.efo_registration == "per_run":
-        return run_consumer_name(source.efo_consumer_name, run_id)
-    return str(source.efo_consumer_name)
+        return run_consumer_name(_prefix(source), run_id)
+    return _prefix(source)
+
+
+def _in_use(source: KinesisSource, running: frozenset[str]) -> set[str]:
+    """The consumers of this pipeline's queued or running runs."""
+    return {consumer_name(source, r) for r in running} if source.efo_consumer_name else set()
 
 
 def _streams(source: KinesisSource, properties: dict[str, Any],
@@ -39,7 +50,7 @@ def sweep_consumers(source: KinesisSource, run: LifecycleRun) -> None:
     """Before setup (per_run): deregister consumers that crashed runs left behind."""
     client, streams = _streams(source, run.properties())
     for name, arn in streams:
-        for consumer in sweep(client, arn, source.efo_consumer_name,
+        for consumer in sweep(client, arn, _prefix(source),
                               source.efo_sweep_after_ms / 1000):
             log.warning("Deregistered leftover consumer %s on %s", consumer, name)
 
@@ -83,7 +94,7 @@ def consumers_section(source: KinesisSource, properties: Callable[[], dict[str, 
     from ..sources import PageSection
     from ..timeutil import iso
     title, columns = "Enhanced fan-out consumers", ("Consumer", "Status", "Registered", "Age")
-    in_use = {run_consumer_name(source.efo_consumer_name, r) for r in running}
+    in_use = _in_use(source, running)
     try:  # one try per call, no retries: the page must not hang
         client, streams = _streams(source, properties(), NO_RETRY)
         now, rows, actions = time.time(), [], []
@@ -113,7 +124,7 @@ def leak_action(source: KinesisSource, stream: str, consumer: str, status: str,
     (a killed worker) left it, and it counts against the stream's 20. Another application's
     consumer, or one kept on purpose (registration ``keep``), gets none."""
     from ..sources import PageAction
-    if source.efo_registration != "per_run" or \
+    if source.efo_registration != "per_run" or not source.efo_consumer_name or \
             not is_run_consumer(source.efo_consumer_name, consumer):
         return None
     why = None
@@ -138,7 +149,7 @@ def deregister_leaked(source: KinesisSource, target: str,
         stream, consumer = str(wanted["stream"]), str(wanted["consumer"])
     except (ValueError, TypeError, KeyError):
         raise StreamsliceError(f"not a consumer of this pipeline: {target[:100]!r}") from None
-    in_use = {run_consumer_name(source.efo_consumer_name, r) for r in running}
+    in_use = _in_use(source, running)
     client, streams = _streams(source, properties(), NO_RETRY)
     arn = dict(streams).get(stream)
     if arn is None or leak_action(source, stream, consumer, "ACTIVE", in_use) is None:

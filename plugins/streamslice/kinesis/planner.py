@@ -14,7 +14,7 @@ from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
 from ..sources import SourcePlan
 from .client import DEFAULT_BACKOFF, call, error_code, make_client
-from .polling import iterator_args, stream_arg
+from .polling import iterator_args, stream_arg, stream_arn_arg
 from .positions import (
     AfterSequenceNumber,
     AtSequenceNumber,
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from .source import KinesisSource
 
 
-def stream_names(client, ref, backoff=None):
+def stream_names(client: Any, ref: str,
+                 backoff: Backoff | None = None) -> tuple[str, str]:
     """A stream name or ARN → (name, ARN), checking the stream exists. An ARN is asked for
     by ARN: a stream of another account is reached that way (its resource policy).
     ``backoff``: the retries (a page that must not hang passes none)."""
@@ -46,15 +47,17 @@ def stream_names(client, ref, backoff=None):
         if error_code(exc) == "ResourceNotFoundException":
             raise PlanError(f"Kinesis stream {ref!r} does not exist") from None
         raise
-    return name, desc["StreamARN"]
+    return name, str(desc["StreamARN"])
 
 
-def list_shards(client, stream, shard_filter=None):
+def list_shards(client: Any, stream: str,
+                shard_filter: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """All shards of a stream (a name or ARN; open and closed ones still within
     retention), following NextToken pages."""
-    shards, token = [], None
+    shards: list[dict[str, Any]] = []
+    token = None
     while True:
-        args = {"NextToken": token} if token else stream_arg(stream)
+        args: dict[str, Any] = {"NextToken": token} if token else stream_arg(stream)
         if shard_filter and not token:
             args["ShardFilter"] = shard_filter
         resp = call(client.list_shards, f"ListShards({stream})", DEFAULT_BACKOFF["list_shards"],
@@ -65,11 +68,12 @@ def list_shards(client, stream, shard_filter=None):
             return shards
 
 
-def parents_of(shard):
+def parents_of(shard: dict[str, Any]) -> list[str]:
     return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId")) if p]
 
 
-def plan_kinesis(source: KinesisSource, request: PlanRequest, client=None) -> SourcePlan:
+def plan_kinesis(source: KinesisSource, request: PlanRequest,
+                 client: Any = None) -> SourcePlan:
     """Next positions come from what the readers saw (``checkpoint.next_positions``), so the
     plan leaves them empty."""
     props = request.properties
@@ -155,7 +159,7 @@ def initial_position(source: KinesisSource, request: PlanRequest, at: PlanTime) 
 _NOT_IN_SHARD = ("InvalidArgumentException", "ResourceNotFoundException")
 
 
-def check_sequence_numbers(client, seqs: dict[str, str], shards: dict[str, str],
+def check_sequence_numbers(client: Any, seqs: dict[str, str], shards: dict[str, str],
                            arns: dict[str, str] | None = None) -> None:
     """Sequence numbers a user gave must name shards that exist and lie in them: a mistyped
     shard id would otherwise be read from its start, a wrong number fail only mid-read."""
@@ -176,8 +180,9 @@ def check_sequence_numbers(client, seqs: dict[str, str], shards: dict[str, str],
                               f"{shards[sid]}") from None
 
 
-def _check_trimmed(client, stream: str, shard_id: str, position: AfterSequenceNumber,
-                   policy: str, gaps: list, key: str | None = None) -> Position:
+def _check_trimmed(client: Any, stream: str, shard_id: str, position: AfterSequenceNumber,
+                   policy: str, gaps: list[dict[str, Any]], key: str | None = None
+                   ) -> Position:
     """The record a checkpoint stopped at must still be there; if the trim horizon has passed
     it, records after it may have expired unread."""
     seq = position.seq
@@ -192,7 +197,7 @@ def _check_trimmed(client, stream: str, shard_id: str, position: AfterSequenceNu
         for _ in range(5):
             resp = call(client.get_records, f"GetRecords({shard_id})",
                         DEFAULT_BACKOFF["get_records"], ShardIterator=it, Limit=1,
-                        **({"StreamARN": stream} if stream.startswith("arn:") else {}))
+                        **stream_arn_arg(stream))
             if resp.get("Records"):
                 first = resp["Records"][0]["SequenceNumber"]
                 break

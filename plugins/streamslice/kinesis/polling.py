@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
 from .client import DEFAULT_BACKOFF, Backoff, call, error_code
 from .positions import AfterSequenceNumber, Position
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Iterator
+
+    from .split import KinesisSplit
+
+    Records = list[dict[str, Any]]  # boto3's record dicts
 
 
 @dataclass
@@ -41,16 +48,16 @@ class PollingSettings:
 class ShardRead:
     """What a fetcher learnt about the shard, filled in as it reads."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.finished = False  # reached SHARD_END
-        self.millis_behind_first = None
-        self.millis_behind_last = None
-        self.last_seq = None
+        self.millis_behind_first: int | None = None
+        self.millis_behind_last: int | None = None
+        self.last_seq: str | None = None
         self.calls = 0
         self.expired_iterators = 0
         self.resubscriptions = 0
 
-    def behind(self, millis):
+    def behind(self, millis: int | None) -> None:
         if millis is None:
             return
         if self.millis_behind_first is None:
@@ -58,42 +65,48 @@ class ShardRead:
         self.millis_behind_last = millis
 
 
-def stream_arg(ref: str) -> dict:
+def stream_arg(ref: str) -> dict[str, Any]:
     """``StreamARN`` where we have it (what a stream in another account needs, through its
     resource policy), else ``StreamName``."""
     return {"StreamARN": ref} if ref.startswith("arn:") else {"StreamName": ref}
 
 
-def iterator_args(ref: str, shard_id: str, position: Position) -> dict:
-    return {**stream_arg(ref), "ShardId": shard_id, **position.iterator_args()}
-
-
-def split_ref(split) -> str:
-    return getattr(split, "stream_arn", None) or split.stream
-
-
-def shard_iterator(client, split, position: Position, settings) -> str:
-    resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
-                settings.backoff["get_shard_iterator"],
-                **iterator_args(split_ref(split), split.shard_id, position))
-    return resp["ShardIterator"]
-
-
-def records_args(split) -> dict:
-    ref = split_ref(split)
+def stream_arn_arg(ref: str) -> dict[str, Any]:
+    """``StreamARN`` for calls that take only it besides the iterator (GetRecords)."""
     return {"StreamARN": ref} if ref.startswith("arn:") else {}
 
 
-def resume_from(split, state) -> Position:
+def iterator_args(ref: str, shard_id: str, position: Position) -> dict[str, Any]:
+    return {**stream_arg(ref), "ShardId": shard_id, **position.iterator_args()}
+
+
+def split_ref(split: KinesisSplit) -> str:
+    return split.stream_arn or split.stream
+
+
+def shard_iterator(client: Any, split: KinesisSplit, position: Position,
+                   settings: PollingSettings) -> str:
+    resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
+                settings.backoff["get_shard_iterator"],
+                **iterator_args(split_ref(split), split.shard_id, position))
+    iterator: str = resp["ShardIterator"]
+    return iterator
+
+
+def records_args(split: KinesisSplit) -> dict[str, Any]:
+    return stream_arn_arg(split_ref(split))
+
+
+def resume_from(split: KinesisSplit, state: ShardRead) -> Position:
     """Where to pick a shard up again: after the last record read, else the split's start."""
     return AfterSequenceNumber(state.last_seq) if state.last_seq else split.start_position
 
 
-def arrival_ms(record):
+def arrival_ms(record: dict[str, Any]) -> int:
     return int(round(record["ApproximateArrivalTimestamp"].timestamp() * 1000))
 
 
-def take_until(records, stop_before):
+def take_until(records: Records, stop_before: int) -> tuple[Records, bool]:
     """Records before the first one that arrived at or after the bound, and whether it came."""
     for i, r in enumerate(records):
         if arrival_ms(r) >= stop_before:
@@ -101,7 +114,8 @@ def take_until(records, stop_before):
     return records, False
 
 
-def emit(records, split, state):
+def emit(records: Records, split: KinesisSplit,
+         state: ShardRead) -> Generator[Records, None, bool]:
     """Yield the records that arrived before the split's bound; return whether it was hit."""
     kept, bound_reached = take_until(records, split.stop_before)
     if kept:
@@ -110,10 +124,12 @@ def emit(records, split, state):
     return bound_reached
 
 
-def poll(client, split, settings, state, sleep=time.sleep, clock=time.monotonic):
+def poll(client: Any, split: KinesisSplit, settings: PollingSettings, state: ShardRead,
+         sleep: Callable[[float], None] = time.sleep,
+         clock: Callable[[], float] = time.monotonic) -> Iterator[Records]:
     """Yield lists of boto3 record dicts; ``state`` (a ShardRead) says how the read ended."""
     iterator = shard_iterator(client, split, split.start_position, settings)
-    last_call = None
+    last_call: float | None = None
     while True:
         if last_call is not None:
             wait = settings.interval_ms / 1000 - (clock() - last_call)

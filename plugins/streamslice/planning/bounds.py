@@ -82,7 +82,9 @@ def resolve_time(at: int | str, bounds: IntervalBounds | None) -> int:
     return at
 
 
-def classify(timestamps, offsets, interval: Interval, late_from: int, owned_until: int):
+def classify(timestamps: pa.Array | list[int], offsets: pa.Array | list[int],
+             interval: Interval, late_from: int, owned_until: int
+             ) -> tuple[pa.Array, pa.Array]:
     """Masks (on_time, late) over arrays of record timestamps (ms) and offsets."""
     ts = timestamps if isinstance(timestamps, pa.Array) else pa.array(timestamps, pa.int64())
     off = offsets if isinstance(offsets, pa.Array) else pa.array(offsets, pa.int64())

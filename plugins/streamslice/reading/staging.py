@@ -11,58 +11,64 @@ Reader files are named by split, so a retried Spark task overwrites its own file
 one summary and one dead-letter file whatever the number of attempts. Directories starting with
 ``_`` are ignored by Spark and Hive readers of the dataset.
 """
+from __future__ import annotations
+
 import json
 import uuid
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 DATA, DEAD_LETTER, SUMMARY, TMP = "data", "_dead_letter", "_summary", "_tmp"
 
 
-def split_file(split_id, ext):
+def split_file(split_id: int, ext: str) -> str:
     return f"split-{split_id:05d}.{ext}"
 
 
 class Staging:
-    def __init__(self, uri):
+    def __init__(self, uri: str) -> None:
         self.uri = uri.rstrip("/")
         self.fs, self.root = pafs.FileSystem.from_uri(self.uri)
 
     @property
-    def data_uri(self):
+    def data_uri(self) -> str:
         return f"{self.uri}/{DATA}"
 
-    def data_file(self, split_id):
+    def data_file(self, split_id: int) -> str:
         """Where the direct write path puts split ``split_id``'s records."""
         return self._path(DATA, f"part-{split_id:05d}.parquet")
 
-    def clear_data(self):
+    def clear_data(self) -> None:
         """An empty ``data/`` (what an earlier job in this area left is gone, as Spark's
         ``mode("overwrite")`` does) and no files half written."""
         for sub in (DATA, TMP):
             self.fs.delete_dir_contents(self._path(sub), missing_dir_ok=True)
         self.fs.create_dir(self._path(DATA), recursive=True)
 
-    def _path(self, *parts):
+    def _path(self, *parts: str) -> str:
         return "/".join([self.root, *parts])
 
-    def _write_atomic(self, path, write):
+    def _write_atomic(self, path: str, write: Callable[[str], None]) -> None:
         self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
         tmp = f"{path}.{uuid.uuid4().hex}.tmp"
         write(tmp)
         self.fs.move(tmp, path)
 
-    def write_summary(self, split_id, summary):
+    def write_summary(self, split_id: int, summary: dict[str, Any]) -> None:
         body = json.dumps(summary, sort_keys=True).encode()
 
-        def write(tmp):
+        def write(tmp: str) -> None:
             with self.fs.open_output_stream(tmp) as out:
                 out.write(body)
         self._write_atomic(self._path(SUMMARY, split_file(split_id, "json")), write)
 
-    def write_dead_letters(self, split_id, table):
+    def write_dead_letters(self, split_id: int, table: pa.Table | None) -> None:
         path = self._path(DEAD_LETTER, split_file(split_id, "parquet"))
         if table is None or table.num_rows == 0:
             if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
@@ -70,13 +76,14 @@ class Staging:
             return
         self._write_atomic(path, lambda tmp: pq.write_table(table, tmp, filesystem=self.fs))
 
-    def finish_split(self, split_id, dead_batches, dead_schema, summary):
+    def finish_split(self, split_id: int, dead_batches: list[pa.RecordBatch],
+                     dead_schema: pa.Schema, summary: dict[str, Any]) -> None:
         """What a reader leaves when its split is done: dead letters, then the summary."""
         table = pa.Table.from_batches(dead_batches, dead_schema) if dead_batches else None
         self.write_dead_letters(split_id, table)
         self.write_summary(split_id, summary)
 
-    def summaries(self):
+    def summaries(self) -> dict[int, dict[str, Any]]:
         out = {}
         for info in self._list(SUMMARY):
             if info.base_name.endswith(".json"):
@@ -85,10 +92,10 @@ class Staging:
                 out[summary["split"]] = summary
         return out
 
-    def dead_letter_rows(self):
+    def dead_letter_rows(self) -> int:
         files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(".parquet")]
         return sum(pq.read_metadata(p, filesystem=self.fs).num_rows for p in files)
 
-    def _list(self, sub):
+    def _list(self, sub: str) -> list[pafs.FileInfo]:
         sel = pafs.FileSelector(self._path(sub), allow_not_found=True)
         return self.fs.get_file_info(sel)

@@ -2,19 +2,30 @@
 
 ``lag`` starts as the split's own (records behind at plan time); a reader that measures it
 (Kinesis' MillisBehindLatest) replaces it through ``note``. ``lag_unit`` says which it is."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pyarrow as pa
+
+    from ..splits import Split
 
 
 class SplitStats:
-    def __init__(self, split):
+    def __init__(self, split: Split) -> None:
         self.split = split
-        self.d = {"split": split.id, "key": split.key, "start": split.start,
+        self.d: dict[str, Any] = {"split": split.id, "key": split.key, "start": split.start,
                   "stop": split.end, "scanned": 0, "records": 0, "late": 0,
                   "outside_interval": 0, "dead_letters": 0, "bytes": 0,
                   "first": None, "last": None, "min_timestamp": None, "max_timestamp": None,
                   "reached_stop": False, "lag": split.lag, "lag_unit": split.lag_unit}
 
-    def scanned(self, positions):
+    def scanned(self, positions: Sequence[Any]) -> None:
         if not positions:
             return
         self.d["scanned"] += len(positions)
@@ -22,13 +33,14 @@ class SplitStats:
             self.d["first"] = positions[0]
         self.d["last"] = positions[-1]
 
-    def outside(self, n):
+    def outside(self, n: int) -> None:
         self.d["outside_interval"] += n
 
-    def dead_letters(self, n):
+    def dead_letters(self, n: int) -> None:
         self.d["dead_letters"] += n
 
-    def kept(self, positions, timestamps_ms, late_mask, nbytes):
+    def kept(self, positions: Sequence[Any], timestamps_ms: pa.Array,
+             late_mask: pa.Array | None, nbytes: int) -> None:
         n = len(positions)
         if not n:
             return
@@ -43,11 +55,11 @@ class SplitStats:
         if self.d["max_timestamp"] is None or hi > self.d["max_timestamp"]:
             self.d["max_timestamp"] = hi
 
-    def note(self, **extra):
+    def note(self, **extra: Any) -> None:
         self.d.update(extra)
 
-    def reached_stop(self):
+    def reached_stop(self) -> None:
         self.d["reached_stop"] = True
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.d)

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .splits import summary_lag, total_lag
 from .timeutil import parse_duration_ms
+
+if TYPE_CHECKING:
+    from .config.fields import Fields
 
 KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline")
 
@@ -18,21 +22,22 @@ class Alert:
     pipeline: str
     message: str
     run_id: str | None = None
-    interval: dict | None = None  # {"start": ISO, "end": ISO}
+    interval: dict[str, Any] | None = None  # {"start": ISO, "end": ISO}
     link: str | None = None
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def subject(self):
+    def subject(self) -> str:
         return f"[streamslice] {self.pipeline}: {self.kind.replace('_', ' ')}"[:100]
 
-    def to_json(self):
+    def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)
 class AlertRules:
-    notifiers: tuple = ()  # ({"type": "sns", …}, {"class": "pkg.mod.Notifier", "args": {…}})
+    # ({"type": "sns", …}, {"class": "pkg.mod.Notifier", "args": {…}})
+    notifiers: tuple[dict[str, Any], ...] = ()
     lag_records: int | None = None  # Kafka: records behind the high watermark at plan time
     lag_millis: int | None = None  # Kinesis: MillisBehindLatest
     dead_letters: int | None = None  # a run with at least this many dead letters
@@ -40,9 +45,9 @@ class AlertRules:
     deadline: int | None = None  # ms a run may take
 
 
-def parse_alerts(f):
+def parse_alerts(f: Fields) -> AlertRules:
     """The ``alerts:`` block (``f`` is a Fields)."""
-    notifiers = []
+    notifiers: list[dict[str, Any]] = []
     for i, item in enumerate(f.raw("notifiers", []) or []):
         shape_ok = isinstance(item, dict) and (
             len(item) == 1 or (set(item) == {"class", "args"}))
@@ -84,9 +89,10 @@ def parse_alerts(f):
     return rules
 
 
-def evaluate(rules, manifest, empty_streak=0):
+def evaluate(rules: AlertRules, manifest: dict[str, Any],
+             empty_streak: int = 0) -> list[tuple[str, str, dict[str, Any]]]:
     """``[(kind, message, details)]`` for one committed run."""
-    out = []
+    out: list[tuple[str, str, dict[str, Any]]] = []
     splits = manifest["splits"]
     lag = total_lag(splits)
     if rules.lag_records is not None and lag["records"] is not None \
@@ -112,10 +118,10 @@ def evaluate(rules, manifest, empty_streak=0):
     return out
 
 
-def _lag(summary, unit):
+def _lag(summary: dict[str, Any], unit: str) -> int:
     value, its_unit = summary_lag(summary)
     return (value or 0) if its_unit == unit else 0
 
 
-def _gap(gap):
+def _gap(gap: dict[str, Any]) -> str:
     return f"{gap['key']} from {gap['from']} to {gap['to']} ({gap['reason']})"

@@ -4,21 +4,32 @@
 The core commands (validate, plan) load only the core package; commands that touch Airflow's
 metadata database (offsets, backfill) import Airflow when they run. Tables for people,
 ``--json`` for scripts, one clear line (exit 1) for errors."""
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, StreamsliceError
 from .timeutil import iso, parse_flexible_ms
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-def main(argv=None):
+    from .commit.checkpoint import Checkpoint
+    from .config.pipeline import PipelineConfig
+
+Args = argparse.Namespace
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.run(args) or 0
+        return int(args.run(args) or 0)
     except (StreamsliceError, LookupError) as exc:
         print(f"streamslice: {exc}", file=sys.stderr)
         return 1
@@ -26,7 +37,7 @@ def main(argv=None):
         return 130
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="streamslice", description="Bounded, exactly-once "
                                 "slices of streams: validate, plan, offsets, backfill and "
                                 "each source's own commands.")
@@ -83,7 +94,7 @@ def parser():
 
 # -- helpers ----------------------------------------------------------------------------------
 
-def pipelines_dir(args):
+def pipelines_dir(args: Args) -> Path:
     for candidate in (args.dir, os.environ.get("STREAMSLICE_PIPELINES"), "dags/pipelines",
                       os.path.join(os.environ.get("AIRFLOW_HOME", ""), "dags", "pipelines")):
         if candidate and Path(candidate).is_dir():
@@ -91,7 +102,7 @@ def pipelines_dir(args):
     raise ConfigError("no pipelines folder found; pass --dir")
 
 
-def find_pipeline(args):
+def find_pipeline(args: Args) -> PipelineConfig:
     from .config import load_pipeline, load_pipelines
     if args.pipeline.endswith((".yaml", ".yml")) and Path(args.pipeline).exists():
         return load_pipeline(args.pipeline)
@@ -106,20 +117,20 @@ def find_pipeline(args):
     raise ConfigError(f"no pipeline named {args.pipeline!r} (known: {names})")
 
 
-def table(headers, rows):
-    rows = [[("-" if c is None else str(c)) for c in r] for r in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[("-" if c is None else str(c)) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
     return "\n".join(out)
 
 
-def emit(args, data, text):
+def emit(args: Args, data: Any, text: str) -> None:
     print(json.dumps(data, indent=1, sort_keys=True, default=str) if args.json else text)
 
 
-def progress(done, total, label, width=30):
+def progress(done: int, total: int, label: str, width: int = 30) -> None:
     filled = int(width * done / total) if total else width
     end = "\n" if done >= total else ""
     print(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
@@ -128,7 +139,7 @@ def progress(done, total, label, width=30):
 
 # -- commands ---------------------------------------------------------------------------------
 
-def cmd_validate(args):
+def cmd_validate(args: Args) -> int:
     from .config import load_pipelines
     configs, errors = load_pipelines(pipelines_dir(args))
     data = {"valid": [c.name for c in configs], "errors": [str(e) for e in errors]}
@@ -138,7 +149,7 @@ def cmd_validate(args):
     return 1 if errors else 0
 
 
-def cmd_plan(args):
+def cmd_plan(args: Args) -> None:
     from .config.schedule import interval_containing
     from .planning.planner import plan_run
     from .splits import lag_text
@@ -169,14 +180,14 @@ def cmd_plan(args):
     emit(args, plan.to_dict(), text)
 
 
-def _properties(cfg):
+def _properties(cfg: PipelineConfig) -> dict[str, Any]:
     if not cfg.source.conn_id:
         return cfg.source.client_properties()
     from .airflow.hooks import source_properties
     return source_properties(cfg.source)
 
 
-def _checkpoint_or_none(cfg):
+def _checkpoint_or_none(cfg: PipelineConfig) -> Checkpoint | None:
     try:
         from .airflow.checkpoints import show_checkpoint
         return show_checkpoint(cfg)
@@ -184,7 +195,7 @@ def _checkpoint_or_none(cfg):
         return None
 
 
-def cmd_offsets_show(args):
+def cmd_offsets_show(args: Args) -> None:
     from .airflow.checkpoints import show_checkpoint
     cfg = find_pipeline(args)
     cp = show_checkpoint(cfg)
@@ -199,7 +210,7 @@ def cmd_offsets_show(args):
     emit(args, cp.to_dict(), text)
 
 
-def cmd_offsets_reset(args):
+def cmd_offsets_reset(args: Args) -> None:
     from .airflow.checkpoints import reset_checkpoint
     cfg = find_pipeline(args)
     if args.offsets:
@@ -219,7 +230,7 @@ def cmd_offsets_reset(args):
          table(["key", "next position"], sorted(cp.positions.items())))
 
 
-def cmd_backfill(args):
+def cmd_backfill(args: Args) -> int:
     from .airflow.backfill import backfill
     cfg = find_pipeline(args)
     try:
@@ -235,7 +246,7 @@ def cmd_backfill(args):
     return 0 if result["state"] in ("success", "created") else 1
 
 
-def cmd_demo(args):
+def cmd_demo(args: Args) -> int:
     root = Path(__file__).resolve().parents[2]
     if not (root / "devtools" / "demo.py").exists():
         raise ConfigError("the demo lives in the streamslice repository: run `make demo` there")

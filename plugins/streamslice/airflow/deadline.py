@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..alerts import Alert
 from ..config import load_pipeline
 
+if TYPE_CHECKING:
+    from ..config.pipeline import PipelineConfig
+
 CALLBACK = "streamslice.airflow.deadline.deadline_missed"
 
 
-def deadline_for(cfg):
+def deadline_for(cfg: PipelineConfig) -> Any:
     if not cfg.alerts or not cfg.alerts.deadline:
         return None
     from airflow.sdk import AsyncCallback, DeadlineAlert, DeadlineReference  # type: ignore[attr-defined]
@@ -27,7 +30,10 @@ def deadline_for(cfg):
 async def deadline_missed(context: dict[str, Any] | None = None,
                           pipeline_file: str | None = None, **_: Any) -> None:
     from .alerting import run_link, send
+    if not pipeline_file:
+        return
     cfg = load_pipeline(pipeline_file)
+    deadline = cfg.alerts.deadline if cfg.alerts and cfg.alerts.deadline else 0
     run = (context or {}).get("dag_run") or {}
     run_id = run.get("dag_run_id") or run.get("run_id")
     interval = None
@@ -36,7 +42,7 @@ async def deadline_missed(context: dict[str, Any] | None = None,
                     "end": str(run["data_interval_end"])}
     alert = Alert(kind="deadline", pipeline=cfg.name, run_id=run_id, interval=interval,
                   link=run_link(cfg.name, run_id) if run_id else None,
-                  message=f"run {run_id} has not finished {cfg.alerts.deadline // 1000}s after "
+                  message=f"run {run_id} has not finished {deadline // 1000}s after "
                           f"it was queued (state: {run.get('state')})",
-                  details={"deadline_ms": cfg.alerts.deadline, "state": run.get("state")})
+                  details={"deadline_ms": deadline, "state": run.get("state")})
     await asyncio.to_thread(send, cfg, alert, context)

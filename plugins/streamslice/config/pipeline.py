@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
@@ -94,7 +94,7 @@ class SparkSettings:
 class PipelineConfig:
     name: str
     file: str
-    mode: str
+    mode: Literal["interval", "incremental"]
     source: Source
     output: Output
     decode: Decoding = Decoding()
@@ -108,11 +108,11 @@ class PipelineConfig:
     max_active_runs: int = 1
     retries: int = 2
     retry_delay: int = 30_000  # ms
-    tags: tuple = ()
+    tags: tuple[str, ...] = ()
     alerts: AlertRules | None = None
 
 
-def load_pipeline(path):
+def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
     """Parse and validate one pipeline file."""
     path = Path(path)
     try:
@@ -132,10 +132,12 @@ def load_pipeline(path):
     return parse_pipeline(text, file=str(path), default_name=path.stem)
 
 
-def load_pipelines(folder):
+def load_pipelines(folder: str | os.PathLike[str]
+                   ) -> tuple[list[PipelineConfig], list[ConfigError]]:
     """All ``*.yaml``/``*.yml`` files of a folder: (configs, errors) so one bad file does not
     hide the others."""
-    configs, errors = [], []
+    configs: list[PipelineConfig] = []
+    errors: list[ConfigError] = []
     for path in sorted(Path(folder).glob("*.y*ml")):
         try:
             configs.append(load_pipeline(path))
@@ -153,7 +155,8 @@ def load_pipelines(folder):
     return configs, errors
 
 
-def parse_pipeline(text, file="<string>", default_name="pipeline", project_root=None):
+def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipeline",
+                   project_root: str | None = None) -> PipelineConfig:
     try:
         data = yamlfile.load(text)
     except RecursionError:
@@ -221,7 +224,7 @@ def parse_pipeline(text, file="<string>", default_name="pipeline", project_root=
     return cfg
 
 
-def _interpolate(value, file):
+def _interpolate(value: Any, file: str) -> Any:
     """``${VAR}`` and ``${VAR:-default}`` in string values, from the environment."""
     if isinstance(value, dict):
         out = type(value)()
@@ -234,7 +237,7 @@ def _interpolate(value, file):
     if isinstance(value, list):
         return [_interpolate(v, file) for v in value]
     if isinstance(value, str) and "${" in value:
-        def sub(m):
+        def sub(m: re.Match[str]) -> str:
             got = os.environ.get(m.group(1))
             if got is None:
                 if m.group(2) is None:
@@ -247,7 +250,7 @@ def _interpolate(value, file):
     return value
 
 
-def _schedule(f, mode):
+def _schedule(f: Fields, mode: str) -> str | None:
     value = f.raw("schedule", None)
     if value is None:
         return None
@@ -272,7 +275,7 @@ def _schedule(f, mode):
     return value.strip()
 
 
-def _decoding(f):
+def _decoding(f: Fields) -> Decoding:
     value = f.str("value", "raw", choices=formats_for("value"))
     key = f.str("key", "raw", choices=formats_for("key"))
     dec = Decoding(value=format_class(value).parse(f, "value"),
@@ -282,7 +285,7 @@ def _decoding(f):
     return dec
 
 
-def _output(f, root):
+def _output(f: Fields, root: str) -> Output:
     path = f.str("path", "output")
     if "://" not in path and not os.path.isabs(path):
         path = os.path.normpath(os.path.join(root, path))
@@ -321,7 +324,7 @@ def _output(f, root):
     return out
 
 
-def _spark(f):
+def _spark(f: Fields) -> SparkSettings:
     conf = f.raw("conf", {}) or {}
     if not isinstance(conf, dict):
         raise f.error("must map Spark properties to values", "conf")
@@ -340,7 +343,7 @@ def _spark(f):
     return s
 
 
-def _remote(f, runner, default):
+def _remote(f: Fields, runner: str, default: str | None) -> str | None:
     if runner != "connect":
         if f.has("remote"):
             raise f.error("is only used with runner: connect", "remote")
@@ -358,7 +361,7 @@ def _remote(f, runner, default):
     return remote.strip()
 
 
-def _emr(f, runner):
+def _emr(f: Fields, runner: str) -> dict[str, Any]:
     if runner != "emr-serverless":
         if f.mapping:
             raise f.error("is only used with runner: emr-serverless")
@@ -379,7 +382,7 @@ def _emr(f, runner):
     return out
 
 
-def _project_root(file):
+def _project_root(file: str) -> str:
     """Pipeline files live in <root>/dags/pipelines/; relative output paths hang off <root>."""
     p = Path(file).resolve()
     if p.parent.name == "pipelines" and p.parent.parent.name == "dags":
@@ -387,5 +390,5 @@ def _project_root(file):
     return str(p.parent)
 
 
-def _join(base, *parts):
+def _join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from ..aws import parse_auth
 from ..timeutil import INTERVAL_START
@@ -9,11 +10,14 @@ from .positions import Committed, IntervalEnd, Latest, Position, Timestamp, pars
 from .properties import check_bootstrap_servers
 from .subscriber import PartitionSet, Subscriber, TopicList, TopicPattern, parse_partition
 
+if TYPE_CHECKING:
+    from ..config.fields import Fields
+
 CLIENTS = ("confluent-kafka", "kafka-python")
 AUTHS = ("msk_iam",)  # else the client properties' own SASL/SSL settings
 
 
-def parse_kafka(f, mode: str, pipeline_name: str):
+def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
     """``f`` is a Fields over the kafka mapping. Returns the KafkaSource's fields."""
     servers = f.parse("bootstrap_servers", check_bootstrap_servers, None)
     conn_id = f.str("conn_id", None)
@@ -83,7 +87,7 @@ def parse_kafka(f, mode: str, pipeline_name: str):
     return fields
 
 
-def _commit_group(f, pipeline_name):
+def _commit_group(f: Fields, pipeline_name: str) -> str | None:
     value = f.raw("commit_offsets_to_group", True)
     if value is False:
         return None
@@ -94,13 +98,13 @@ def _commit_group(f, pipeline_name):
     raise f.error("must be true, false or a consumer group name", "commit_offsets_to_group")
 
 
-def _as_list(items):
+def _as_list(items: Any) -> list[Any]:
     if not isinstance(items, list) or not items:
         raise ValueError("must be a non-empty list of topic:partition")
     return items
 
 
-def _check_offsets(f, start, stop):
+def _check_offsets(f: Fields, start: Position, stop: Position) -> None:
     """Explicit start and stop offsets for the same partition must not cross."""
     from .positions import Specified
     first = getattr(start, "fallback", start)

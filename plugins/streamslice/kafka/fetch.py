@@ -11,46 +11,56 @@ import time
 from dataclasses import dataclass
 from itertools import repeat
 from operator import is_not
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DataLossError, SourceError
 from .msk_iam import confluent_conf
 from .properties import kafka_python_kwargs
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from .split import KafkaSplit
+
 
 @dataclass
 class RawBatch:
-    offsets: list
-    timestamps: list  # epoch ms
-    timestamp_types: list  # 0 CreateTime, 1 LogAppendTime (Spark's timestampType)
-    keys: list
-    values: list
-    headers: list  # list of [(key, value)] or None
+    offsets: list[int]
+    timestamps: list[int]  # epoch ms
+    timestamp_types: list[int]  # 0 CreateTime, 1 LogAppendTime (Spark's timestampType)
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[Any]  # per record: [(key, value)] or None
 
 
-def fetch(client, split, properties, **kw):
-    fetcher = fetch_confluent if client == "confluent-kafka" else fetch_kafka_python
+def fetch(client: str, split: KafkaSplit, properties: dict[str, Any],
+          **kw: Any) -> Iterator[RawBatch]:
+    fetcher: Callable[..., Iterator[RawBatch]] = \
+        fetch_confluent if client == "confluent-kafka" else fetch_kafka_python
     return fetcher(split, properties, **kw)
 
 
-def _expired(split, at, detail):
+def _expired(split: KafkaSplit, at: int, detail: str) -> DataLossError:
     return DataLossError(
         f"{split.key}: records expired while reading offsets [{split.start}, {split.stop}) "
         f"(at offset {at}: {detail}); the retention or a delete moved the log start",
         [{"key": split.key, "from": at, "to": None, "reason": "expired during read"}])
 
 
-def _stalled(split, position, idle_s, servers):
+def _stalled(split: KafkaSplit, position: int, idle_s: float, servers: Any) -> SourceError:
     return SourceError(f"{split.key}: no records from {servers} for {idle_s:.0f}s at offset "
                        f"{position}, before the split's stop {split.stop}")
 
 
-def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
-                    unreachable_s=10.0, consumer_factory=None):
+def fetch_confluent(split: KafkaSplit, properties: dict[str, Any], batch_size: int = 10_000,
+                    idle_timeout_s: float = 60.0, unreachable_s: float = 10.0,
+                    consumer_factory: Callable[[dict[str, Any]], Any] | None = None
+                    ) -> Iterator[RawBatch]:
     """``consumer_factory(conf)`` makes the consumer (default: confluent_kafka.Consumer)."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     consumer_factory = consumer_factory or Consumer
-    down = []  # librdkafka retries by itself; we only need to know when nothing answers
-    conf = {"group.id": "streamslice-reader", "enable.auto.commit": False,
+    down: list[Any] = []  # librdkafka retries by itself; we only need to know when nothing answers
+    conf: dict[str, Any] = {"group.id": "streamslice-reader", "enable.auto.commit": False,
             "enable.auto.offset.store": False, "enable.partition.eof": True,
             "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
             "queued.min.messages": 200_000, "fetch.max.bytes": 64 * 1024 * 1024,
@@ -110,7 +120,7 @@ def fetch_confluent(split, properties, batch_size=10_000, idle_timeout_s=60.0,
         consumer.close()
 
 
-def _spark_timestamp_types(types):
+def _spark_timestamp_types(types: tuple[int, ...]) -> list[int]:
     """librdkafka's 0 (not available) / 1 (CreateTime) / 2 (LogAppendTime) as Spark's
     timestampType (-1 / 0 / 1); a topic's records usually all share one type."""
     first = types[0]
@@ -119,7 +129,8 @@ def _spark_timestamp_types(types):
     return [t - 1 for t in types]
 
 
-def _strip_errors(split, msgs, position, eof, oor):
+def _strip_errors(split: KafkaSplit, msgs: list[Any], position: int, eof: int,
+                  oor: tuple[int, ...]) -> tuple[list[Any], bool]:
     """Messages before the first error, and whether the log ended at or past the stop."""
     for i, m in enumerate(msgs):
         err = m.error()
@@ -136,7 +147,8 @@ def _strip_errors(split, msgs, position, eof, oor):
     return msgs, False
 
 
-def fetch_kafka_python(split, properties, batch_size=10_000, idle_timeout_s=60.0):
+def fetch_kafka_python(split: KafkaSplit, properties: dict[str, Any], batch_size: int = 10_000,
+                       idle_timeout_s: float = 60.0) -> Iterator[RawBatch]:
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
     from kafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError

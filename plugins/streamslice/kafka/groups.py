@@ -1,10 +1,14 @@
 """Mirror committed progress into a Kafka consumer group, so existing lag monitors (Burrow,
 kafka-consumer-groups, Cruise Control…) see the pipeline move. Never read back: the checkpoint
 in Airflow is the source of truth (as Flink's commit-on-checkpoint is only for reporting)."""
+from __future__ import annotations
+
+from typing import Any
+
 from ..errors import SourceError
 
 
-def commit_to_group(properties, group, positions):
+def commit_to_group(properties: dict[str, Any], group: str, positions: dict[str, Any]) -> None:
     """Commit ``{"topic:partition": next offset}`` for ``group``, synchronously."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
     offsets = []

@@ -1,7 +1,7 @@
 """The Kafka planner (FLIP-27's enumerator): resolve start/stop strategies into splits."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DataLossError, PlanError
 from ..planning.bounds import bounds_for
@@ -13,6 +13,7 @@ from .split import KafkaSplit
 if TYPE_CHECKING:
     from ..sources import PlanRequest
     from .admin import KafkaAdmin
+    from .positions import Offsets
     from .source import KafkaSource
 
 
@@ -49,9 +50,12 @@ def plan_kafka(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> 
     return SourcePlan(splits=splits, gaps=gaps, next_positions=next_positions, info=info)
 
 
-def _check_data_loss(starts, log_start, end, policy):
+def _check_data_loss(starts: Offsets, log_start: Offsets, end: Offsets,
+                     policy: str) -> tuple[Offsets, list[dict[str, Any]]]:
     """A start below the log start (expired) or past the end (topic recreated or truncated)."""
-    fixed, gaps, problems = dict(starts), [], []
+    fixed = dict(starts)
+    gaps: list[dict[str, Any]] = []
+    problems: list[str] = []
     for tp, start in starts.items():
         if start < log_start[tp]:
             gap = {"key": tp.key, "from": start, "to": log_start[tp], "reason": "expired"}

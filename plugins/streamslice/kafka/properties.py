@@ -1,4 +1,7 @@
 """Kafka client properties: users write librdkafka/Java names; kafka-python wants kwargs."""
+from __future__ import annotations
+
+from typing import Any
 
 # librdkafka / Java client property → kafka-python keyword argument.
 _TO_KAFKA_PYTHON = {
@@ -40,10 +43,10 @@ _READ_ONLY = {"fetch.min.bytes", "fetch.wait.max.ms", "queued.max.messages.kbyte
               "topic.metadata.refresh.interval.ms", "statistics.interval.ms"}
 
 
-def kafka_python_kwargs(properties):
+def kafka_python_kwargs(properties: dict[str, Any]) -> dict[str, Any]:
     """Translate client properties to kafka-python kwargs; unknown ones raise ValueError."""
     from .msk_iam import AUTH_KEY, kafka_python_provider
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in properties.items():
         if name in _READ_ONLY:
             continue
@@ -69,7 +72,7 @@ def kafka_python_kwargs(properties):
     return out
 
 
-def check_bootstrap_servers(text):
+def check_bootstrap_servers(text: Any) -> str:
     """``host:port[,host:port…]`` → normalised string, or ValueError naming the bad entry."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("must be host:port[,host:port...]")

@@ -114,7 +114,8 @@ class KafkaSplitReader(SplitReader):
         self.stats.kept(offsets, ts, late, payload)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def _dead_letters(self, cols, offsets, ts, errors, rows):
+    def _dead_letters(self, cols: dict[str, Any], offsets: pa.Array, ts: pa.Array,
+                      errors: dict[int, str], rows: list[int]) -> pa.RecordBatch:
         idx = pa.array(rows, pa.int64())
         return pa.RecordBatch.from_arrays([
             pa.array([cols["key"][i] for i in rows], pa.binary()),
@@ -126,7 +127,7 @@ class KafkaSplitReader(SplitReader):
             pa.array([errors[i] for i in rows], pa.string())], schema=DEAD_LETTER_SCHEMA)
 
 
-def _offsets(offsets):
+def _offsets(offsets: list[int]) -> pa.Array:
     """A partition's offsets strictly increase (the fetch loop relies on it too), so a batch
     without gaps is a range: built in C rather than converted record by record."""
     first, n = offsets[0], len(offsets)
@@ -135,30 +136,30 @@ def _offsets(offsets):
     return pa.array(offsets, pa.int64())
 
 
-def _same_or_array(values, typ):
+def _same_or_array(values: list[Any], typ: pa.DataType) -> pa.Array:
     """A column whose values are usually all equal (a topic's timestamp type)."""
     if values.count(values[0]) == len(values):
         return pa.repeat(pa.scalar(values[0], typ), len(values))
     return pa.array(values, typ)
 
 
-def _headers(headers):
+def _headers(headers: list[Any]) -> pa.Array:
     if headers.count(None) != len(headers):
         return pa.array(headers, HEADERS)
     return pa.nulls(len(headers), HEADERS)  # the common case: no headers at all
 
 
-def _take(cols, idx):
+def _take(cols: dict[str, Any], idx: list[int]) -> dict[str, Any]:
     arr_idx = pa.array(idx, pa.int64())
     return {name: col.take(arr_idx) if isinstance(col, pa.Array) else [col[i] for i in idx]
             for name, col in cols.items()}
 
 
-def _ts(ms_array):
+def _ts(ms_array: pa.Array) -> pa.Array:
     return ms_array.cast(pa.timestamp("ms", tz="UTC")).cast(TS)
 
 
-def _bytes(arrays):
+def _bytes(arrays: list[pa.Array]) -> int:
     """Payload bytes of binary/string columns (decoded fields count by their Arrow size)."""
     total = 0
     for arr in arrays:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
     from ..reading.decode import Decoder
     from ..sources import PlanRequest
+    from .admin import KafkaAdmin
     from .options import SparkRead
     from .positions import Position as KafkaPosition
     from .reader import KafkaSplitReader
@@ -90,7 +91,7 @@ class KafkaSource(Source["KafkaSplit"]):
         return self.start.describe() if self.start is not None else "the options' start"
 
     # -- planning ---------------------------------------------------------------------------
-    def _admin(self, properties: dict[str, Any]):
+    def _admin(self, properties: dict[str, Any]) -> KafkaAdmin:
         from .admin import KafkaAdmin
         return KafkaAdmin(properties)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..aws import parse_auth
 from ..config.fields import Fields
@@ -37,7 +38,7 @@ AUTH_KEYS = ("profile", "role_arn", "external_id", "session_name", "session_dura
              "sts_endpoint_url")
 
 
-def parse_kinesis(f, mode, pipeline_name):
+def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
     """``f`` is a Fields over the kinesis mapping. Returns the KinesisSource's fields."""
     flink = f.raw("flink_properties", None)
     try:
@@ -55,7 +56,7 @@ def parse_kinesis(f, mode, pipeline_name):
                           field=f"{f.path}.flink_properties") from None
 
 
-def _parse_kinesis(f, mode, pipeline_name, flink):
+def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict[str, Any]:
     if flink is not None:
         from .flink import flink_to_native
         try:
@@ -121,7 +122,7 @@ def _parse_kinesis(f, mode, pipeline_name, flink):
     return fields
 
 
-def parse_start(value, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Position:
+def parse_start(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Position:
     if isinstance(value, str):
         if value == "TRIM_HORIZON":
             return TrimHorizon()
@@ -140,7 +141,7 @@ def parse_start(value, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Position:
                      "(AT_TIMESTAMP as {AT_TIMESTAMP: 1459799926.480})")
 
 
-def parse_stop(value, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Stop:
+def parse_stop(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Stop:
     if value == "latest":
         return Tip()
     if value == "shard_end":
@@ -150,7 +151,7 @@ def parse_stop(value, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Stop:
     raise ValueError(f"{value!r} is not a stop: latest, shard_end or {{timestamp: …}}")
 
 
-def parse_kinesis_time(value, date_format=DEFAULT_JAVA_DATE_FORMAT):
+def parse_kinesis_time(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> int | str:
     """Flink's forms: epoch seconds with a fraction, or a date string in ``date_format``."""
     if value in (INTERVAL_START, INTERVAL_END):
         return value
@@ -163,9 +164,9 @@ def parse_kinesis_time(value, date_format=DEFAULT_JAVA_DATE_FORMAT):
         return parse_date_string_ms(text, date_format)
 
 
-def _credentials(f):
+def _credentials(f: Fields) -> dict[str, str]:
     creds = f.child("credentials")
-    out = {}
+    out: dict[str, str] = {}
     if creds.has("access_key_id"):
         out = {"access_key_id": creds.str("access_key_id"),
                "secret_access_key": creds.str("secret_access_key")}
@@ -173,7 +174,7 @@ def _credentials(f):
     return out
 
 
-def _polling(p, r):
+def _polling(p: Fields, r: Fields) -> PollingSettings:
     backoff = dict(DEFAULT_BACKOFF)
     for api in list(r.mapping):
         if api not in DEFAULT_BACKOFF:
@@ -195,7 +196,7 @@ def _polling(p, r):
 
 
 
-def _consumer_name(efo, pipeline_name):
+def _consumer_name(efo: Fields, pipeline_name: str) -> str:
     """Kinesis allows 128 characters; per-run consumers add an 11-character run suffix."""
     name = efo.str("consumer_name", f"streamslice-{pipeline_name}")
     if not re.fullmatch(r"[a-zA-Z0-9_.-]+", name):
@@ -207,7 +208,7 @@ def _consumer_name(efo, pipeline_name):
     return name
 
 
-def _exponent(value):
+def _exponent(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{value!r} is not a number")
     try:

@@ -4,10 +4,13 @@
 ARN: read with SubscribeToShard) and ``aws.*`` client properties."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.options import client_properties, json_option
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def kinesis_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -51,7 +54,7 @@ def kinesis_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str
     return fields, client_properties(opts, "aws.")
 
 
-def _time(parse, value):
+def _time(parse: Callable[[Any], int | str], value: Any) -> int | str:
     try:
         return parse(value)
     except ValueError as exc:

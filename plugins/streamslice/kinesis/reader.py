@@ -90,7 +90,8 @@ class KinesisSplitReader(SplitReader):
                         sum(a.nbytes for a in values))
         return pa.RecordBatch.from_arrays([*values, *meta], schema=self.schema)
 
-    def _meta(self, seqs, subs, keys, arrivals):
+    def _meta(self, seqs: list[str], subs: list[int | None], keys: list[str],
+              arrivals: list[int]) -> list[pa.Array]:
         n = len(seqs)
         return [pa.array([self.split.stream] * n, pa.string()),
                 pa.array([self.split.shard_id] * n, pa.string()),

@@ -23,6 +23,8 @@ from .files import publish_dead_letters, staged_files
 from .tables import check_compatible, commit_properties, manifest_from, table_schema
 
 if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
     from . import Published
@@ -48,7 +50,7 @@ class IcebergPublisher:
     def uri(self, plan: ReadPlan) -> str:
         return f"iceberg:{self.identifier}/{plan.partition}"
 
-    def _table(self, plan: ReadPlan, create: bool):
+    def _table(self, plan: ReadPlan, create: bool) -> Table | None:
         from pyiceberg.exceptions import NoSuchTableError
         try:
             return self.catalog.load_table(self.identifier)
@@ -68,7 +70,7 @@ class IcebergPublisher:
         table = self._table(plan, create=False)
         return None if table is None else self._published_in(table, plan)
 
-    def _published_in(self, table, plan: ReadPlan) -> dict[str, Any] | None:
+    def _published_in(self, table: Table, plan: ReadPlan) -> dict[str, Any] | None:
         for snapshot in reversed(table.snapshots()):  # the newest: the one holding the files
             props = snapshot.summary.additional_properties if snapshot.summary else {}
             found = manifest_from(props, plan)
@@ -79,6 +81,7 @@ class IcebergPublisher:
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         table = self._table(plan, create=True)
+        assert table is not None  # created when missing
         self._evolve(table, plan)  # an incompatible schema fails here, before anything lands
         publish_dead_letters(self.output, plan, staging)
         table = self.catalog.load_table(self.identifier)
@@ -96,7 +99,7 @@ class IcebergPublisher:
         found = self._published_in(table, plan)  # the commit left the table at its metadata
         return found["published"] if found else {"uri": self.uri(plan)}
 
-    def _evolve(self, table, plan: ReadPlan) -> None:
+    def _evolve(self, table: Table, plan: ReadPlan) -> None:
         """A new nullable field evolves the table, at any depth; a change the table's rows
         cannot follow is refused naming each field (``tables.schema_changes``)."""
         wanted = table_schema(plan)
@@ -108,7 +111,7 @@ class IcebergPublisher:
             raise CommitError(f"incompatible schema change for Iceberg table "
                               f"{self.identifier}: {exc}") from None
 
-    def _move_into_table(self, table, plan: ReadPlan, staging: Staging) -> list[str]:
+    def _move_into_table(self, table: Table, plan: ReadPlan, staging: Staging) -> list[str]:
         """Staged files → the table's data folder, leaving the staging area whole until the
         commit (so a crash before it leaves a retry something to publish): hard links on a
         local file system (no copy), a server-side copy on object stores. Returns the URIs."""

@@ -13,7 +13,7 @@ from ..aws import stream_ref
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
 from ..sources import SourcePlan
-from .client import DEFAULT_BACKOFF, call, error_code, make_client
+from .client import DEFAULT_BACKOFF, Backoff, call, error_code, make_client
 from .polling import iterator_args, stream_arg, stream_arn_arg
 from .positions import (
     AfterSequenceNumber,

@@ -28,6 +28,8 @@ from .model import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..sources import PageAction, PageSection
     from ..splits import PositionText
 
@@ -188,7 +190,7 @@ def _headline(top: Headline, can_run: bool) -> str:
     return f'<p id="headline" class="headline h-{top.level}">{text}</p>'
 
 
-def _tiles(view: PipelineView, chart: LagChart | None, span) -> str:
+def _tiles(view: PipelineView, chart: LagChart | None, span: Callable[[Cell], str]) -> str:
     cells, tz = view.cells, view.tz
     tiles = []
     if view.row.mode == "interval":

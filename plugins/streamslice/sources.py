@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from .commit.checkpoint import Checkpoint
     from .config.fields import Fields
+    from .lineage import DatasetName
     from .planning.plan import Interval, ReadPlan
     from .reading.decode import Decoder
     from .reading.loop import SplitReader
@@ -332,6 +333,13 @@ class Source(ABC, Generic[SplitT]):
         merged = dict(base)
         merged.update(plan.next_positions)
         return merged
+
+    # -- lineage --------------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def lineage_dataset(cls, plan: ReadPlan, split: SplitT) -> DatasetName:
+        """The dataset ``split`` reads, named as OpenLineage names datasets
+        (``streamslice.lineage``): Kafka's topic, Kinesis' stream, a folder of files."""
 
     @classmethod
     def position_text(cls, position: Any) -> PositionText:

@@ -65,14 +65,14 @@ def build_dag(cfg):
         plan = PythonOperator(task_id="plan", python_callable=plan_task, op_kwargs=kwargs,
                               inlets=[asset], doc_md="Resolve start/stop into splits; the "
                               "plan is saved so a retry reads the same ranges.")
-        from .operators import ReadOperator
+        from .operators import ReadOperator, StreamsliceOperator
         read = ReadOperator(task_id="read", python_callable=read_task, op_kwargs=kwargs,
                             inlets=[asset],  # its failure alerts are counted in the state
                             doc_md="Spark reads every split into a staging location.")
-        commit = PythonOperator(task_id="commit", python_callable=commit_task,
-                                op_kwargs=kwargs, inlets=[asset], outlets=[asset],
-                                doc_md="Verify, publish atomically, then advance the "
-                                "checkpoint.")
+        commit = StreamsliceOperator(task_id="commit", python_callable=commit_task,
+                                     op_kwargs=kwargs, inlets=[asset], outlets=[asset],
+                                     doc_md="Verify, publish atomically, then advance the "
+                                     "checkpoint.")
         plan >> read >> commit
         _lifecycle_tasks(cfg, plan, read, kwargs)
     return dag

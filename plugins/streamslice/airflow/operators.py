@@ -1,6 +1,7 @@
-"""The read task's operator: a ``PythonOperator`` (so ``read_task`` stays a plain callable)
-that can also wait for a job run elsewhere without holding a worker slot, and cancels that
-run when the task is killed."""
+"""The read and commit tasks' operators: ``PythonOperator``s (the task callables stay plain
+functions) that report their inputs and outputs to Airflow's OpenLineage provider, and, for
+the read, can wait for a job run elsewhere without holding a worker slot and cancel that run
+when the task is killed."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +12,46 @@ from airflow.providers.standard.operators.python import PythonOperator
 log = logging.getLogger("streamslice")
 
 
-class ReadOperator(PythonOperator):
+class StreamsliceOperator(PythonOperator):
+    """Its callable tells it what the run did (``remember``: the plan, and the staging area
+    or the published manifest); OpenLineage's listener asks for it when it is configured."""
+
+    def execute(self, context: Any) -> Any:
+        self._facts: dict[str, Any] = {}
+        return super().execute(context)
+
+    def remember(self, **facts: Any) -> None:
+        self._facts = {**getattr(self, "_facts", {}), **facts}
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """Before the callable runs, the output is known (the plan is not yet): it, rather
+        than the Airflow asset the task declares as an inlet."""
+        from ..config import load_pipeline
+        from .lineage import output_lineage
+        cfg = load_pipeline(self.op_kwargs["pipeline_file"])
+        return output_lineage(cfg.output.target(cfg.name))
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        facts = getattr(self, "_facts", {})
+        if "plan" not in facts:
+            return self.get_openlineage_facets_on_start()
+        from .lineage import operator_lineage
+        summaries = None
+        if facts.get("staging"):
+            from ..reading.staging import Staging
+            summaries = list(Staging(facts["staging"]).summaries().values())
+        return operator_lineage(facts["plan"], summaries, facts.get("manifest"))
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """What a failed run got to: its plan's datasets, without counts."""
+        facts = getattr(self, "_facts", {})
+        if "plan" not in facts:
+            return self.get_openlineage_facets_on_start()
+        from .lineage import operator_lineage
+        return operator_lineage(facts["plan"])
+
+
+class ReadOperator(StreamsliceOperator):
     """``read_task`` runs the job; where it defers to a trigger (EMR Serverless), the task
     resumes in ``read_done``. ``on_kill`` cancels a job run started by this try that has
     not been handed to a trigger yet (once deferred, the trigger's ``on_kill`` does)."""
@@ -25,6 +65,7 @@ class ReadOperator(PythonOperator):
 
     def read_done(self, context: Any, event: dict[str, Any] | None = None) -> Any:
         from .tasks import read_done
+        self._facts = {}
         return read_done(self.op_kwargs["pipeline_file"], event, **context)
 
     def on_kill(self) -> None:
@@ -35,3 +76,10 @@ class ReadOperator(PythonOperator):
         from .emr import cancel_job_run
         cfg = load_pipeline(self.op_kwargs["pipeline_file"])
         cancel_job_run(cfg.spark.emr_serverless.get("aws_conn_id"), job)
+
+
+def remember(context: Any, **facts: Any) -> None:
+    """Tell the task's operator what its run did (a no-op for other operators)."""
+    found = getattr(context.get("task"), "remember", None)
+    if found is not None:
+        found(**facts)

@@ -21,6 +21,7 @@ from ..splits import summary_lag, total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
 from .hooks import registry_properties, source_properties, with_catalog_connection
+from .operators import remember
 from .store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def read_task(pipeline_file: str, **context: Any) -> str:
         ti = context["ti"]
         plan = read_plan(ti.xcom_pull(task_ids="plan"))
         staging = _read_staging(plan, context)
+        remember(context, plan=plan)
         setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
                  for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
         from .runners import run_spark_read
@@ -90,6 +92,7 @@ def read_task(pipeline_file: str, **context: Any) -> str:
                        started=getattr(context.get("task"), "job_started", None))
         log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri,
                  time.time() - started)
+        remember(context, staging=staging.uri)
         return staging.uri
 
 
@@ -101,7 +104,9 @@ def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Any) 
         from .emr import finish_job_run
         finish_job_run(cfg, event)
         plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
-        return _read_staging(plan, context).uri
+        staging = _read_staging(plan, context).uri
+        remember(context, plan=plan, staging=staging)
+        return staging
 
 
 def _read_staging(plan: ReadPlan, context: dict[str, Any]) -> Staging:
@@ -114,10 +119,12 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         cfg = load_pipeline(pipeline_file)
         plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
         plan.output = with_catalog_connection(plan.output)
+        remember(context, plan=plan)
         staging = Staging(context["ti"].xcom_pull(task_ids="read"))
         asset = output_asset(cfg)
         now = int(time.time() * 1000)
         manifest = publish_once(plan, staging, run_id=context["run_id"], now_ms=now)
+        remember(context, manifest=manifest)
         faults.check("after_publish")
         store = TaskCheckpointStore(context, asset)
         current = store.get()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..config.fields import Fields
+    from ..lineage import DatasetName
     from ..planning.plan import ReadPlan
     from ..reading.decode import Decoder
     from ..sources import PlanRequest, ReadRequest, SourcePlan
@@ -119,6 +120,11 @@ class FileSource(Source["FileSplit"]):
         return FileSplitReader(split, root=request.plan.source_info["root"],
                                decoder=request.decoder, staging=request.staging,
                                fault=request.fault)
+
+    @classmethod
+    def lineage_dataset(cls, plan: ReadPlan, split: FileSplit) -> DatasetName:
+        from ..lineage import location_dataset
+        return location_dataset(plan.source_info["root"])  # the folder: one dataset
 
     @classmethod
     def position_text(cls, position: Any) -> PositionText:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..config.fields import Fields
+    from ..lineage import DatasetName
     from ..planning.plan import ReadPlan
     from ..reading.decode import Decoder
     from ..sources import PlanRequest
@@ -172,6 +173,11 @@ class KafkaSource(Source["KafkaSplit"]):
                                 fault=request.fault,
                                 include_headers=request.plan.source_info.get("include_headers",
                                                                              True))
+
+    @classmethod
+    def lineage_dataset(cls, plan: ReadPlan, split: KafkaSplit) -> DatasetName:
+        from ..lineage import kafka_dataset
+        return kafka_dataset(plan.source_info["bootstrap_servers"], split.topic)
 
     @classmethod
     def position_text(cls, position: Any) -> PositionText:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..config.fields import Fields
+    from ..lineage import DatasetName
     from ..planning.plan import ReadPlan
     from ..reading.decode import Decoder
     from ..sources import PageSection, PlanRequest
@@ -193,6 +194,11 @@ class KinesisSource(Source["KinesisSplit"]):
                        base: dict[str, Any]) -> dict[str, Any]:
         from .checkpoint import next_positions
         return next_positions(plan, summaries, base)
+
+    @classmethod
+    def lineage_dataset(cls, plan: ReadPlan, split: KinesisSplit) -> DatasetName:
+        from ..lineage import kinesis_dataset
+        return kinesis_dataset(split.stream_arn or plan.source_info["streams"][split.stream])
 
     @classmethod
     def position_text(cls, position: Any) -> PositionText:

@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
 
@@ -42,6 +43,10 @@ class Publisher(Protocol):
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
         """The manifest the plan's partition was published with, if any, with where it
         landed under ``published``."""
+
+    def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
+        """The output as lineage names it (``streamslice.lineage``): its location, and the
+        table's name in its catalog where it has one."""
 
 
 # Where a run's partition landed: ``uri`` always; a table's ``snapshot_id`` (Iceberg) or

@@ -19,11 +19,13 @@ import pyarrow.dataset as ds
 
 from ... import faults
 from ...errors import CommitError
+from ...lineage import location_dataset
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
 from .tables import check_compatible, commit_properties, manifest_from, table_schema
 
 if TYPE_CHECKING:
+    from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
     from . import Published
@@ -37,6 +39,9 @@ class DeltaPublisher:
 
     def uri(self, plan: ReadPlan) -> str:
         return f"{self.table_uri}#{plan.partition}"
+
+    def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
+        return location_dataset(self.table_uri), None  # a Delta table is its location
 
     def published_manifest(self, plan: ReadPlan, latest: int | None = None
                            ) -> dict[str, Any] | None:

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from ... import faults
+from ...lineage import location_dataset
 from ...reading.staging import DATA, DEAD_LETTER
 from ..manifest import MANIFEST, manifest_bytes, read_manifest
 
 if TYPE_CHECKING:
+    from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
     from . import Published
@@ -37,6 +39,9 @@ class DirectoryRename:
 
     def uri(self, plan: ReadPlan) -> str:
         return f"{self.output.dataset.rstrip('/')}/{plan.partition}"
+
+    def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
+        return location_dataset(self.output.dataset), None
 
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
         found = read_manifest(self.output.dataset, plan.partition)

@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 
 from ... import faults
 from ...errors import CommitError
+from ...lineage import DatasetName, location_dataset
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
 from .tables import check_compatible, commit_properties, manifest_from, table_schema
@@ -49,6 +50,19 @@ class IcebergPublisher:
 
     def uri(self, plan: ReadPlan) -> str:
         return f"iceberg:{self.identifier}/{plan.partition}"
+
+    def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
+        """The table's location (as Spark's OpenLineage integration names Iceberg tables),
+        and its name in the catalog: a Glue catalog's ARN form (``glue.id`` is the account)
+        where it is known, else ``namespace.table`` beside the location."""
+        location = location_dataset(self.catalog.load_table(self.identifier).location())
+        props = self.output.catalog
+        database, _, table = self.identifier.rpartition(".")
+        region = props.get("glue.region") or props.get("client.region")
+        if props.get("type") == "glue" and props.get("glue.id") and region:
+            return location, DatasetName(f"arn:aws:glue:{region}:{props['glue.id']}",
+                                         f"table/{database}/{table}")
+        return location, DatasetName(location.namespace, self.identifier)
 
     def _table(self, plan: ReadPlan, create: bool) -> Table | None:
         from pyiceberg.exceptions import NoSuchTableError

@@ -65,6 +65,12 @@ def test_lag_names_the_top_partitions_and_bands_the_rest_per_column():
     assert chart.latest_total == 198.0
 
 
+def test_the_named_lines_are_listed_furthest_behind_now_first():
+    runs = [run("a", "success", T0, 1, lag_records=1, lag_by_split={"t:0": 100, "t:1": 50}),
+            run("b", "success", T0 + H, 1, lag_records=1, lag_by_split={"t:0": 1, "t:1": 40})]
+    assert list(lag_chart(coverage(runs, hours(2))).lines) == ["t:1", "t:0"]
+
+
 def test_time_behind_is_folded_as_the_worst_not_summed():
     runs = [run("k", "success", T0, 1, millis_behind_latest=900,
                 lag_by_split={"s:shardId-0": 900, "s:shardId-1": 40})]
@@ -95,6 +101,9 @@ def test_time_axis_labels_round_hours_in_the_pipelines_zone_and_names_each_day()
     assert axis.when(T0, berlin) == "2024-05-01 02:00"
     assert axis.span(T0, T0 + H, berlin) == "2024-05-01 02:00 → 03:00"
     assert axis.zone("Not/AZone") is timezone.utc
+    # A 10-second schedule: seconds are shown wherever a moment is not on a whole minute.
+    assert axis.span(T0 + 20_000, T0 + 30_000, berlin) == "2024-05-01 02:00:20 → 02:00:30"
+    assert axis.short(T0 + 20_000, timezone.utc) == "May 1 00:00:20"
 
 
 def test_value_ticks_are_round_and_short():
@@ -102,6 +111,7 @@ def test_value_ticks_are_round_and_short():
                                                                        "2.5M"]
     assert [axis.duration(v) for v in (850, 4_500, 270_000)] == ["850 ms", "4.5 s", "4.5 min"]
     assert [axis.nice_top(v) for v in (0, 3, 7, 12, 2400)] == [1, 5, 10, 20, 2500]
+    assert axis.nice_top(0, least=1000) == 1000 and axis.duration(0) == "0"
 
 
 def test_the_headline_says_what_needs_doing_first():
@@ -118,10 +128,10 @@ def test_the_headline_says_what_needs_doing_first():
     assert late.level == "warn" and "1 interval got late records (May 1 03:00)" in late.text
     assert say([], mode="incremental", paused=True).text == (
         "No runs yet. The DAG is paused: unpause it in Airflow to let runs start.")
-    healed = say([run("a", "failed", at=1), run("b", "success", records=3, at=2)],
+    healed = say([run("a", "failed", at=T0), run("b", "success", records=3, at=T0 + H)],
                  mode="incremental")
     assert healed.level == "ok" and healed.text.startswith(
-        "1 of 2 batches in view published; 1 failed earlier (Jan 1 00:00) and the batch after "
+        "1 of 2 batches in view published; 1 failed earlier (May 1 00:00) and the batch after "
         "it read its records: nothing is missing.")
     broken = run("b", "failed", at=5)
     broken.reason = "task read failed: broker down. Check the broker."

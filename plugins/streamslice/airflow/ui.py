@@ -132,7 +132,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
         if row.mode == "interval":
             since, until = _range(session, dag_id, row.last, start, end, tz)
             shown = ui_data.runs(session, dag_id, model, since=since, until=until)
-            cells = coverage(shown, ui_data.expected_intervals(dag, since, until))
+            cells = coverage(shown, ui_data.expected_intervals(session, dag, since, until))
         else:
             shown = recent
             cells = coverage(recent, None)

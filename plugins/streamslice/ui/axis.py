@@ -36,15 +36,19 @@ def local(ms: int, tz: tzinfo) -> datetime:
 
 
 def when(ms: int | None, tz: tzinfo, seconds: bool = False) -> str:
-    """``2024-05-01 03:00`` in ``tz`` (no zone name: the page says it once)."""
+    """``2024-05-01 03:00`` in ``tz`` (no zone name: the page says it once); with seconds
+    when asked or when the moment is not on a whole minute (a 10-second schedule)."""
     if ms is None:
         return "-"
+    seconds = seconds or ms % MIN != 0
     return local(ms, tz).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
 def short(ms: int | None, tz: tzinfo) -> str:
-    """``May 1 20:00``: a moment in a sentence."""
-    return local(ms, tz).strftime("%b %-d %H:%M") if ms is not None else "-"
+    """``May 1 20:00`` (``May 1 20:00:10`` off the minute): a moment in a sentence."""
+    if ms is None:
+        return "-"
+    return local(ms, tz).strftime("%b %-d %H:%M:%S" if ms % MIN else "%b %-d %H:%M")
 
 
 def span(start: int | None, end: int | None, tz: tzinfo) -> str:
@@ -109,8 +113,10 @@ def _round(ms: int, step: int, tz: tzinfo) -> bool:
     return of_day % step == 0 and at.microsecond < 1000
 
 
-def nice_top(value: float) -> float:
-    """The smallest round number at or above ``value`` (1, 2, 2.5, 5 × 10^k)."""
+def nice_top(value: float, least: float = 1.0) -> float:
+    """The smallest round number at or above ``value`` (1, 2, 2.5, 5 × 10^k), at least
+    ``least`` (an axis of zeros still reads: 0 to 10 records, 0 to 1 s)."""
+    value = max(value, least)
     if value <= 0:
         return 1.0
     exp = 10 ** math.floor(math.log10(value))

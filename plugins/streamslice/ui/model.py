@@ -173,6 +173,8 @@ def lag_chart(cells: list[Cell], top: int = TOP_SPLITS) -> LagChart | None:
     if not peak:
         return None
     named = sorted(peak, key=lambda k: (-peak[k], k))[:top]
+    last = {k: next((c[k] for c in reversed(columns) if k in c), 0.0) for k in named}
+    named.sort(key=lambda k: (-last[k], -peak[k], k))  # shown furthest behind now first
     lines: dict[str, list[float | None]] = {k: [c.get(k) for c in columns] for k in named}
     low: list[float | None] = []
     high: list[float | None] = []

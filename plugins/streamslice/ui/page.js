@@ -18,7 +18,8 @@
   const when = (ms, seconds) => {
     const p = {};
     clock.formatToParts(new Date(ms)).forEach((x) => { p[x.type] = x.value; });
-    return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}` + (seconds ? `:${p.second}` : "");
+    const s = seconds || ms % 60000 !== 0 ? `:${p.second}` : "";
+    return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}${s}`;
   };
   const span = (c) => {
     if (D.mode !== "interval") return when(c.t, true);

@@ -224,8 +224,8 @@ def _tiles(view: PipelineView, chart: LagChart | None, span: Callable[[Cell], st
 def _range_form(view: PipelineView, zone: str) -> str:
     if view.range_start is None:
         return ""
-    start = axis.local(view.range_start, view.tz).strftime("%Y-%m-%dT%H:%M")
-    end = axis.local(view.range_end or 0, view.tz).strftime("%Y-%m-%dT%H:%M")
+    start, end = (axis.when(at, view.tz).replace(" ", "T")
+                  for at in (view.range_start, view.range_end or 0))
     return (f'<form method="get" class="range"><label>From <input name="start" value="{start}">'
             f'</label><label> to <input name="end" value="{end}"></label> '
             f'<button>Show</button></form>')
@@ -268,7 +268,8 @@ def _checkpoint(view: PipelineView) -> str:
     return (f'<p>{what}, committed {axis.when(cp.get("committed_at"), tz, seconds=True)} by '
             f'<code>{escape(str(cp.get("run_id")))}</code>. Where each of the {len(rows)} '
             f'{view.splits_name} continues, furthest behind first (click a position to copy '
-            'it):</p><table id="checkpoint" class="collapsed"><tr><th>Partition / shard</th>'
+            f'it):</p><table id="checkpoint" class="collapsed"><tr><th>'
+            f'{escape(view.split_noun[0].capitalize())}</th>'
             '<th>Next position</th><th>Last plan ended at</th><th class=n>Lag (last run)</th>'
             f'</tr>{body}</table>{more}')
 

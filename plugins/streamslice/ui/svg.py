@@ -114,7 +114,7 @@ def bars(cells: list[Cell], cols: Columns, tz: tzinfo, height: float = 110) -> s
     a missing one nothing."""
     if not any(c.run for c in cells):
         return '<p class="none">No runs yet.</p>'
-    top = axis.nice_top(max([c.records or 0 for c in cells] or [1]))
+    top = axis.nice_top(max([c.records or 0 for c in cells] or [1]), least=10)
     y0 = 8.0
     marks = [_value_axis(cols, top, height, "records", y0)]
     width = max(1.0, cols.pitch - (3 if cols.pitch > 8 else 1))
@@ -137,7 +137,7 @@ def lines(chart: LagChart | None, cols: Columns, starts: list[int | None], tz: t
     if chart is None:
         return '<p class="none">No lag recorded yet.</p>'
     values = [v for vs in (*chart.lines.values(), chart.high) for v in vs if v is not None]
-    top = axis.nice_top(max(values, default=1))
+    top = axis.nice_top(max(values, default=1), least=1000 if chart.unit == "ms" else 10)
     y0 = 8.0
 
     def y(v: float) -> float:

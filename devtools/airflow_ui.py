@@ -84,12 +84,12 @@ class ApiServer:
         status, body = self.get(path, token)
         return status, json.loads(body) if body.startswith(("{", "[")) else body
 
-    def post(self, path, body, token=None):
+    def post(self, path, body, token=None, method="POST"):
         """(status, parsed JSON or text) of a JSON POST, with the user's bearer token."""
         headers = {"Content-Type": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        req = urllib.request.Request(f"{self.url}{path}", method="POST", headers=headers,
+        req = urllib.request.Request(f"{self.url}{path}", method=method, headers=headers,
                                      data=json.dumps(body).encode())
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
@@ -100,6 +100,9 @@ class ApiServer:
             return status, json.loads(text)
         except ValueError:
             return status, text
+
+    def patch(self, path, body, token=None):
+        return self.post(path, body, token, method="PATCH")
 
     def stop(self):
         if self.proc and self.proc.poll() is None:

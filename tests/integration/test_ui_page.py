@@ -525,3 +525,21 @@ def test_the_rerun_button_clears_one_interval_through_airflow(scene, browser):
     assert "is queued now" in dialog.locator(".answer").inner_text()
     assert runs_of(server, cover.name)[utc(2024, 5, 1, 0)]["state"] == "queued"
     assert errors == []
+
+
+def test_a_stalled_schedule_is_the_headline(scene, browser):
+    """Unpaused, with no scheduler running here: Airflow's next run of ``cover`` is overdue
+    (its date is Airflow's own, next_dagrun_create_after) and the backfill's runs stay queued.
+    Last: it unpauses the DAG."""
+    server, cover, *_ = scene
+    status, _ = server.patch(f"/api/v2/dags/{cover.name}", {"is_paused": False},
+                             server.token("admin"))
+    assert status == 200
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{cover.name}")
+    assert page.locator("#headline").inner_text().startswith(
+        "Airflow was due to start the next run at ")
+    shot(page, "stalled", full_page=False)
+    overview, _ = open_page(browser, server, "admin", "/streamslice/")
+    assert overview.locator(f'tr[data-pipeline="{cover.name}"] .badge',
+                            has_text="overdue").count() == 1
+    assert errors == []

@@ -289,3 +289,22 @@ def test_a_source_sections_buttons_are_disabled_with_why_for_a_reader():
     assert 'disabled title="Your Airflow role may read this DAG but not run it"' in reader
     broken = pages.section(PageSection("Things", error="Could not. Check it."), "", True)
     assert '<p class="error">Could not. Check it.</p>' in broken
+
+
+def test_a_stalled_schedule_is_said_first():
+    row = Overview("p", "kafka", "interval", "@hourly", False, "", next_due=T0)
+    def asked():
+        raise AssertionError("no need to ask for runs in flight")
+    assert row.overdue(T0 + 9 * 60_000, asked) is None  # not yet 10 minutes late
+    assert row.overdue(T0 + 11 * 60_000, lambda: False) == T0
+    assert row.overdue(T0 + 11 * 60_000, lambda: True) is None  # a long run is not a stall
+    row.paused = True
+    assert row.overdue(T0 + 11 * 60_000, asked) is None
+    ok = coverage([run("a", "success", T0, 5)], hours(1))
+    stalled = headline(ok, "interval", False, overdue="May 1 01:00")
+    assert stalled.level == "bad" and stalled.text == (
+        "Airflow was due to start the next run at May 1 01:00 and has not: is its scheduler "
+        "running (and not out of pool slots)?")
+    gap = headline(coverage([], hours(1)), "interval", False, lambda c: "x",
+                   overdue="May 1 01:00")
+    assert gap.text.startswith("Airflow was due") and "1 interval without data" in gap.text

@@ -107,6 +107,7 @@ def overview(request: Request, current=Depends(user)) -> str:
             last = ui_data.runs(session, row.dag_id, model, limit=1)
             row.last = last[0] if last else None
             row.alerts = ui_data.alerts(session, model, recent=0)[0]
+            row.overdue_since = _overdue(session, row)
     return pages.overview(rows, base, airflow)
 
 
@@ -145,7 +146,8 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
                                                    row.last.run_id if row.last else None),
             output=model.uri if model is not None else "-",
             alerts=alerts[-RECENT_ALERTS:], tz=tz, can_run=_may(current, "POST", dag_id),
-            can_clear=_may(current, "PUT", dag_id), split_noun=split_noun(row.source))
+            can_clear=_may(current, "PUT", dag_id), split_noun=split_noun(row.source),
+            overdue=_overdue(session, row))
     return pages.pipeline(view, base, airflow)
 
 
@@ -197,6 +199,12 @@ def _asset_extra(dag_id: str) -> tuple[dict[str, Any], frozenset[str]]:
         model = ui_data.asset(session, dag_id)
         return (dict(model.extra or {}) if model is not None else {},
                 ui_data.running(session, dag_id))
+
+
+def _overdue(session, row) -> int | None:
+    """Since when the DAG's next scheduled run is overdue (``Overview.overdue``)."""
+    return row.overdue(int(time.time() * 1000),
+                       lambda: bool(ui_data.running(session, row.dag_id, ("running",))))
 
 
 def _range(session, dag_id: str, newest, start: str | None, end: str | None,

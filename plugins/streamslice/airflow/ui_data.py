@@ -39,7 +39,8 @@ def pipelines(session, dag_ids: set[str] | None) -> list[Overview]:
             mode=next((m for m in ("interval", "incremental") if m in tags), "-"),
             schedule=dag.timetable_summary if dag.timetable_summary not in (None, "None")
             else "manual", paused=bool(dag.is_paused),
-            description=dag.description or "", config_error="config-error" in tags))
+            description=dag.description or "", config_error="config-error" in tags,
+            next_due=_ms(dag.next_dagrun_create_after)))
     return rows
 
 
@@ -72,11 +73,12 @@ def alerts(session, asset_model, recent: int = RECENT_ALERTS) -> tuple[int, list
     return count, [json.loads(v) for v in reversed(latest)]
 
 
-def running(session, dag_id: str) -> frozenset[str]:
-    """The ids of the DAG's runs queued or running."""
+def running(session, dag_id: str, states: tuple[str, ...] = ("queued", "running")
+            ) -> frozenset[str]:
+    """The ids of the DAG's runs in ``states`` (queued or running)."""
     from airflow.models.dagrun import DagRun
     return frozenset(session.scalars(select(DagRun.run_id).where(
-        DagRun.dag_id == dag_id, DagRun.state.in_(("queued", "running")))))
+        DagRun.dag_id == dag_id, DagRun.state.in_(states))))
 
 
 def runs(session, dag_id: str, model, *, since: int | None = None, until: int | None = None,

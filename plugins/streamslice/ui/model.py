@@ -11,6 +11,8 @@ from ..sources import SOURCES, lag_unit, position_text, source_class
 from ..splits import LAG_UNITS, lag_text
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..splits import LagUnit, PositionText, Split
 
 # Cell states of the coverage strip, in legend order.
@@ -18,6 +20,7 @@ STATES = ("published", "late", "empty", "failed", "running", "missing")
 # States an operator acts on: a backfill creates the missing runs and re-runs the failed ones.
 GAPS = ("missing", "failed")
 TOP_SPLITS = 8  # lag lines named in the legend; the rest are one "others" line
+OVERDUE_AFTER = 10 * 60_000  # a scheduled run this late means the scheduler is not running it
 
 
 @dataclass
@@ -199,9 +202,21 @@ class Headline:
 
 
 def headline(cells: list[Cell], mode: str, paused: bool, span: Any = lambda c: "",
-             manual: bool = False) -> Headline:
+             manual: bool = False, overdue: str | None = None) -> Headline:
     """The one sentence an operator reads first: what needs doing, else that all is well.
-    ``span(cell)`` names a cell's interval or batch in words; ``manual``: no schedule."""
+    ``span(cell)`` names a cell's interval or batch in words; ``manual``: no schedule;
+    ``overdue``: since when Airflow's next scheduled run is overdue (``Overview.overdue``),
+    said first: nothing new arrives until that is fixed."""
+    told = headline_in_view(cells, mode, paused, span, manual)
+    if overdue is None:
+        return told
+    stalled = (f"Airflow was due to start the next run at {overdue} and has not: is its "
+               "scheduler running (and not out of pool slots)?")
+    return Headline("bad", f"{stalled} {told.text}" if told.level != "ok" else stalled)
+
+
+def headline_in_view(cells: list[Cell], mode: str, paused: bool, span: Any,
+                     manual: bool) -> Headline:
     def names(state: str, limit: int = 3) -> str:
         found = [span(c) for c in cells if c.status == state]
         more = f" and {len(found) - limit} more" if len(found) > limit else ""
@@ -312,3 +327,14 @@ class Overview:
     last: Run | None = None
     alerts: int = 0
     config_error: bool = False
+    next_due: int | None = None  # when Airflow is to create the next scheduled run (epoch ms)
+    overdue_since: int | None = None  # set by ``overdue``'s caller
+
+    def overdue(self, now_ms: int, in_flight: Callable[[], bool]) -> int | None:
+        """Since when the next scheduled run is overdue (more than ``OVERDUE_AFTER``), for a
+        DAG that is not paused and has no run running (``in_flight``; one may hold the next
+        back, as max_active_runs does; runs left queued are the stall's symptom, not its
+        excuse): the scheduler is not running it."""
+        if self.paused or self.next_due is None or now_ms - self.next_due <= OVERDUE_AFTER:
+            return None
+        return None if in_flight() else self.next_due

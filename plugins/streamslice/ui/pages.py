@@ -80,6 +80,10 @@ def overview(rows: list[Overview], base: str, airflow: str,
             href = escape(_run_link(airflow, row.dag_id, last.run_id))
             state = (f'<a href="{href}">{_badge(last.status)}</a> '
                      f"{axis.when(last.started_at, tz)}")
+        if row.overdue_since is not None:
+            state += (f' <span class="badge s-failed" title="Airflow was due to start the next '
+                      f'run at {axis.when(row.overdue_since, tz)} and has not: is its scheduler '
+                      f'running?">overdue</span>')
         if row.config_error:
             state = '<span class="bad">invalid pipeline file: open the DAG for the error</span>'
         body.append(
@@ -113,6 +117,7 @@ class PipelineView:
     can_run: bool = False  # may create runs (a backfill): Airflow's POST on the DAG's runs
     can_clear: bool = False  # may clear runs (a re-run): Airflow's PUT on the DAG's runs
     split_noun: tuple[str, str] = ("partition", "partitions")  # the source's (Source)
+    overdue: int | None = None  # since when the next scheduled run is overdue (Overview)
 
     @property
     def splits_name(self) -> str:
@@ -132,7 +137,8 @@ def pipeline(view: PipelineView, base: str, airflow: str) -> str:
     cols = svg.Columns(len(cells))
     counts = {s: sum(c.status == s for c in cells) for s in svg.COLORS}
     top = headline(cells, row.mode, row.paused, lambda c: axis.short(c.start, tz),
-                   manual=row.schedule == "manual")
+                   manual=row.schedule == "manual",
+                   overdue=axis.short(view.overdue, tz) if view.overdue is not None else None)
     zone = axis.zone_label(tz, view.range_end)
     what = "interval" if interval else "batch"
     unit = chart.unit if chart else lag_unit(row.source)

@@ -48,7 +48,7 @@ def test_a_plan_from_a_newer_release_is_refused_with_what_to_do():
         read_plan(saved(version=PLAN_VERSION + 1))
     message = str(caught.value)
     assert f"plan version {PLAN_VERSION + 1} was written by a newer streamslice" in message
-    assert f"reads plan versions {PLAN_VERSION}" in message
+    assert f"reads plan versions 2 to {PLAN_VERSION}" in message
     assert "clear the run's plan task" in message
     assert caught.value.kind == "plan_version" and not caught.value.transient
     # it crosses a Spark or spark-submit boundary as the same kind
@@ -59,7 +59,7 @@ def test_a_plan_older_than_any_migration_is_refused_with_the_reason():
     old = saved(version=1)
     del old["output"]
     with pytest.raises(PlanVersionError, match="plan version 1 is too old for this "
-                                               r"streamslice \(it reads versions 2\): it has "
+                                               r"streamslice \(it reads versions 2 to 3\): it has "
                                                "no output target"):
         read_plan(old)
 

@@ -69,7 +69,7 @@ def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="c
     dataset = cfg.output.dataset(cfg.name)
     rows = []
     for iv in intervals:
-        manifest = read_manifest(dataset, partition_name("interval", iv)) \
+        manifest = read_manifest(dataset, partition_name("interval", iv), cfg.output.aws) \
             if runs[iv.start] == "success" else None
         rows.append({"interval": f"{iso(iv.start)} → {iso(iv.end)}", "state": runs[iv.start],
                      "records": manifest["records"] if manifest else None})

@@ -39,7 +39,9 @@ class StreamsliceOperator(PythonOperator):
         summaries = None
         if facts.get("staging"):
             from ..reading.staging import Staging
-            summaries = list(Staging(facts["staging"]).summaries().values())
+            output = facts["plan"].output
+            summaries = list(Staging(facts["staging"], output.auth if output else None)
+                             .summaries().values())
         return operator_lineage(facts["plan"], summaries, facts.get("manifest"))
 
     def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:

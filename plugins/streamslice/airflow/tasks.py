@@ -120,7 +120,8 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
         plan.output = with_catalog_connection(plan.output)
         remember(context, plan=plan)
-        staging = Staging(context["ti"].xcom_pull(task_ids="read"))
+        staging = Staging(context["ti"].xcom_pull(task_ids="read"),
+                          plan.output.auth if plan.output else None)
         asset = output_asset(cfg)
         now = int(time.time() * 1000)
         manifest = publish_once(plan, staging, run_id=context["run_id"], now_ms=now)

@@ -64,6 +64,7 @@ def parse_auth(f: Any, *, keys: tuple[str, ...] = ()) -> AwsAuth:
     meaning for some)."""
     wanted = keys or ("region", "endpoint_url", "profile", "role_arn", "external_id",
                       "session_name", "session_duration", "sts_endpoint_url")
+    f.seen.update(wanted)  # what the block's ``done()`` names as allowed
     got: dict[str, Any] = {}
     for key in wanted:
         if key == "session_duration":

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from ..aws.storage import filesystem
+
 if TYPE_CHECKING:
+    from ..aws import AwsAuth
     from ..planning.plan import ReadPlan
 
 MANIFEST = "_manifest.json"
@@ -46,8 +49,9 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return json.dumps(manifest, indent=1, sort_keys=True).encode()
 
 
-def read_manifest(dataset_uri: str, partition: str) -> dict[str, Any] | None:
-    fs, root = pafs.FileSystem.from_uri(dataset_uri.rstrip("/"))
+def read_manifest(dataset_uri: str, partition: str,
+                  auth: AwsAuth | None = None) -> dict[str, Any] | None:
+    fs, root = filesystem(dataset_uri.rstrip("/"), auth)
     path = f"{root}/{partition}/{MANIFEST}"
     if fs.get_file_info(path).type == pafs.FileType.NotFound:
         return None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from .. import faults
+from ..aws.storage import filesystem
 from ..errors import CommitError
 from ..reading.staging import Staging
 from .manifest import build_manifest, plan_id
@@ -30,7 +31,8 @@ def target_of(plan: ReadPlan) -> OutputTarget:
 
 def staging_for(plan: ReadPlan, attempt: str) -> Staging:
     """The staging area of one read attempt: ``<work>/staging/<partition>/<attempt>``."""
-    return Staging(f"{target_of(plan).work}/staging/{plan.partition}/{attempt}")
+    target = target_of(plan)
+    return Staging(f"{target.work}/staging/{plan.partition}/{attempt}", target.auth)
 
 
 def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
@@ -73,7 +75,8 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
 
 def clean_attempts(plan: ReadPlan) -> None:
     """Staging left by failed tries of the same partition."""
-    fs, work = pafs.FileSystem.from_uri(target_of(plan).work)
+    target = target_of(plan)
+    fs, work = filesystem(target.work, target.auth)
     path = f"{work}/staging/{plan.partition}"
     if fs.get_file_info(path).type == pafs.FileType.Directory:
         fs.delete_dir(path)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 
 from ..alerts import AlertRules, parse_alerts
+from ..aws import AwsAuth, parse_auth
 from ..errors import ConfigError
 from ..formats import FormatSpec, format_class, formats_for
 from ..planning.plan import OutputTarget
@@ -64,6 +65,7 @@ class Output:
     table: str | None = None  # iceberg: namespace.table; delta: the table's URI
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg: pyiceberg properties
     conn_id: str | None = None  # iceberg: an Airflow connection with catalog properties
+    aws: AwsAuth = AwsAuth()  # how every process reaches S3 / a Glue catalog (no secrets)
 
     def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
@@ -78,7 +80,8 @@ class Output:
             table = "streamslice." + re.sub(r"[^A-Za-z0-9_]", "_", pipeline)
         return OutputTarget(dataset=self.dataset(pipeline), format=self.format,
                             compression=self.compression, publisher=publisher, table=table,
-                            catalog=dict(self.catalog), conn_id=self.conn_id)
+                            catalog=dict(self.catalog), conn_id=self.conn_id,
+                            aws=self.aws.to_dict())
 
 
 @dataclass(frozen=True)
@@ -318,8 +321,15 @@ def _output(f: Fields, root: str) -> Output:
             raise f.error("must map pyiceberg catalog properties, with type (sql, rest, glue)",
                           "catalog")
         catalog = {str(k): str(v) for k, v in catalog.items()}
+    aws_f = f.child("aws")
+    aws = parse_auth(aws_f)
+    aws_f.done()
+    if aws.to_dict() and not (path.startswith(("s3://", "s3a://")) or
+                              (catalog or {}).get("type") == "glue"):
+        raise f.error("is for an output on S3 or in a Glue catalog (output.path is "
+                      f"{path!r})", "aws")
     out = Output(path=path, format=fmt, compression=f.str("compression", "snappy"),
-                 table=table, catalog=catalog or {}, conn_id=conn_id)
+                 table=table, catalog=catalog or {}, conn_id=conn_id, aws=aws)
     f.done()
     return out
 

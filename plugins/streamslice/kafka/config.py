@@ -70,7 +70,9 @@ def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
             raise f.error(f"{start.fallback.at} needs mode interval", "start")
 
     auth = f.str("auth", None, choices=AUTHS)
-    aws = parse_auth(f.child("aws"))
+    aws_f = f.child("aws")
+    aws = parse_auth(aws_f)
+    aws_f.done()  # a misspelt key is an error, not an identity silently ignored
     if f.has("aws") and auth != "msk_iam":
         raise f.error("is only used with auth: msk_iam (the identity that signs the tokens)",
                       "aws")

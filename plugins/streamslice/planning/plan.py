@@ -20,13 +20,24 @@ from ..errors import PlanError, PlanVersionError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..aws import AwsAuth
     from ..splits import Split
 
     SplitReader = Callable[[str, dict[str, Any]], Split]  # (source kind, split JSON) → split
 
-PLAN_VERSION = 2
+PLAN_VERSION = 3
+
+
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 added the output's AWS identity (``OutputTarget.aws``); a version 2 run
+    reached its output with the default chain, which ``{}`` means."""
+    if data.get("output") is not None:
+        data = {**data, "output": {**data["output"], "aws": {}}}
+    return data
+
+
 # version → the function turning a plan of that version into one of the next.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}
@@ -55,6 +66,14 @@ class OutputTarget:
     table: str | None = None  # iceberg: namespace.table; delta: the table's URI
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg catalog properties
     conn_id: str | None = None  # an Airflow connection holding more catalog properties
+    # How every process reaches the output (S3, a Glue catalog): an ``AwsAuth`` as a dict,
+    # region, endpoint, role to assume; no secret. {}: each library's own default chain.
+    aws: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def auth(self) -> AwsAuth | None:
+        from ..aws import AwsAuth
+        return AwsAuth.from_dict(self.aws) if self.aws else None
 
     @property
     def file_format(self) -> str:

@@ -11,6 +11,8 @@ as INT64 microseconds adjusted to UTC, no Arrow schema in the footer, the plan's
 """
 from __future__ import annotations
 
+import os
+import tempfile
 import uuid
 from typing import TYPE_CHECKING
 
@@ -53,6 +55,7 @@ class ParquetSink:
         self._tmp = ""
         self._pending: list[pa.RecordBatch] = []
         self._bytes = 0
+        self._local = staging.renews_credentials
 
     def write(self, batch: pa.RecordBatch) -> None:
         if not batch.schema.equals(self.records):  # Spark checks this of the batches it gets
@@ -80,6 +83,11 @@ class ParquetSink:
         self._writer.close()
         self._writer = None
         fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        if self._local:  # one upload now, with the credentials of now; S3 shows it whole
+            pafs.copy_files(self._tmp, target, source_filesystem=pafs.LocalFileSystem(),
+                            destination_filesystem=fs)
+            os.unlink(self._tmp)
+            return
         fs.move(self._tmp, target)
 
     def abort(self) -> None:
@@ -88,7 +96,9 @@ class ParquetSink:
         try:
             if self._writer is not None:
                 self._writer.close()
-            if self._tmp:
+            if self._tmp and self._local:
+                os.unlink(self._tmp)
+            elif self._tmp:
                 self.staging.fs.delete_file(self._tmp)
         except Exception:  # noqa: BLE001 - best effort: the error being raised matters more
             pass
@@ -96,8 +106,17 @@ class ParquetSink:
 
     def _open(self) -> None:
         fs, root = self.staging.fs, self.staging.root
-        fs.create_dir(f"{root}/{TMP}", recursive=True)
-        self._tmp = f"{root}/{TMP}/part-{self.split_id:05d}.{uuid.uuid4().hex}.tmp"
+        if self._local:
+            # Credentials that are renewed (an assumed role) cannot be swapped into an
+            # upload under way: a split read for longer than they last would fail its last
+            # parts. So the file is written here and uploaded once, at the end.
+            fd, self._tmp = tempfile.mkstemp(prefix=f"streamslice-part-{self.split_id:05d}-",
+                                             suffix=".tmp")
+            os.close(fd)
+            fs = pafs.LocalFileSystem()
+        else:
+            fs.create_dir(f"{root}/{TMP}", recursive=True)
+            self._tmp = f"{root}/{TMP}/part-{self.split_id:05d}.{uuid.uuid4().hex}.tmp"
         self._writer = pq.ParquetWriter(self._tmp, self.schema, filesystem=fs,
                                         compression=self.codec,
                                         compression_level=LEVELS.get(self.codec),

@@ -21,8 +21,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from ..aws.storage import filesystem, governs
+
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from ..aws import AwsAuth
 
 DATA, DEAD_LETTER, SUMMARY, TMP = "data", "_dead_letter", "_summary", "_tmp"
 
@@ -32,9 +36,22 @@ def split_file(split_id: int, ext: str) -> str:
 
 
 class Staging:
-    def __init__(self, uri: str) -> None:
-        self.uri = uri.rstrip("/")
-        self.fs, self.root = pafs.FileSystem.from_uri(self.uri)
+    """``auth``: the output's AWS identity (``OutputTarget.auth``), for staging on S3."""
+
+    def __init__(self, uri: str, auth: AwsAuth | None = None) -> None:
+        self.uri, self.auth = uri.rstrip("/"), auth
+        self.root = filesystem(self.uri, auth)[1]
+
+    @property
+    def fs(self) -> pafs.FileSystem:
+        """The file system, with the credentials of the moment (``aws.storage``)."""
+        return filesystem(self.uri, self.auth)[0]
+
+    @property
+    def renews_credentials(self) -> bool:
+        """Whether the file system's credentials are renewed (an assumed role on S3): a
+        file written over a long time is then written locally and copied in at the end."""
+        return bool(self.auth and self.auth.role_arn and governs(self.uri, self.auth))
 
     @property
     def data_uri(self) -> str:

@@ -79,7 +79,9 @@ class PlanReader(DataSourceReader):
             props = with_secrets(self.properties, _spark_file)
             request = ReadRequest(plan=plan, properties=split_properties(props)[0],
                                   decoder=Decoder.from_dict(plan.decode, props),
-                                  staging=Staging(self.staging) if self.staging else None,
+                                  staging=Staging(self.staging, plan.output.auth
+                                                  if plan.output else None)
+                                  if self.staging else None,
                                   fault=self.fault, options=self.read_options)
             if partition.value is None:  # no splits: Spark's writer still stages the schema
                 if self.codec:

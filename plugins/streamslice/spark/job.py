@@ -24,7 +24,7 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
     plan's output format. Parquet in a codec pyarrow has is written by the readers themselves,
     one file per split (``reading.sink``): Spark runs the tasks and gets no rows. Otherwise,
     or with ``direct=False``, the readers return the records and Spark writes them."""
-    staging = Staging(staging_uri)
+    staging = Staging(staging_uri, plan.output.auth if plan.output else None)
     reader = (spark.read.format(f"streamslice-{plan.source}").option("plan", plan.to_json())
               .option("staging", staging_uri))
     if options:

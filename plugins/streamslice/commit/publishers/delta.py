@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from ... import faults
+from ...aws.storage import delta_storage_options
 from ...errors import CommitError
 from ...lineage import location_dataset
 from . import PARTITION_COLUMN
@@ -40,6 +41,11 @@ class DeltaPublisher:
     def uri(self, plan: ReadPlan) -> str:
         return f"{self.table_uri}#{plan.partition}"
 
+    def storage_options(self) -> dict[str, str] | None:
+        """delta-rs's S3 options with the output's identity (credentials of the moment), or
+        None: it then finds its own, as from ``AWS_*`` variables."""
+        return delta_storage_options(self.table_uri, self.output.auth)
+
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         return location_dataset(self.table_uri), None  # a Delta table is its location
 
@@ -47,9 +53,10 @@ class DeltaPublisher:
                            ) -> dict[str, Any] | None:
         """Searched in the ``latest`` commits only, if given (each one read costs I/O)."""
         from deltalake import DeltaTable
-        if not DeltaTable.is_deltatable(self.table_uri):
+        if not DeltaTable.is_deltatable(self.table_uri, self.storage_options()):
             return None
-        for entry in DeltaTable(self.table_uri).history(latest):  # newest first
+        table = DeltaTable(self.table_uri, storage_options=self.storage_options())
+        for entry in table.history(latest):  # newest first
             found = manifest_from(entry, plan)
             if found is not None:
                 return {**found, "published": {"uri": self.uri(plan),
@@ -59,9 +66,11 @@ class DeltaPublisher:
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
         schema = table_schema(plan)
-        exists = DeltaTable.is_deltatable(self.table_uri)
+        storage = self.storage_options()
+        exists = DeltaTable.is_deltatable(self.table_uri, storage)
         if exists:  # an incompatible schema fails here, before anything lands
-            existing = pa.schema(DeltaTable(self.table_uri).schema().to_arrow())
+            existing = pa.schema(DeltaTable(self.table_uri, storage_options=storage)
+                                 .schema().to_arrow())
             check_compatible(existing, schema, f"Delta table {self.table_uri}",
                              widen=False)  # delta-rs keeps a column's type
         publish_dead_letters(self.output, plan, staging)
@@ -77,10 +86,12 @@ class DeltaPublisher:
                 write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],
                                 mode="overwrite",
                                 predicate=f"{PARTITION_COLUMN} = '{plan.partition}'",
-                                schema_mode="merge", commit_properties=props)
+                                schema_mode="merge", commit_properties=props,
+                                storage_options=storage)
             else:
                 write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],
-                                mode="append", commit_properties=props)
+                                mode="append", commit_properties=props,
+                                storage_options=storage)
         except Exception as exc:  # delta-rs reports schema conflicts as generic errors
             raise CommitError(f"Delta commit to {self.table_uri} failed: "
                               f"{type(exc).__name__}: {exc}") from None

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from ... import faults
+from ...aws.storage import filesystem
 from ...lineage import location_dataset
 from ...reading.staging import DATA, DEAD_LETTER
 from ..manifest import MANIFEST, manifest_bytes, read_manifest
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
 class DirectoryRename:
     def __init__(self, output: OutputTarget) -> None:
         self.output = output
-        self.fs, self.root = pafs.FileSystem.from_uri(output.dataset.rstrip("/"))
-        self.work = pafs.FileSystem.from_uri(output.work)[1]
+        self.fs, self.root = filesystem(output.dataset.rstrip("/"), output.auth)
+        self.work = filesystem(output.work, output.auth)[1]
 
     def uri(self, plan: ReadPlan) -> str:
         return f"{self.output.dataset.rstrip('/')}/{plan.partition}"
@@ -44,7 +45,7 @@ class DirectoryRename:
         return location_dataset(self.output.dataset), None
 
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
-        found = read_manifest(self.output.dataset, plan.partition)
+        found = read_manifest(self.output.dataset, plan.partition, self.output.auth)
         return {**found, "published": {"uri": self.uri(plan)}} if found else None
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
@@ -100,14 +101,14 @@ class ObjectStoreCopy(DirectoryRename):
 
 def FilesPublisher(output: OutputTarget) -> DirectoryRename:
     """Rename where the file system can, copy with the manifest last where it cannot."""
-    fs, _ = pafs.FileSystem.from_uri(output.dataset.rstrip("/"))
+    fs, _ = filesystem(output.dataset.rstrip("/"), output.auth)
     return DirectoryRename(output) if fs.type_name == "local" else ObjectStoreCopy(output)
 
 
 def publish_dead_letters(output: OutputTarget, plan: ReadPlan, staging: Staging) -> None:
     """Replace the partition's dead letters with the staged ones (copied: the staging area
     stays whole until the data is in place)."""
-    fs, dest = staging.fs, pafs.FileSystem.from_uri(output.dead_letters(plan.partition))[1]
+    fs, dest = staging.fs, filesystem(output.dead_letters(plan.partition), output.auth)[1]
     if fs.get_file_info(dest).type != pafs.FileType.NotFound:
         fs.delete_dir(dest)
     source = f"{staging.root}/{DEAD_LETTER}"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from ... import faults
+from ...aws.storage import filesystem, iceberg_properties
 from ...errors import CommitError
 from ...lineage import DatasetName, location_dataset
 from . import PARTITION_COLUMN
@@ -42,6 +43,7 @@ class IcebergPublisher:
         if props.get("type") == "sql" and props.get("uri", "").startswith("sqlite:///"):
             folder = props["uri"].removeprefix("sqlite:///").rsplit("/", 1)[0]
             pafs.LocalFileSystem().create_dir(folder, recursive=True)
+        props = iceberg_properties(props, output.auth)  # output.aws: S3 FileIO, Glue
         try:
             self.catalog = load_catalog(name, **props)
         except Exception as exc:
@@ -130,7 +132,7 @@ class IcebergPublisher:
         commit (so a crash before it leaves a retry something to publish): hard links on a
         local file system (no copy), a server-side copy on object stores. Returns the URIs."""
         location = table.location().rstrip("/")
-        fs, root = pafs.FileSystem.from_uri(location)
+        fs, root = filesystem(location, self.output.auth)
         folder = f"{root}/data/{PARTITION_COLUMN}={plan.partition}"
         fs.create_dir(folder, recursive=True)
         out = []

@@ -5,12 +5,13 @@ real Spark."""
 import json
 
 import pytest
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.support.alerts import aws_conn
+from tests.support.kafka import producer
 from tests.support.pipelines import run_dag, unique, utc, write_pipeline
 
 pytestmark = pytest.mark.integration
@@ -54,10 +55,9 @@ def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerti
     sns_topic, received = alerting
     topic = unique("alerting")
     create_topic(broker.bootstrap, topic, 1)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(40):
-        p.produce(topic, value=b"{broken" if i == 7 else b'{"n": %d}' % i, partition=0)
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        for i in range(40):
+            p.produce(topic, value=b"{broken" if i == 7 else b'{"n": %d}' % i, partition=0)
     cfg = pipeline(broker, topic, sns_topic, "", "  lag_records: 30\n  dead_letters: 1\n")
     run = run_dag(cfg)
     alerts = received()
@@ -71,9 +71,9 @@ def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerti
         assert alert["link"].endswith(f"/dags/{cfg.name}/runs/" +
                                       run.run_id.replace(":", "%3A").replace("+", "%2B"))
 
-    for _ in range(10):  # then offsets 40..44 expire before the next run reads them
-        p.produce(topic, value=b'{"n": 1}', partition=0)
-    p.flush(30)
+    with producer(broker.bootstrap) as p:  # then offsets 40..44 expire before the next run
+        for _ in range(10):
+            p.produce(topic, value=b'{"n": 1}', partition=0)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # keep it alive for the future
     for f in admin.delete_records([TopicPartition(topic, 0, 45)]).values():
         f.result(30)
@@ -129,10 +129,9 @@ def test_a_class_notifier_gets_its_args(broker, spark, airflow_db, tmp_path):
     with the args and receives the alert through Airflow."""
     topic = unique("classy")
     create_topic(broker.bootstrap, topic, 1)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    p.produce(topic, value=b'{"n": 1}')
-    p.produce(topic, value=b"not json")
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        p.produce(topic, value=b'{"n": 1}')
+        p.produce(topic, value=b"not json")
     sink = tmp_path / "alerts.jsonl"
     cfg = write_pipeline(unique("classy"), f"""
 mode: incremental

@@ -8,9 +8,9 @@ import os
 
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Producer
 
 from devtools.services import SchemaRegistry, create_topic
+from tests.support.kafka import producer
 from tests.support.pipelines import run_dag, unique, write_pipeline
 
 pytestmark = pytest.mark.integration
@@ -42,14 +42,13 @@ def produce(bootstrap, topic, sr, schema, records, extra=()):
     from confluent_kafka.serialization import MessageField, SerializationContext
     client = SchemaRegistryClient({"url": sr.url, "basic.auth.user.info": "reader:s3cret"})
     ser = AvroSerializer(client, json.dumps(schema))
-    p = Producer({"bootstrap.servers": bootstrap})
-    for r in records:
-        value = ser({**r, "fare": Decimal(r["fare"])},
-                    SerializationContext(topic, MessageField.VALUE))
-        p.produce(topic, key=r["trip_id"].encode(), value=value, partition=0)
-    for value in extra:
-        p.produce(topic, value=value, partition=0)
-    p.flush(30)
+    with producer(bootstrap) as p:
+        for r in records:
+            value = ser({**r, "fare": Decimal(r["fare"])},
+                        SerializationContext(topic, MessageField.VALUE))
+            p.produce(topic, key=r["trip_id"].encode(), value=value, partition=0)
+        for value in extra:
+            p.produce(topic, value=value, partition=0)
 
 
 def test_avro_v1_then_v2_through_the_registry(broker, spark, airflow_db, registry, tmp_path):
@@ -134,3 +133,4 @@ def test_spark_options_read_avro_through_the_registry(broker, spark, registry):
     assert rows == [(f"s{i}", 0.5) for i in range(4)]
     with pytest.raises(Exception, match="subject 'nope-value' version latest does not exist"):
         reader.option("subject", "nope-value").load()
+

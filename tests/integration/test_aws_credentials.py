@@ -16,6 +16,7 @@ import pytest
 from devtools.services import free_port, wait_for_port
 from streamslice.config import parse_pipeline
 from streamslice.errors import SourceError
+from tests.support.kafka import producer
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import run_dag, unique, write_pipeline
 
@@ -141,15 +142,12 @@ def test_kafka_sasl_password_stays_out_of_every_artifact(broker, spark, airflow_
                                                          caplog):
     """The connection's SASL/PLAIN password reaches the readers (librdkafka refuses PLAIN
     without one) through the private file, and nothing else."""
-    from confluent_kafka import Producer
-
     from devtools.services import create_topic
     topic = unique("sasl")
     create_topic(broker.bootstrap, topic, 2)
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(50):
-        producer.produce(topic, b"v%d" % i, partition=i % 2)
-    producer.flush(30)
+    with producer(broker.bootstrap) as p:
+        for i in range(50):
+            p.produce(topic, b"v%d" % i, partition=i % 2)
     monkeypatch.setenv("AIRFLOW_CONN_SASL_KAFKA", json.dumps({
         "conn_type": "kafka", "login": "svc", "password": SECRET_PASSWORD,
         "extra": {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",

@@ -14,7 +14,6 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Producer
 
 from devtools.services import create_topic
 from devtools.taxi import TRIP_SCHEMA, produce, trips
@@ -27,6 +26,7 @@ from streamslice.planning.planner import plan_run
 from streamslice.reading.staging import Staging
 from streamslice.spark.job import run_read
 from tests.conftest import ROOT
+from tests.support.kafka import producer
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
@@ -76,10 +76,9 @@ def json_trips(broker, tmp_path):
     records = trips(T0, 3, 150, seed=21, late_share=0.2)  # the second hour is read
     half = next(i for i, r in enumerate(records) if r.timestamp >= T0 + HOUR + HOUR // 2)
     produce(broker.bootstrap, topic, records[:half], partitions=2)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for i, value in enumerate([b"{not json", b'{"trip_id": 5, "event_time": "soon"}']):
-        p.produce(topic, key=b"bad", value=value, partition=i, timestamp=T0 + HOUR + HOUR // 2)
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        for i, value in enumerate([b"{not json", b'{"trip_id": 5, "event_time": "soon"}']):
+            p.produce(topic, key=b"bad", value=value, partition=i, timestamp=T0 + HOUR + HOUR // 2)
     produce(broker.bootstrap, topic, records[half:], partitions=2)
     schema = json.dumps(TRIP_SCHEMA)
     return planned(broker, topic, tmp_path, "interval",
@@ -92,13 +91,12 @@ def raw_with_headers(broker, tmp_path, fmt):
     partition column), more splits than partitions."""
     topic = unique("direct")
     create_topic(broker.bootstrap, topic, 2)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(240):
-        headers = [("h", b"%d" % i), ("empty", None)] if i % 3 == 0 else None
-        p.produce(topic, key=None if i % 5 == 0 else b"k%d" % i,
-                  value=None if i % 7 == 0 else bytes(range(i % 256)) * 3, partition=i % 2,
-                  timestamp=T0 + i, headers=headers)
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        for i in range(240):
+            headers = [("h", b"%d" % i), ("empty", None)] if i % 3 == 0 else None
+            p.produce(topic, key=None if i % 5 == 0 else b"k%d" % i,
+                      value=None if i % 7 == 0 else bytes(range(i % 256)) * 3, partition=i % 2,
+                      timestamp=T0 + i, headers=headers)
     return planned(broker, topic, tmp_path, "incremental", fmt=fmt)
 
 

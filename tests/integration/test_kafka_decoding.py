@@ -6,9 +6,9 @@ import os
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Producer
 
 from devtools.services import create_topic
+from tests.support.kafka import producer
 from tests.support.pipelines import run_dag, unique, write_pipeline
 
 pytestmark = pytest.mark.integration
@@ -21,12 +21,12 @@ BAD = {3: (b"k3", b"{not json"), 7: (b"k7", b'{"id": "seven", "fare": 1.0}'),
 def test_malformed_records_go_to_dead_letters(broker, spark, airflow_db, client):
     topic = unique("decode")
     create_topic(broker.bootstrap, topic, 1)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(20):
-        key, value = BAD.get(i, (f"k{i}".encode(), json.dumps({"id": i, "fare": i / 2}).encode()))
-        p.produce(topic, key=key, value=value, partition=0, timestamp=1_714_521_600_000 + i,
-                  headers=[("source", b"test")])
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        for i in range(20):
+            key, value = BAD.get(i, (f"k{i}".encode(),
+                                     json.dumps({"id": i, "fare": i / 2}).encode()))
+            p.produce(topic, key=key, value=value, partition=0, timestamp=1_714_521_600_000 + i,
+                      headers=[("source", b"test")])
     cfg = write_pipeline(unique("decode"), f"""
 mode: incremental
 retries: 0
@@ -72,10 +72,9 @@ def test_values_that_cannot_become_rows_are_dead_letters_not_crashes(broker, spa
                b'{"id": 1, "ts": 1e20, "name": "b"}', b"[" * 100_000,
                b'{"id": 2, "ts": 0, "name": "\\ud800"}']
     good = [json.dumps({"id": i, "ts": i, "name": f"n{i}"}).encode() for i in range(3)]
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for value in good[:1] + hostile + good[1:]:
-        p.produce(topic, value=value, partition=0)
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        for value in good[:1] + hostile + good[1:]:
+            p.produce(topic, value=value, partition=0)
     cfg = write_pipeline(unique("hostile"), f"""
 mode: incremental
 retries: 0

@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from devtools.services import create_topic, free_port
+from tests.support.kafka import producer
 
 pytestmark = pytest.mark.integration
 ROLE = "arn:aws:iam::123456789012:role/msk-reader"
@@ -114,8 +115,6 @@ def signed_url(token):
 
 
 def test_planner_and_reader_authenticate_with_role_signed_tokens(broker, sns_queue, monkeypatch):
-    from confluent_kafka import Producer
-
     from streamslice.aws import AwsAuth
     from streamslice.kafka.admin import KafkaAdmin
     from streamslice.kafka.fetch import fetch_confluent
@@ -126,10 +125,9 @@ def test_planner_and_reader_authenticate_with_role_signed_tokens(broker, sns_que
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "base-secret")
     topic = f"msk-{time.time_ns()}"
     create_topic(broker.bootstrap, topic, 1)
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(20):
-        producer.produce(topic, b"m%d" % i, partition=0)
-    producer.flush(30)
+    with producer(broker.bootstrap) as p:
+        for i in range(20):
+            p.produce(topic, b"m%d" % i, partition=0)
     relay = Relay(broker.port, advertise="OAUTHBEARER")
     try:
         props = with_msk_iam({"bootstrap.servers": f"127.0.0.1:{relay.port}",

@@ -8,11 +8,11 @@ import os
 
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Producer
 
 from devtools.duck import connect
 from devtools.services import create_topic
 from tests.integration.test_lake_tables import readers
+from tests.support.kafka import producer
 from tests.support.pipelines import run_dag, unique, utc, write_pipeline
 
 pytestmark = pytest.mark.integration
@@ -47,15 +47,14 @@ def test_a_new_nested_field_evolves_the_output_and_a_broken_one_fails_the_run(
         broker, spark, airflow_db, tmp_path, fmt, capfd):
     topic, name = unique("evolve"), unique(f"evolve_{fmt}")
     create_topic(broker.bootstrap, topic, 1)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    for hour in range(3):
-        for i in range(5):
-            value = {"trip_id": f"{hour}-{i}", "rider": {"name": f"r{i}", "rating": 4.5},
-                     "tags": ["a"] * i, "fare": "12.50"}
-            p.produce(topic, value=json.dumps(value).encode(), partition=0,
-                      timestamp=T0 + hour * HOUR + i)
-    p.produce(topic, value=b"{not json", partition=0, timestamp=T0 + 2 * HOUR + 9)
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        for hour in range(3):
+            for i in range(5):
+                value = {"trip_id": f"{hour}-{i}", "rider": {"name": f"r{i}", "rating": 4.5},
+                         "tags": ["a"] * i, "fare": "12.50"}
+                p.produce(topic, value=json.dumps(value).encode(), partition=0,
+                          timestamp=T0 + hour * HOUR + i)
+        p.produce(topic, value=b"{not json", partition=0, timestamp=T0 + 2 * HOUR + 9)
     run_dag(pipeline(name, broker, topic, tmp_path, fmt, V1), logical_date=utc(2024, 5, 1, 1))
     cfg = pipeline(name, broker, topic, tmp_path, fmt, V2)
     run_dag(cfg, logical_date=utc(2024, 5, 1, 2))

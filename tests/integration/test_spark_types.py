@@ -5,10 +5,10 @@ Arrow conversion must give our Arrow types, names and DDL; and nested JSON read 
 import json
 
 import pytest
-from confluent_kafka import Producer
 
 from devtools.services import create_topic
 from streamslice.formats.types import parse_schema, parse_type, spark_ddl, spark_type
+from tests.support.kafka import producer
 from tests.support.pipelines import unique
 from tests.unit.test_json_format import BAD, DDL, GOOD
 from tests.unit.test_spark_types import CASES
@@ -35,11 +35,10 @@ def test_nested_json_reads_as_sparks_from_json(spark, broker):
     from pyspark.sql.functions import col, from_json
     topic = unique("nested")
     create_topic(broker.bootstrap, topic, 1)
-    p = Producer({"bootstrap.servers": broker.bootstrap})
-    values = [json.dumps(v).encode() for v in GOOD] + list(BAD)
-    for value in values:
-        p.produce(topic, value=value, partition=0)
-    p.flush(30)
+    with producer(broker.bootstrap) as p:
+        values = [json.dumps(v).encode() for v in GOOD] + list(BAD)
+        for value in values:
+            p.produce(topic, value=value, partition=0)
     df = (spark.read.format("streamslice-kafka")
           .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
           .option("valueFormat", "json").option("schema", DDL)
@@ -52,3 +51,4 @@ def test_nested_json_reads_as_sparks_from_json(spark, broker):
               strings.select(from_json(col("value"), DDL).alias("v")).collect()]
     assert ours == theirs
     assert len(ours) == len(GOOD)  # the bad ones are dead letters (their reasons: unit tests)
+

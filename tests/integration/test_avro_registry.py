@@ -134,3 +134,42 @@ def test_spark_options_read_avro_through_the_registry(broker, spark, registry):
     with pytest.raises(Exception, match="subject 'nope-value' version latest does not exist"):
         reader.option("subject", "nope-value").load()
 
+
+def test_on_error_fail_fails_the_run_naming_the_record_and_publishes_nothing(
+        broker, spark, airflow_db, registry, tmp_path, capfd):
+    from datetime import datetime, timezone
+
+    from streamslice.airflow.store import OfflineCheckpointStore
+    topic = unique("avro-fail")
+    create_topic(broker.bootstrap, topic, 1)
+    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    trips = [{"trip_id": f"f{i}", "fare": "1.00", "pickup": at} for i in range(5)]
+    produce(broker.bootstrap, topic, registry, V1, trips[:3])
+    cfg = write_pipeline(unique("avro_fail"), f"""
+mode: incremental
+retries: 0
+kafka:
+  bootstrap_servers: {broker.bootstrap}
+  topics: [{topic}]
+format:
+  value: avro
+  registry: {{conn_id: test_schema_registry}}
+  subject: {topic}-value
+  on_error: fail
+output:
+  path: {tmp_path}/lake
+""")
+    run_dag(cfg)
+    store = OfflineCheckpointStore(f"streamslice/{cfg.name}")
+    before = store.get().to_dict()
+    produce(broker.bootstrap, topic, registry, V1, trips[3:], extra=[b"\x00\x00\x00\x03\xe7\x02"])
+    capfd.readouterr()
+    run_dag(cfg, expect="failed")
+    out, err = capfd.readouterr()  # the task's log, as dag.test() prints it
+    assert (f"DecodeError: {topic}:0 offset 5: schema id 999 is not in the Confluent Schema "
+            f"Registry at {registry.url} (format.on_error is fail)\n") in out + err
+    dataset = cfg.output.dataset(cfg.name)
+    assert sorted(os.listdir(dataset)) == ["batch=00000001"]  # nothing of the run published
+    assert not os.path.exists(f"{tmp_path}/lake/_streamslice/pipeline={cfg.name}/dead_letter/"
+                              "batch=00000002")
+    assert store.get().to_dict() == before  # the next run reads the same records again

@@ -52,3 +52,34 @@ def test_nested_json_reads_as_sparks_from_json(spark, broker):
     assert ours == theirs
     assert len(ours) == len(GOOD)  # the bad ones are dead letters (their reasons: unit tests)
 
+
+def test_flatten_false_keeps_the_value_in_one_column_as_from_json_does(spark, broker):
+    """A JSON value with fields named like the source's columns (``offset``, ``partition``):
+    flattened they would clash, so the read is refused; ``flatten false`` keeps the value in
+    one struct column ``value``, as Spark's ``from_json(value)`` gives it."""
+    from pyspark.sql.functions import col, from_json
+    topic = unique("unflat")
+    create_topic(broker.bootstrap, topic, 1)
+    values = [{"offset": 100 + i, "partition": f"p{i}", "user": {"name": f"u{i}"}}
+              for i in range(3)]
+    with producer(broker.bootstrap) as p:
+        for value in values:
+            p.produce(topic, value=json.dumps(value).encode(), partition=0)
+    ddl = "offset BIGINT, partition STRING, user STRUCT<name: STRING>"
+    reader = (spark.read.format("streamslice-kafka")
+              .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+              .option("valueFormat", "json").option("schema", ddl))
+    with pytest.raises(Exception, match="the record's field 'partition' has the name of a "
+                                        r"column the kafka source adds \(topic, partition, "
+                                        r"offset, .*format.flatten: false"):
+        reader.load()
+    df = reader.option("flatten", "false").load()
+    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp",
+                          "timestampType"]  # as Spark's Kafka source names them
+    strings = spark.createDataFrame([(json.dumps(v),) for v in values], "value STRING")
+    theirs = strings.select(from_json(col("value"), ddl).alias("value"))
+    assert df.schema["value"] == theirs.schema["value"]
+    rows = df.orderBy("offset").select("offset", "partition", "value").collect()
+    assert [(r.offset, r.partition) for r in rows] == [(0, 0), (1, 0), (2, 0)]
+    assert [r.value.asDict(recursive=True) for r in rows] == \
+        [r.value.asDict(recursive=True) for r in theirs.collect()]

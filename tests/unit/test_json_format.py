@@ -217,14 +217,72 @@ def test_a_field_named_like_a_source_column_is_refused_when_planned():
     from streamslice.planning.plan import ReadPlan
     from streamslice.planning.planner import check_columns
 
-    def plan(ddl):
-        return ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0,
-                        splits=[KafkaSplit(0, "t", 0, 0, 3)], partition="batch=00000001",
-                        decode={"value": {"name": "json", "schema": ddl}, "key": "raw"})
+    def plan(ddl, source="kafka", **decode):
+        split = KafkaSplit(0, "t", 0, 0, 3) if source == "kafka" else \
+            KinesisSplit(0, "s", "shardId-1", {"type": "TRIM_HORIZON"}, 5)
+        return ReadPlan(pipeline="p", source=source, mode="incremental", planned_at=0,
+                        splits=[split], partition="batch=00000001",
+                        decode={"value": {"name": "json", "schema": ddl}, "key": "raw",
+                                **decode})
+    from streamslice.kinesis.split import KinesisSplit
     check_columns(plan("id BIGINT, ts TIMESTAMP"))
     with pytest.raises(ConfigError, match="the record's field 'Offset' has the name of a column "
-                                          "the kafka source adds .topic, partition, offset"):
+                                          "the kafka source adds .topic, partition, offset.*"
+                                          r"set format.flatten: false to keep them in one "
+                                          r"struct column \(value.Offset, as Spark's from_json"):
         check_columns(plan("id BIGINT, Offset BIGINT"))
+    with pytest.raises(ConfigError, match=r"the kinesis source adds .*\(data.shardId"):
+        check_columns(plan("shardId STRING", "kinesis"))
+    check_columns(plan("id BIGINT, Offset BIGINT", flatten=False))  # one column: value
+    check_columns(plan("shardId STRING", "kinesis", flatten=False))
+
+
+def test_flatten_false_keeps_a_record_in_one_struct_column():
+    """As Spark's from_json(value) gives it: the columns are the source's, ``value`` a struct;
+    dead letters, nulls and a raw key are as when flattened."""
+    from streamslice.config import parse_pipeline
+    from streamslice.kafka.fetch import RawBatch
+    from streamslice.kafka.reader import KafkaSplitReader
+    from streamslice.kafka.split import KafkaSplit
+    from streamslice.reading.decode import Decoder
+    cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
+                         "format: {value: json, schema: 'offset BIGINT, user STRUCT<name: "
+                         "STRING>', flatten: false}\n", default_name="p")
+    assert cfg.decode.flatten is False and cfg.decode.to_dict()["flatten"] is False
+    decoder = Decoder.from_dict(cfg.decode.prepared().to_dict())
+    reader = KafkaSplitReader(KafkaSplit(0, "t", 0, 0, 9), properties={}, decoder=decoder)
+    struct = pa.struct([("offset", pa.int64()), ("user", pa.struct([("name", pa.string())]))])
+    assert reader.schema.names[:3] == ["key", "value", "topic"]
+    assert reader.schema.field("value").type == struct
+    values = [b'{"offset": 7, "user": {"name": "a"}}', b'{"offset": "x"}', b'{"user": null}']
+    batch = reader.to_arrow(RawBatch([4, 5, 6], [0] * 3, [0] * 3, [b"k", None, None], values,
+                                     [None] * 3))
+    assert batch.column("offset").to_pylist() == [4, 6]  # Kafka's offsets
+    assert batch.column("value").to_pylist() == [{"offset": 7, "user": {"name": "a"}},
+                                                  {"offset": None, "user": None}]
+    assert batch.column("key").to_pylist() == [b"k", None]
+    assert reader.stats.d["dead_letters"] == 1
+    with pytest.raises(Exception, match="format.flatten: must be true or false"):
+        parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
+                       "format: {value: json, schema: 'a INT', flatten: 'no'}\n",
+                       default_name="p")
+
+
+def test_flatten_spark_option_and_older_plans():
+    from streamslice.errors import ConfigError
+    from streamslice.planning.plan import PLAN_VERSION
+    from streamslice.sources import read_plan
+    from streamslice.spark.options import decoding_from_options
+    from tests.unit.test_plan_version import saved
+    assert decoding_from_options({"schema": "a INT", "flatten": "False"}).flatten is False
+    assert decoding_from_options({"schema": "a INT"}).flatten is True
+    with pytest.raises(ConfigError, match="option flatten: 'maybe' is not one of: true, false"):
+        decoding_from_options({"schema": "a INT", "flatten": "maybe"})
+    old = saved(version=2, decode={"value": {"name": "json", "schema": "a INT"}, "key": "raw"})
+    plan = read_plan(old)  # a plan of version 2 (before flatten) still flattens
+    assert plan.version == PLAN_VERSION and "flatten" not in plan.decode
+    from streamslice.reading.decode import Decoder
+    assert [f.name for f in Decoder.from_dict(plan.decode).value_fields()] == ["a"]
 
 
 @pytest.mark.parametrize("schema", [

@@ -3,6 +3,7 @@ keys with their own schema, and a pinned reader schema that a retry does not re-
 (the registry here is a fake behind ``open_registry``: what is tested is our pinning)."""
 import json
 
+import pyarrow as pa
 import pytest
 
 from streamslice.config.pipeline import parse_pipeline
@@ -62,6 +63,11 @@ def test_keys_and_values_with_their_own_avro_schemas():
     assert keys[0].to_pylist()[0] == "a" and list(key_errors) == [1]
     assert values[0].to_pylist() == [3] and value_errors == {}
     assert [f.name for f in decoder.key_fields()] == ["k"]
+    nested = Decoder.from_dict({**cfg.decode.prepared().to_dict(), "flatten": False})
+    assert nested.key_fields() == [pa.field("key", pa.struct([("k", pa.string())]))]
+    assert nested.value_fields() == [pa.field("value", pa.struct([("id", pa.int64())]))]
+    keys, key_errors = nested.decode_keys([avro(KEY, {"k": "a"}), b"\xff"])
+    assert keys[0].to_pylist()[0] == {"k": "a"} and list(key_errors) == [1]
 
 
 def test_the_reader_schema_is_pinned_once(monkeypatch):

@@ -44,17 +44,20 @@ class Decoding:
     value: FormatSpec = FormatSpec()
     key: FormatSpec = FormatSpec()
     on_error: str = "dead_letter"  # or "fail"
+    # A record's fields as top-level columns; False: in one struct column named as the
+    # record part (``value``, Kinesis' ``data``, ``key``), as Spark's from_json(value) gives.
+    flatten: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value.to_dict(), "key": self.key.to_dict(),
-                "on_error": self.on_error}
+                "on_error": self.on_error, "flatten": self.flatten}
 
     def prepared(self, properties: dict[str, Any] | None = None) -> Decoding:
         """As the plan records it: each format's ``prepare`` ran (on the driver, per run;
         ``properties``: the client properties, a schema registry's among them)."""
         from ..formats import prepare_format
         return Decoding(prepare_format(self.value, properties),
-                        prepare_format(self.key, properties), self.on_error)
+                        prepare_format(self.key, properties), self.on_error, self.flatten)
 
 
 @dataclass(frozen=True)
@@ -283,7 +286,8 @@ def _decoding(f: Fields) -> Decoding:
     key = f.str("key", "raw", choices=formats_for("key"))
     dec = Decoding(value=format_class(value).parse(f, "value"),
                    key=format_class(key).parse(f, "key"),
-                   on_error=f.str("on_error", "dead_letter", choices=("dead_letter", "fail")))
+                   on_error=f.str("on_error", "dead_letter", choices=("dead_letter", "fail")),
+                   flatten=f.bool("flatten", True))
     f.done()
     return dec
 

@@ -32,6 +32,8 @@ How a new format plugs in (e.g. ``avro``):
      raw and string; a record format's top-level fields for a value (they become the
      dataset's columns, as ``value: json`` does). Stable for a given spec: tables and
      Spark see this schema before any record is read.
+   - ``record_fields() -> bool``: True when ``fields`` are a record's fields (``json``, an
+     Avro record), which ``format.flatten: false`` keeps in one struct column instead.
    - ``decode(items) -> Decoded``: a batch of record parts (``bytes`` or ``None``) → one
      ``pa.Array`` per field of ``fields``, each ``len(items)`` long and of exactly that
      field's type, plus ``{row: reason}`` for the rows that did not decode. A failed row's
@@ -120,6 +122,8 @@ class Format(Protocol):
 
     def fields(self, column: str) -> list[pa.Field]: ...
 
+    def record_fields(self) -> bool: ...
+
     def decode(self, items: Sequence[bytes | None]) -> Decoded: ...
 
 
@@ -154,6 +158,11 @@ class BaseFormat:
     @classmethod
     def prepare(cls, spec: FormatSpec) -> FormatSpec:
         return spec
+
+    def record_fields(self) -> bool:
+        """Whether ``fields`` are a record's fields (top-level columns, or one struct column
+        with ``format.flatten: false``) rather than the record part's own one column."""
+        return False
 
 
 def format_class(name: str) -> type[Format]:

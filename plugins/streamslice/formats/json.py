@@ -127,6 +127,9 @@ class Json(BaseFormat):
     def fields(self, column: str) -> list[pa.Field]:
         return list(self.schema)
 
+    def record_fields(self) -> bool:
+        return True
+
     def decode(self, items: Sequence[bytes | None]) -> Decoded:
         errors: dict[int, str] = {}
         not_utf8 = _not_utf8(items)  # msgspec skips an unknown key without checking it

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     SplitReader = Callable[[str, dict[str, Any]], Split]  # (source kind, split JSON) → split
 
-PLAN_VERSION = 3
+PLAN_VERSION = 4
 
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
@@ -36,8 +36,15 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 added ``decode.flatten`` (false: a record's fields in one struct column); a
+    plan without it flattens, as every plan of version 3 did."""
+    return data
+
+
 # version → the function turning a plan of that version into one of the next.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3,
+                                                                     3: _v3_to_v4}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}

@@ -51,19 +51,31 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
 def check_columns(plan: ReadPlan) -> None:
     """Each column once: a value's field named like a column the source adds (a JSON field
     ``offset``) would make two, which Spark, Parquet and tables cannot tell apart."""
+    import pyarrow as pa
+
     from ..errors import ConfigError
     from ..reading.decode import Decoder
     from ..sources import source_class
+    source = source_class(plan.source)
     decoder = Decoder.from_dict(plan.decode)
-    schema = source_class(plan.source).record_schema(decoder, plan)
+    schema = source.record_schema(decoder, plan)
     mine = {f.name for f in (*decoder.key_fields(), *decoder.value_fields())}
     seen: set[str] = set()
     for name in schema.names:
         if name.lower() in seen:  # Spark resolves names case-insensitively
-            added = [n for n in schema.names if n not in mine]
+            # a source's columns follow the record's: a name's first use is the record's
+            added = [n for i, n in enumerate(schema.names)
+                     if n not in mine or n in schema.names[:i]]
             field = next((n for n in mine if n.lower() == name.lower()), name)
+            nested = source.record_schema(Decoder.from_dict({**plan.decode, "flatten": False}),
+                                          plan)
+            column = next((f.name for f in nested if pa.types.is_struct(f.type) and
+                           f.name not in schema.names and f.type.get_field_index(field) >= 0),
+                          "value")
             raise ConfigError(f"format: the record's field {field!r} has the name of a column "
                               f"the {plan.source} source adds ({', '.join(added)}); the "
-                              "record's fields become top-level columns, so leave it out of "
-                              "the schema or read the value as raw or string")
+                              "record's fields become top-level columns: set format.flatten: "
+                              f"false to keep them in one struct column ({column}.{field}, as "
+                              "Spark's from_json gives it), or leave the field out of the "
+                              "schema")
         seen.add(name.lower())

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..formats import Decoded, FormatSpec, make_format
+from ..formats import Decoded, Format, FormatSpec, make_format
 from ..formats.types import TS, schema_from_mapping, spark_ddl
 
 if TYPE_CHECKING:
@@ -28,19 +28,26 @@ class Decoder:
     """The key and value formats of a plan, and what to do with records that do not decode.
 
     ``value``/``key`` are ``FormatSpec``s or format names; ``schema`` (the value's fields as
-    ``(name, type)`` pairs or Spark DDL) fills a named format's spec."""
+    ``(name, type)`` pairs or Spark DDL) fills a named format's spec. A record format's fields
+    become top-level columns (``flatten``, the default), or stay in one struct column named
+    as the record part (``value``, Kinesis' ``data``, ``key``), as Spark's ``from_json(value)``
+    / ``from_avro(value)`` give them (``flatten=False``)."""
 
     def __init__(self, value: FormatSpec | str = "raw", key: FormatSpec | str = "raw",
                  schema: Iterable[tuple[str, str]] | str = (),
                  on_error: str = "dead_letter",
-                 properties: dict[str, Any] | None = None) -> None:
+                 properties: dict[str, Any] | None = None, flatten: bool = True) -> None:
         self.value_spec = value if isinstance(value, FormatSpec) else \
             FormatSpec(value, _ddl(schema))
         self.key_spec = key if isinstance(key, FormatSpec) else FormatSpec(key)
-        self.on_error = on_error
+        self.on_error, self.flatten = on_error, flatten
         self.value_format_name, self.key_format_name = self.value_spec.name, self.key_spec.name
         self._value = make_format(self.value_spec, "value", properties)
         self._key = make_format(self.key_spec, "key", properties)
+        # the struct a record format's fields are kept in when not flattened, else None
+        self._nested = {part: pa.struct(fmt.fields(part)) if not flatten and
+                        fmt.record_fields() else None
+                        for part, fmt in (("key", self._key), ("value", self._value))}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None,
@@ -50,21 +57,33 @@ class Decoder:
         if not d:
             return cls()
         value, key = specs_from_dict(d)
-        return cls(value, key, on_error=d.get("on_error", "dead_letter"), properties=properties)
+        return cls(value, key, on_error=d.get("on_error", "dead_letter"), properties=properties,
+                   flatten=d.get("flatten", True))
 
     def key_fields(self, column: str = "key") -> list[pa.Field]:
-        return self._key.fields(column)
+        return self._fields("key", self._key, column)
 
     def value_fields(self, column: str = "value") -> list[pa.Field]:
-        return self._value.fields(column)
+        return self._fields("value", self._value, column)
 
     def decode_keys(self, keys: Sequence[bytes | None]) -> Decoded:
         """→ (one pa.Array per key field, {row: reason})."""
-        return self._key.decode(keys)
+        return self._decoded("key", self._key.decode(keys))
 
     def decode_values(self, values: Sequence[bytes | None]) -> Decoded:
         """→ (one pa.Array per value field, {row: reason})."""
-        return self._value.decode(values)
+        return self._decoded("value", self._value.decode(values))
+
+    def _fields(self, part: str, fmt: Format, column: str) -> list[pa.Field]:
+        nested = self._nested[part]
+        return fmt.fields(column) if nested is None else [pa.field(column, nested)]
+
+    def _decoded(self, part: str, decoded: Decoded) -> Decoded:
+        nested = self._nested[part]
+        if nested is None:
+            return decoded
+        arrays, errors = decoded
+        return [pa.StructArray.from_arrays(arrays, fields=list(nested))], errors
 
 
 def specs_from_dict(d: dict[str, Any]) -> tuple[FormatSpec, FormatSpec]:

@@ -15,7 +15,7 @@ from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 T0 = 1_714_521_600_000
@@ -35,7 +35,7 @@ def dag_run(cfg, fault=None):
 @pytest.mark.parametrize("point", ["plan", "read:split=1:after=1", "after_publish",
                                    "after_checkpoint"])
 def test_kill_a_dag_run_then_the_next_run_recovers(broker, airflow_db, spark, tmp_path, point):
-    topic, sent, cfg = incremental(broker, tmp_path, "af", seed=8, retries="retries: 0")
+    topic, sent, cfg = incremental(broker, tmp_path, "af", seed=8, retries=0)
     victim = dag_run(cfg, point)
     assert victim.returncode == -signal.SIGKILL, victim.stderr[-2000:]
     # The next run recovers from what the killed one left behind (its plan, staging, publish,
@@ -49,8 +49,8 @@ def test_a_dead_jvm_is_replaced_on_the_retry_in_the_same_process(broker, airflow
                                                                   tmp_path):
     """dag.test runs Airflow's retry in the process whose JVM died: the retry must start a new
     JVM rather than get PySpark's cached session for the dead one back."""
-    topic, sent, cfg = incremental(broker, tmp_path, "jvm", seed=9,
-                                   retries="retries: 1\nretry_delay: 1s")
+    topic, sent, cfg = incremental(broker, tmp_path, "jvm", seed=9, retries=1,
+                                   retry_delay="1s")
     faults = tmp_path / "faults"
     faults.write_text("read:split=1:after=1:action=kill_jvm\n")  # fired once
     run = dag_run(cfg, f"@{faults}")
@@ -61,23 +61,15 @@ def test_a_dead_jvm_is_replaced_on_the_retry_in_the_same_process(broker, airflow
     exactly_once(cfg, topic, sent)
 
 
-def incremental(broker, tmp_path, name, seed, retries):
+def incremental(broker, tmp_path, name, seed, **settings):
     """A 2-partition topic with 60 records and an incremental pipeline over it (splits of at
     most 20 records): (topic, records sent, pipeline)."""
     topic = unique(f"chaos-{name}")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=seed, late_share=0),
                    partitions=2)
-    cfg = write_pipeline(unique(f"chaos_{name}"), f"""
-mode: incremental
-{retries}
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: 20
-output:
-  path: {tmp_path}
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique(f"chaos_{name}"), output=tmp_path,
+                         kafka={"max_records_per_split": 20}, **settings)
     return topic, sent, cfg
 
 

@@ -22,7 +22,7 @@ import pytest
 from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from tests.support.pipelines import unique
+from tests.support.pipelines import kafka_pipeline, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -83,18 +83,11 @@ class Run:
         raise AssertionError(f"{self.path} did not finish: {self.airflow.home}")
 
 
-def pipeline(airflow, name, head, broker, topic, output):
-    path = Path(airflow.pipelines) / f"{name}.yaml"
-    path.write_text(f"""{head}spark:
-  runner: local  # the JVM in the task's process group, which the faults kill
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: 20
-output:
-  path: {output}
-""")
-    return path
+def pipeline(airflow, name, broker, topic, output, **settings):
+    # runner local: the JVM in the task's process group, which the faults kill
+    return kafka_pipeline(broker.bootstrap, topic, name=name, folder=airflow.pipelines,
+                          spark={"runner": "local"}, kafka={"max_records_per_split": 20},
+                          output=output, **settings).file
 
 
 def checkpoint(airflow, name):
@@ -120,9 +113,9 @@ def test_killed_tasks_retry_in_the_same_run(broker, airflow, tmp_path):
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=9, late_share=0),
                    partitions=2)
-    head = ('mode: interval\nschedule: "@hourly"\nstart_date: "2024-05-01T00:00:00Z"\n'
-            'end_date: "2024-05-01T01:00:00Z"\nretries: 2\nretry_delay: 1s\n')
-    pipeline(airflow, name, head, broker, topic, tmp_path)
+    pipeline(airflow, name, broker, topic, tmp_path, mode="interval", schedule="@hourly",
+             start_date="2024-05-01T00:00:00Z", end_date="2024-05-01T01:00:00Z", retries=2,
+             retry_delay="1s")
     airflow.faults.write_text("plan:action=kill_task\n"
                               "read:split=1:after=1:action=kill_jvm\n"
                               "read:split=1:after=1:action=kill_task\n"

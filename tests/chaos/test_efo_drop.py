@@ -14,7 +14,7 @@ from devtools.services import free_port, wait_for_port
 from tests.conftest import ROOT
 from tests.integration.test_kinesis_efo import consumers
 from tests.support.kinesis import create_stream, put
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kinesis_pipeline, run_dag, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 DROPS = 2
@@ -39,19 +39,11 @@ def test_an_efo_run_survives_dropped_subscriptions(kinesis, dropping_proxy, spar
     stream = unique("efo-drop")
     arn = create_stream(client, stream, 2)
     sent = put(client, stream, [b'{"n": %d}' % i for i in range(200)])
-    cfg = write_pipeline(unique("efo_drop"), f"""
-mode: incremental
-retries: 0
-kinesis:
-  stream: {stream}
-  region: us-east-1
-  endpoint_url: {dropping_proxy}
-  credentials: {{access_key_id: test, secret_access_key: test}}
-  reader: efo
-  efo: {{consumer_name: ss-drop}}
-output:
-  path: {tmp_path}
-""")
+    cfg = kinesis_pipeline(stream, name=unique("efo_drop"), retries=0, output=tmp_path,
+                           kinesis={"region": "us-east-1", "endpoint_url": dropping_proxy,
+                                    "credentials": {"access_key_id": "test",
+                                                    "secret_access_key": "test"},
+                                    "reader": "efo", "efo": {"consumer_name": "ss-drop"}})
     run_dag(cfg)  # retries: 0 — only the readers' own resubscription can save it
     part = f"{cfg.output.dataset(cfg.name)}/batch=00000001"
     t = ds.dataset(part, format="parquet").to_table(columns=["shardId", "sequenceNumber"])

@@ -22,7 +22,7 @@ from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT
-from tests.support.pipelines import unique
+from tests.support.pipelines import kafka_pipeline, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -38,21 +38,13 @@ class Pipeline:
         create_topic(broker.bootstrap, self.topic, 2)
         self.sent = produce(broker.bootstrap, self.topic,
                             trips(T0, 1, 120, seed=5, late_share=0), partitions=2)
-        head = ('mode: interval\nschedule: "@hourly"\nstart_date: 2024-05-01T00:00:00Z\n'
-                if mode == "interval" else "mode: incremental\n")
-        self.file = tmp_path / "chaos.yaml"
-        self.file.write_text(f"""{head}pipeline: chaos
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{self.topic}]
-  max_records_per_split: 50
-format:
-  value: json
-  schema: {{trip_id: string, fare_amount: double}}
-output:
-  path: {self.output}
-  format: {fmt}
-""")
+        schedule = {"schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"} \
+            if mode == "interval" else {}
+        self.file = kafka_pipeline(
+            broker.bootstrap, self.topic, name="chaos", folder=tmp_path, mode=mode, **schedule,
+            kafka={"max_records_per_split": 50},
+            format={"value": "json", "schema": {"trip_id": "string", "fare_amount": "double"}},
+            output={"path": self.output, "format": fmt}).file
         self.state = tmp_path / "state"
         self.state.mkdir()
         self.dataset = tmp_path / "lake" / "pipeline=chaos"

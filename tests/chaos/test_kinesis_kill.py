@@ -17,7 +17,7 @@ import pytest
 from tests.chaos.test_kill import killed, succeeded
 from tests.conftest import ROOT
 from tests.support.kinesis import create_stream, put
-from tests.support.pipelines import unique
+from tests.support.pipelines import kinesis_pipeline, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 POINTS = ["plan", "read:split=1:after=1", "before_publish", "after_publish",
@@ -38,27 +38,19 @@ def run(args, fault=None):
 
 
 def chaos_run(kinesis, tmp_path, prefix, reader):
-    """A 2-shard stream with 60 records and an incremental pipeline over it (``reader``: extra
-    lines of its kinesis section); ``go(run_id, try_number, fault)`` runs it in a process of
+    """A 2-shard stream with 60 records and an incremental pipeline over it (``reader``: more
+    keys of its kinesis section); ``go(run_id, try_number, fault)`` runs it in a process of
     its own. Returns (client, stream ARN, what was sent, go)."""
     client = kinesis.client()
     stream = unique(prefix)
     arn = create_stream(client, stream, 2)
     sent = put(client, stream, [f"r{i}".encode() for i in range(60)])
-    pipeline = tmp_path / "chaos.yaml"
-    pipeline.write_text(f"""pipeline: chaos
-mode: incremental
-kinesis:
-  stream: {stream}
-  region: us-east-1
-  endpoint_url: {kinesis.endpoint}
-  credentials: {{access_key_id: test, secret_access_key: test}}
-  polling: {{max_records: 7, interval: 10ms}}
-{reader}format:
-  value: string
-output:
-  path: {tmp_path / "lake"}
-""")
+    pipeline = kinesis_pipeline(
+        stream, name="chaos", folder=tmp_path, format={"value": "string"},
+        output=tmp_path / "lake",
+        kinesis={"region": "us-east-1", "endpoint_url": kinesis.endpoint,
+                 "credentials": {"access_key_id": "test", "secret_access_key": "test"},
+                 "polling": {"max_records": 7, "interval": "10ms"}, **reader}).file
     state = tmp_path / "state"
     state.mkdir()
 
@@ -79,7 +71,7 @@ def read_back(tmp_path):
 @pytest.mark.parametrize("recovery", ["retry", "new_run"])
 @pytest.mark.parametrize("point", POINTS)
 def test_kill_a_kinesis_run_then_recover_exactly_once(kinesis, tmp_path, point, recovery):
-    _, _, sent, go = chaos_run(kinesis, tmp_path, "chaos", "")
+    _, _, sent, go = chaos_run(kinesis, tmp_path, "chaos", {})
     killed(go("victim", fault=point))
     succeeded(go("victim", 2) if recovery == "retry" else go("rescue"))
     assert read_back(tmp_path) == sorted(sent)  # every record, once
@@ -109,8 +101,8 @@ def test_kill_an_efo_read_then_recover_without_leaking_consumers(kinesis, tmp_pa
     new run's sweeper removes it. Either way every record is read once, no consumer is left."""
     from streamslice.kinesis.consumers import run_consumer_name
     client, arn, sent, go = chaos_run(
-        kinesis, tmp_path, "chaos-efo", "  reader: efo\n  efo: {consumer_name: ss-chaos, "
-        "registration: per_run, sweep_older_than: 1s}\n")
+        kinesis, tmp_path, "chaos-efo", {"reader": "efo", "efo": {
+            "consumer_name": "ss-chaos", "registration": "per_run", "sweep_older_than": "1s"}})
 
     def consumers():
         return {c["ConsumerName"]: c for c in

@@ -12,7 +12,7 @@ from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.support.alerts import aws_conn
 from tests.support.kafka import producer
-from tests.support.pipelines import run_dag, unique, utc, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
@@ -26,23 +26,14 @@ def alerting(sns_queue, monkeypatch):
     return topic, received
 
 
-def pipeline(broker, topic_name, sns_topic, body, alerts, mode="incremental"):
-    return write_pipeline(unique("alerts"), f"""
-mode: {mode}
-retries: 0
-{body}kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic_name}]
-  on_data_loss: skip
-format:
-  value: json
-  schema: {{n: long}}
-alerts:
-  notifiers:
-    - sns: {{topic_arn: "{sns_topic}", aws_conn_id: alerts_aws}}
-{alerts}output:
-  path: /tmp/streamslice-alert-tests
-""")
+def pipeline(broker, topic_name, sns_topic, rules, mode="incremental", **settings):
+    """Alerts to the SNS topic, with ``rules`` (thresholds) beside the notifier."""
+    return kafka_pipeline(
+        broker.bootstrap, topic_name, name=unique("alerts"), mode=mode, retries=0,
+        kafka={"on_data_loss": "skip"}, format={"value": "json", "schema": {"n": "long"}},
+        alerts={"notifiers": [{"sns": {"topic_arn": sns_topic, "aws_conn_id": "alerts_aws"}}],
+                **rules},
+        output="/tmp/streamslice-alert-tests", **settings)
 
 
 def one(alerts, kind):
@@ -58,7 +49,7 @@ def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerti
     with producer(broker.bootstrap) as p:
         for i in range(40):
             p.produce(topic, value=b"{broken" if i == 7 else b'{"n": %d}' % i, partition=0)
-    cfg = pipeline(broker, topic, sns_topic, "", "  lag_records: 30\n  dead_letters: 1\n")
+    cfg = pipeline(broker, topic, sns_topic, {"lag_records": 30, "dead_letters": 1})
     run = run_dag(cfg)
     alerts = received()
     lag, dead = one(alerts, "lag"), one(alerts, "dead_letters")
@@ -97,7 +88,7 @@ def test_run_failure_alert_names_the_error_and_split(broker, spark, airflow_db, 
     topic = unique("failing")
     create_topic(broker.bootstrap, topic, 2)
     produce(broker.bootstrap, topic, trips(T0, 1, 40, seed=1), partitions=2)
-    cfg = pipeline(broker, topic, sns_topic, "", "")
+    cfg = pipeline(broker, topic, sns_topic, {})
     monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "read:split=1")
     run = run_dag(cfg, expect="failed")
     alert = one(received(), "run_failed")
@@ -110,9 +101,8 @@ def test_consecutive_empty_intervals_alert(broker, spark, airflow_db, alerting):
     topic = unique("quiet")
     create_topic(broker.bootstrap, topic, 1)
     produce(broker.bootstrap, topic, trips(T0, 1, 20, seed=2), partitions=1)  # hour 0 only
-    cfg = pipeline(broker, topic, sns_topic,
-                   'schedule: "@hourly"\nstart_date: "2024-05-01T00:00:00Z"\n',
-                   "  empty_intervals: 2\n", mode="interval")
+    cfg = pipeline(broker, topic, sns_topic, {"empty_intervals": 2}, mode="interval",
+                   schedule="@hourly", start_date="2024-05-01T00:00:00Z")
     for hour in range(3):
         run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
         alerts = received(wait=2 if hour < 2 else 5)
@@ -133,23 +123,12 @@ def test_a_class_notifier_gets_its_args(broker, spark, airflow_db, tmp_path):
         p.produce(topic, value=b'{"n": 1}')
         p.produce(topic, value=b"not json")
     sink = tmp_path / "alerts.jsonl"
-    cfg = write_pipeline(unique("classy"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-format:
-  value: json
-  schema: {{n: long}}
-alerts:
-  dead_letters: 1
-  notifiers:
-    - class: tests.support.alerts.FileNotifier
-      args: {{path: "{sink}", label: on-call}}
-output:
-  path: {tmp_path / "lake"}
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("classy"), retries=0,
+                         format={"value": "json", "schema": {"n": "long"}},
+                         alerts={"dead_letters": 1, "notifiers": [
+                             {"class": "tests.support.alerts.FileNotifier",
+                              "args": {"path": str(sink), "label": "on-call"}}]},
+                         output=tmp_path / "lake")
     run_dag(cfg)
     got = [json.loads(line) for line in sink.read_text().splitlines()]
     assert got == [{"label": "on-call", "kind": "dead_letters", "pipeline": cfg.name}]

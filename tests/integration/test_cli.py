@@ -14,7 +14,7 @@ from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import PIPELINES_DIR, ROOT
 from tests.support.kinesis import create_stream, put
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "streamslice")
@@ -51,16 +51,8 @@ def test_plan_offsets_show_and_reset(broker, spark, airflow_db):
     topic = unique("cli")
     create_topic(broker.bootstrap, topic, 2)
     produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 40, seed=6), partitions=2)
-    cfg = write_pipeline(unique("cli"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: 15
-output:
-  path: {os.environ["AIRFLOW_HOME"]}/../lake
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("cli"), retries=0,
+                         kafka={"max_records_per_split": 15})
     plan = cli("plan", cfg.name)
     assert plan.returncode == 0, plan.stderr
     assert f"{cfg.name}: 4 splits → batch=00000001" in plan.stdout
@@ -89,16 +81,9 @@ def test_plan_at_a_time_for_an_interval_pipeline(broker):
     create_topic(broker.bootstrap, topic, 1)
     sent = produce(broker.bootstrap, topic, trips(1_714_521_600_000, 2, 50, seed=8,
                                                   late_share=0), partitions=1)
-    cfg = write_pipeline(unique("cli_at"), f"""
-mode: interval
-schedule: "@hourly"
-start_date: 2024-05-01T00:00:00Z
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-output:
-  path: /tmp/unused
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("cli_at"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z",
+                         output="/tmp/unused")
     out = cli("plan", cfg.name, "--at", "2024-05-01T01:30:00Z", "--json")
     plan = json.loads(out.stdout)
     assert plan["partition"] == "interval=20240501T010000Z"
@@ -139,19 +124,11 @@ def test_kinesis_offsets_reset_then_runs_read_from_there(kinesis, spark, airflow
     client = kinesis.client()
     stream = unique("reset")
     create_stream(client, stream, 1)
-    cfg = write_pipeline(unique("kreset"), f"""
-mode: incremental
-retries: 0
-kinesis:
-  stream: {stream}
-  region: us-east-1
-  endpoint_url: {kinesis.endpoint}
-  credentials: {{access_key_id: test, secret_access_key: test}}
-format:
-  value: string
-output:
-  path: {tmp_path}
-""")
+    cfg = kinesis_pipeline(stream, name=unique("kreset"), retries=0, format={"value": "string"},
+                           output=tmp_path, kinesis={
+                               "region": "us-east-1", "endpoint_url": kinesis.endpoint,
+                               "credentials": {"access_key_id": "test",
+                                               "secret_access_key": "test"}})
     dataset = cfg.output.dataset(cfg.name)
 
     def run_and_read(batch):

@@ -19,7 +19,6 @@ from devtools.services import create_topic
 from devtools.taxi import TRIP_SCHEMA, produce, trips
 from streamslice.commit.protocol import publish_once
 from streamslice.commit.verify import verify
-from streamslice.config import parse_pipeline
 from streamslice.errors import CommitError, StreamsliceError
 from streamslice.planning.plan import Interval
 from streamslice.planning.planner import plan_run
@@ -27,29 +26,19 @@ from streamslice.reading.staging import Staging
 from streamslice.spark.job import run_read
 from tests.conftest import ROOT
 from tests.support.kafka import producer
-from tests.support.pipelines import unique
+from tests.support.pipelines import kafka_pipeline, unique
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
 
 
-def planned(broker, topic, tmp_path, mode, extra="", interval=None, fmt="parquet",
+def planned(broker, topic, tmp_path, mode, value_format=None, interval=None, fmt="parquet",
             split_size=100):
-    cfg = parse_pipeline(f"""
-pipeline: direct
-mode: {mode}
-schedule: "@hourly"
-start_date: "2024-05-01T00:00:00Z"
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: {split_size}
-{extra}
-output:
-  path: {tmp_path / "lake"}
-  format: {fmt}
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name="direct", folder=tmp_path, mode=mode,
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z",
+                         kafka={"max_records_per_split": split_size}, format=value_format,
+                         output={"path": str(tmp_path / "lake"), "format": fmt})
     plan = plan_run(cfg.source, pipeline=cfg.name, mode=mode, decode=cfg.decode,
                     output=cfg.output.target(cfg.name), interval=interval, run_id="r1",
                     properties=cfg.source.client_properties())
@@ -80,9 +69,8 @@ def json_trips(broker, tmp_path):
         for i, value in enumerate([b"{not json", b'{"trip_id": 5, "event_time": "soon"}']):
             p.produce(topic, key=b"bad", value=value, partition=i, timestamp=T0 + HOUR + HOUR // 2)
     produce(broker.bootstrap, topic, records[half:], partitions=2)
-    schema = json.dumps(TRIP_SCHEMA)
     return planned(broker, topic, tmp_path, "interval",
-                   f"format: {{value: json, key: string, schema: {schema}}}",
+                   {"value": "json", "key": "string", "schema": dict(TRIP_SCHEMA)},
                    Interval(T0 + HOUR, T0 + 2 * HOUR, 0))
 
 

@@ -9,7 +9,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from streamslice.airflow.checkpoints import reset_checkpoint, show_checkpoint
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
@@ -21,15 +21,8 @@ def test_reset_and_replay(broker, spark, airflow_db, monkeypatch, tmp_path):
     monkeypatch.setenv("AIRFLOW_CONN_TEST_KAFKA", json.dumps(
         {"conn_type": "kafka", "extra": {"bootstrap.servers": broker.bootstrap,
                                          "client.id": "streamslice-test"}}))
-    cfg = write_pipeline(unique("reset"), f"""
-mode: incremental
-retries: 0
-kafka:
-  conn_id: test_kafka
-  topics: [{topic}]
-output:
-  path: {tmp_path}
-""")
+    cfg = kafka_pipeline(None, topic, name=unique("reset"), retries=0, output=tmp_path,
+                         kafka={"conn_id": "test_kafka"})
     sent = produce(broker.bootstrap, topic, trips(T0, 1, 100, seed=2), partitions=2)
     run_dag(cfg)
     assert show_checkpoint(cfg).positions == {f"{topic}:0": 50, f"{topic}:1": 50}
@@ -61,15 +54,8 @@ def test_progress_is_mirrored_to_a_consumer_group_and_metrics_reach_the_asset_ev
     from confluent_kafka.admin import AdminClient
     topic = unique("group")
     create_topic(broker.bootstrap, topic, 2)
-    cfg = write_pipeline(unique("group"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-output:
-  path: {tmp_path}
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("group"), retries=0,
+                         output=tmp_path)
     produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=4), partitions=2)
     run = run_dag(cfg)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -1,6 +1,5 @@
 """A start below the log start: the run fails with the exact gap, or skips it and records it."""
 import json
-import os
 
 import pytest
 from confluent_kafka import TopicPartition
@@ -11,7 +10,7 @@ from devtools.taxi import produce, trips
 from streamslice.airflow.store import OfflineCheckpointStore
 from streamslice.errors import DataLossError
 from streamslice.planning.planner import plan_run
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
@@ -27,16 +26,8 @@ def _delete_up_to(bootstrap, topic, partition, offset):
 def test_expired_range(broker, spark, airflow_db, policy):
     topic = unique("loss")
     create_topic(broker.bootstrap, topic, 1)
-    cfg = write_pipeline(unique("loss"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  on_data_loss: {policy}
-output:
-  path: {os.environ["AIRFLOW_HOME"]}/../lake
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("loss"), retries=0,
+                         kafka={"on_data_loss": policy})
     produce(broker.bootstrap, topic, trips(T0, 1, 50, seed=1), partitions=1)
     run_dag(cfg)
     store = OfflineCheckpointStore(f"streamslice/{cfg.name}")

@@ -9,7 +9,7 @@ import pytest
 
 from devtools.services import create_topic
 from tests.support.kafka import producer
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 
@@ -27,20 +27,10 @@ def test_malformed_records_go_to_dead_letters(broker, spark, airflow_db, client)
                                      json.dumps({"id": i, "fare": i / 2}).encode()))
             p.produce(topic, key=key, value=value, partition=0, timestamp=1_714_521_600_000 + i,
                       headers=[("source", b"test")])
-    cfg = write_pipeline(unique("decode"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  client: {client}
-format:
-  value: json
-  key: string
-  schema: {{id: long, fare: double}}
-output:
-  path: {os.environ["AIRFLOW_HOME"]}/../lake
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("decode"), retries=0,
+                         kafka={"client": client},
+                         format={"value": "json", "key": "string",
+                                 "schema": {"id": "long", "fare": "double"}})
     run_dag(cfg)
     part = f"{cfg.output.dataset(cfg.name)}/batch=00000001"
     good = ds.dataset(part, format="parquet").to_table()
@@ -75,18 +65,9 @@ def test_values_that_cannot_become_rows_are_dead_letters_not_crashes(broker, spa
     with producer(broker.bootstrap) as p:
         for value in good[:1] + hostile + good[1:]:
             p.produce(topic, value=value, partition=0)
-    cfg = write_pipeline(unique("hostile"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-format:
-  value: json
-  schema: {{id: long, ts: timestamp, name: string}}
-output:
-  path: {os.environ["AIRFLOW_HOME"]}/../lake
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("hostile"), retries=0,
+                         format={"value": "json",
+                                 "schema": {"id": "long", "ts": "timestamp", "name": "string"}})
     run_dag(cfg)
     from streamslice.commit.manifest import read_manifest
     manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")

@@ -9,25 +9,15 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from streamslice.airflow.store import OfflineCheckpointStore
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
 
 
-def _pipeline(broker, topic, client="confluent-kafka", extra=""):
-    return write_pipeline(unique("taxi_incr"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  client: {client}
-  max_records_per_split: 200
-{extra}
-output:
-  path: {os.environ["AIRFLOW_HOME"]}/../lake
-""")
+def _pipeline(broker, topic, client="confluent-kafka"):
+    return kafka_pipeline(broker.bootstrap, topic, name=unique("taxi_incr"), retries=0,
+                          kafka={"client": client, "max_records_per_split": 200})
 
 
 def _published(cfg):

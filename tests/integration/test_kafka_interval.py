@@ -8,7 +8,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import TRIP_SCHEMA, produce, trips
 from streamslice.airflow.store import OfflineCheckpointStore
-from tests.support.pipelines import run_dag, unique, utc, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
 
@@ -22,24 +22,11 @@ def test_three_hours_each_interval_exact(broker, spark, airflow_db, tmp_path):
     base_ms = int(BASE.timestamp() * 1000)
     sent = produce(broker.bootstrap, topic, trips(base_ms, hours=3, per_hour=400, seed=11,
                                                   late_share=0.08, max_delay_ms=300_000))
-    schema = "\n".join(f"      {k}: {v}" for k, v in TRIP_SCHEMA.items())
-    cfg = write_pipeline(unique("taxi_interval"), f"""
-mode: interval
-schedule: "@hourly"
-start_date: "2024-05-01T00:00:00Z"
-allowed_lateness: 10m
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: 150
-format:
-  value: json
-  key: string
-  schema:
-{schema}
-output:
-  path: {tmp_path / "lake"}
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("taxi_interval"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z",
+                         allowed_lateness="10m", kafka={"max_records_per_split": 150},
+                         format={"value": "json", "key": "string", "schema": dict(TRIP_SCHEMA)},
+                         output=tmp_path / "lake")
     for hour in range(3):
         run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
 
@@ -70,17 +57,9 @@ def test_records_beyond_lateness_are_kept_flagged_and_counted(broker, spark, air
     times = [base_ms + m * 60_000 for m in (5, 20, 50, 70, 90)] + [base_ms + 10 * 60_000] + \
         [base_ms + m * 60_000 for m in (100, 130, 150)]
     sent = produce(broker.bootstrap, topic, [Trip(b"k", b"{}", t) for t in times])
-    cfg = write_pipeline(unique("late"), f"""
-mode: interval
-schedule: "@hourly"
-start_date: "2024-05-01T00:00:00Z"
-allowed_lateness: 5m
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-output:
-  path: {tmp_path}
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("late"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z",
+                         allowed_lateness="5m", output=tmp_path)
     for hour in range(3):
         run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
     import json

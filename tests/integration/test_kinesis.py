@@ -10,7 +10,7 @@ import pytest
 
 from streamslice.airflow.store import OfflineCheckpointStore
 from tests.support.kinesis import all_records, create_stream, put, wait_active
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kinesis_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 
@@ -44,21 +44,10 @@ def test_at_timestamp_intervals_match_arrival_times(kinesis, spark, airflow_db, 
     truth = all_records(client, stream)
     assert set(truth) == set(sent)
     begin = datetime.fromtimestamp(start, tz=timezone.utc)
-    cfg = write_pipeline(unique("kin_interval"), f"""
-mode: interval
-schedule: "{width}s"
-start_date: "{begin.isoformat()}"
-retries: 0
-kinesis:
-  stream: {stream}
-  conn_id: test_aws
-  polling: {{interval: 50ms}}
-format:
-  value: json
-  schema: {{n: long}}
-output:
-  path: {tmp_path}
-""")
+    cfg = kinesis_pipeline(stream, name=unique("kin_interval"), mode="interval",
+                           schedule=f"{width}s", start_date=begin.isoformat(), retries=0,
+                           kinesis={"conn_id": "test_aws", "polling": {"interval": "50ms"}},
+                           format={"value": "json", "schema": {"n": "long"}}, output=tmp_path)
     seen = Counter()
     for k in range(3):
         end = datetime.fromtimestamp(start + (k + 1) * width, tz=timezone.utc)
@@ -81,16 +70,8 @@ def test_incremental_across_split_and_merge(kinesis, spark, airflow_db, monkeypa
     client = kinesis.client()
     stream = unique("reshard")
     create_stream(client, stream, 2)
-    cfg = write_pipeline(unique("kin_incr"), f"""
-mode: incremental
-retries: 0
-kinesis:
-  stream: {stream}
-  conn_id: test_aws
-  polling: {{interval: 50ms}}
-output:
-  path: {tmp_path}
-""")
+    cfg = kinesis_pipeline(stream, name=unique("kin_incr"), retries=0, output=tmp_path,
+                           kinesis={"conn_id": "test_aws", "polling": {"interval": "50ms"}})
 
     def produce(n):
         return put(client, stream, [os.urandom(20) for _ in range(n)],

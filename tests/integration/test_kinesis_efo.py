@@ -7,7 +7,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from tests.support.kinesis import create_stream, put
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kinesis_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 
@@ -24,20 +24,11 @@ def efo_stream(kinesis, monkeypatch):
     return client, stream, arn, sent
 
 
-def pipeline(stream, tmp_path, registration="per_run", extra=""):
-    return write_pipeline(unique("kin_efo"), f"""
-mode: incremental
-retries: 0
-kinesis:
-  stream: {stream}
-  conn_id: test_aws
-  reader: efo
-  efo:
-    consumer_name: ss-test
-    registration: {registration}
-{extra}output:
-  path: {tmp_path}
-""")
+def pipeline(stream, tmp_path, registration="per_run", **efo):
+    return kinesis_pipeline(stream, name=unique("kin_efo"), retries=0, output=tmp_path,
+                            kinesis={"conn_id": "test_aws", "reader": "efo",
+                                     "efo": {"consumer_name": "ss-test",
+                                             "registration": registration, **efo}})
 
 
 def consumers(client, arn):
@@ -98,7 +89,7 @@ def test_none_uses_the_given_arn_and_makes_no_registration_calls(efo_stream, spa
     while client.describe_stream_consumer(ConsumerARN=consumer_arn)[
             "ConsumerDescription"]["ConsumerStatus"] != "ACTIVE":
         time.sleep(0.1)
-    cfg = pipeline(stream, tmp_path, registration=f"none\n    consumer_arn: {consumer_arn}")
+    cfg = pipeline(stream, tmp_path, registration="none", consumer_arn=consumer_arn)
     run = run_dag(cfg)
     assert set(states(run)) == {"plan", "read", "commit"}
     assert list(consumers(client, arn)) == ["external"]
@@ -132,7 +123,7 @@ def test_sweeper_removes_a_leaked_consumer(efo_stream, spark, airflow_db, tmp_pa
     client.register_stream_consumer(StreamARN=arn, ConsumerName="someone-else")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test-team-b")
     time.sleep(2.5)
-    cfg = pipeline(stream, tmp_path, extra="    sweep_older_than: 2s\n")
+    cfg = pipeline(stream, tmp_path, sweep_older_than="2s")
     run_dag(cfg)
     assert sorted(consumers(client, arn)) == ["someone-else", "ss-test-team-b"]
 
@@ -166,11 +157,7 @@ def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
     assert section.error.endswith("then reload this page.")
     assert "test" not in section.error.split(": ", 1)[1].split()  # no secret in the message
     assert _sections({"pipeline_file": str(tmp_path / "gone.yaml")}) == []
-    polling = write_pipeline(unique("kin_poll"), f"""
-mode: incremental
-kinesis: {{stream: {stream}, conn_id: test_aws}}
-output: {{path: {tmp_path}}}
-""")
+    polling = kinesis_pipeline(stream, kinesis={"conn_id": "test_aws"}, output=tmp_path)
     assert output_asset(polling).extra["efo"] is False
     assert _sections(output_asset(polling).extra) == []
 

@@ -11,7 +11,7 @@ import pytest
 from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from tests.support.pipelines import run_dag, unique, utc, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
@@ -19,21 +19,11 @@ HOUR = 3_600_000
 
 
 def pipeline(broker, tmp_path, fmt, topic):
-    return write_pipeline(unique(f"lake_{fmt}"), f"""
-mode: interval
-schedule: "@hourly"
-start_date: "2024-05-01T00:00:00Z"
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-format:
-  value: json
-  schema: {{trip_id: string, fare_amount: double}}
-output:
-  path: {tmp_path}
-  format: {fmt}
-""")
+    return kafka_pipeline(broker.bootstrap, topic, name=unique(f"lake_{fmt}"), mode="interval",
+                          schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
+                          format={"value": "json",
+                                  "schema": {"trip_id": "string", "fare_amount": "double"}},
+                          output={"path": str(tmp_path), "format": fmt})
 
 
 def sent_by_hour(sent):

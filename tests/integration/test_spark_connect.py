@@ -20,31 +20,20 @@ from streamslice.errors import SourceError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from tests.conftest import ROOT
-from tests.support.pipelines import run_dag, unique, utc, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
 
 
-def connect_pipeline(broker, topic, remote, path, retries=0, retry_delay="1s", conf="{}"):
-    return write_pipeline(unique("connect"), f"""
-mode: interval
-schedule: "@hourly"
-start_date: "2024-05-01T00:00:00Z"
-retries: {retries}
-retry_delay: {retry_delay}
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  max_records_per_split: 100
-spark:
-  runner: connect
-  remote: {remote}
-  conf: {conf}
-output:
-  path: {path}
-""")
+def connect_pipeline(broker, topic, remote, path, retries=0, retry_delay="1s", conf=None):
+    return kafka_pipeline(broker.bootstrap, topic, name=unique("connect"), mode="interval",
+                          schedule="@hourly", start_date="2024-05-01T00:00:00Z",
+                          retries=retries, retry_delay=retry_delay,
+                          kafka={"max_records_per_split": 100},
+                          spark={"runner": "connect", "remote": remote, "conf": conf or {}},
+                          output=path)
 
 
 def hour_rows(cfg, hour):
@@ -179,7 +168,7 @@ def test_concurrent_interval_runs_share_one_server(broker, spark_connect, airflo
     sent = produce(broker.bootstrap, topic, trips(T0, hours=4, per_hour=300, seed=17,
                                                   late_share=0))
     cfg = connect_pipeline(broker, topic, spark_connect.remote, tmp_path,
-                           conf="{spark.sql.shuffle.partitions: '3'}")
+                           conf={"spark.sql.shuffle.partitions": "3"})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]))
 
     def dag_run(hour, *flags):

@@ -12,7 +12,7 @@ from devtools.services import SparkStandalone, create_topic, free_port
 from devtools.taxi import produce, trips
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,19 +29,11 @@ def test_pipeline_read_through_spark_submit(broker, standalone, airflow_db, tmp_
     topic = unique("submit")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 300, seed=5))
-    cfg = write_pipeline(unique("submit"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-spark:
-  runner: spark-submit
-  master: {standalone.master}
-  conf: {{spark.executor.memory: 512m, spark.cores.max: "2"}}
-output:
-  path: {tmp_path}
-""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("submit"), retries=0,
+                         spark={"runner": "spark-submit", "master": standalone.master,
+                                "conf": {"spark.executor.memory": "512m",
+                                         "spark.cores.max": "2"}},
+                         output=tmp_path)
     run_dag(cfg)
     t = ds.dataset(f"{cfg.output.dataset(cfg.name)}/batch=00000001").to_table()
     assert sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist())) == \

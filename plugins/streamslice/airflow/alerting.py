@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
@@ -18,19 +18,23 @@ from ..timeutil import iso, to_ms
 from .errors import original_error
 from .store import output_asset
 
+if TYPE_CHECKING:
+    from ..config.pipeline import PipelineConfig
+
 log = logging.getLogger("streamslice")
 STREAK_KEY = "empty_streak"
 ALERT_PREFIX = "alert/"  # one asset state key per alert sent: no read-modify-write race
 RECENT_ALERTS = 20
 
 
-def run_link(dag_id, run_id):
+def run_link(dag_id: str, run_id: str) -> str:
     from airflow.configuration import conf
     base = conf.get("api", "base_url", fallback=None) or "http://localhost:8080"
     return f"{base.rstrip('/')}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
 
 
-def make_alert(cfg, kind, message, context, details=None):
+def make_alert(cfg: PipelineConfig, kind: str, message: str, context: Any,
+               details: dict[str, Any] | None = None) -> Alert:
     start, end = context.get("data_interval_start"), context.get("data_interval_end")
     interval = {"start": iso(to_ms(start)), "end": iso(to_ms(end))} \
         if cfg.mode == "interval" and start and end else None
@@ -40,7 +44,7 @@ def make_alert(cfg, kind, message, context, details=None):
                  details=details or {})
 
 
-def send(cfg, alert: Alert, context: dict[str, Any] | None = None) -> None:
+def send(cfg: PipelineConfig, alert: Alert, context: dict[str, Any] | None = None) -> None:
     """The one delivery path for every alert (task callbacks, commit, deadlines)."""
     log.warning("streamslice alert: %s", alert.to_json())
     record(cfg, alert, context)
@@ -57,7 +61,7 @@ def send(cfg, alert: Alert, context: dict[str, Any] | None = None) -> None:
                       spec.get("class") or spec["type"], exc)
 
 
-def record(cfg, alert: Alert, context: dict[str, Any] | None) -> None:
+def record(cfg: PipelineConfig, alert: Alert, context: dict[str, Any] | None) -> None:
     """Keep the alert in the output asset's state under a key of its own
     (``alert/<ms>-<random>``: runs alerting at once never overwrite each other's), where the
     Streamslice page counts and lists them (only from tasks that have the asset as inlet or
@@ -73,7 +77,7 @@ def record(cfg, alert: Alert, context: dict[str, Any] | None) -> None:
         log.debug("alert not recorded in the asset state: %s", exc)
 
 
-def _notifier(spec: dict[str, Any], alert: Alert):
+def _notifier(spec: dict[str, Any], alert: Alert) -> Any:
     if spec["type"] == "sns":
         from airflow.providers.amazon.aws.notifications.sns import SnsNotifier
         return SnsNotifier(aws_conn_id=spec.get("aws_conn_id", "aws_default"),
@@ -87,19 +91,22 @@ def _notifier(spec: dict[str, Any], alert: Alert):
 
 
 class _LogNotifier(BaseNotifier):
-    def notify(self, context):
+    def notify(self, context: Any) -> None:
         log.warning("streamslice alert: %s", context["streamslice_alert"].to_json())
 
-    async def async_notify(self, context):
+    async def async_notify(self, context: Any) -> None:
         self.notify(context)
 
 
-def after_commit(cfg, manifest, context, state):
+def after_commit(cfg: PipelineConfig, manifest: dict[str, Any], context: Any,
+                 state: Any) -> None:
     """Threshold alerts for a committed run; ``state`` is the asset state accessor (for the
     consecutive-empty count)."""
     streak = state.get(STREAK_KEY) or 0
     streak = streak + 1 if manifest["records"] == 0 else 0
     state.set(STREAK_KEY, streak)
+    if cfg.alerts is None:
+        return
     for kind, message, details in evaluate(cfg.alerts, manifest, streak):
         send(cfg, make_alert(cfg, kind, message, context, details), context)
 
@@ -110,11 +117,11 @@ class FailureAlert(BaseNotifier):
 
     template_fields = ()
 
-    def __init__(self, pipeline_file):
+    def __init__(self, pipeline_file: str) -> None:
         super().__init__()
         self.pipeline_file = pipeline_file
 
-    def notify(self, context):
+    def notify(self, context: Any) -> None:
         cfg = load_pipeline(self.pipeline_file)
         exception = context.get("exception")
         error = str(exception or "unknown error")

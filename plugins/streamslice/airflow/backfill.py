@@ -23,6 +23,7 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..commit.manifest import read_manifest
 from ..config.schedule import intervals_between
@@ -30,13 +31,24 @@ from ..errors import ConfigError, StreamsliceError
 from ..planning.planner import partition_name
 from ..timeutil import from_ms, iso
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..config.pipeline import PipelineConfig
+    from ..planning.plan import Interval
+
+T = TypeVar("T")
+
 FINISHED = {"success", "failed"}
 SETUP_WAIT_S = 300
 ABANDONED_AFTER = timedelta(minutes=2)  # as the scheduler's sweep counts it
 
 
-def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="completed",
-             max_active_runs=None, unpause=False, poll_s=2.0, timeout_s=6 * 3600, say=None):
+def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = True,
+             on_progress: Callable[[int, int, str], None] | None = None,
+             reprocess: str = "completed", max_active_runs: int | None = None,
+             unpause: bool = False, poll_s: float = 2.0, timeout_s: float = 6 * 3600,
+             say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Backfill the intervals overlapping ``[start_ms, end_ms)``; ``on_progress(done, total,
     label)`` follows the runs, ``say(line)`` gets what the wrapper waits on or does for it."""
     if cfg.mode != "interval":
@@ -78,7 +90,7 @@ def backfill(cfg, start_ms, end_ms, *, wait=True, on_progress=None, reprocess="c
     return {"pipeline": cfg.name, "state": state, "runs": rows}
 
 
-def _check_dag(dag_id, unpause):
+def _check_dag(dag_id: str, unpause: bool) -> None:
     from airflow.models.dag import DagModel
     model = DagModel.get_dagmodel(dag_id)
     if model is None:
@@ -91,7 +103,8 @@ def _check_dag(dag_id, unpause):
         _airflow("dags", "unpause", dag_id)
 
 
-def _create(dag_id, intervals, reprocess, max_active_runs, say=None):
+def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_runs: int,
+            say: Callable[[str], None] | None = None) -> None:
     # Backfill dates are logical dates, which for data-interval timetables are interval starts.
     args = ["backfill", "create", "--dag-id", dag_id,
             "--from-date", from_ms(intervals[0].start).isoformat(),
@@ -139,12 +152,12 @@ def _create(dag_id, intervals, reprocess, max_active_runs, say=None):
         time.sleep(3)
 
 
-def _say(say, line):
+def _say(say: Callable[[str], None] | None, line: str) -> None:
     if say:
         say(line)
 
 
-def _close_finished_backfills(dag_id):
+def _close_finished_backfills(dag_id: str) -> int:
     """Mark the DAG's open backfills that are over complete, on exactly the condition of the
     scheduler's sweep (``SchedulerJobRunner._mark_backfills_complete``): none of its runs is
     queued or running, and it has runs or was created over 2 minutes ago (one without runs
@@ -167,7 +180,7 @@ def _close_finished_backfills(dag_id):
     return _write_db(statement)
 
 
-def _drop_empty_backfills(dag_id, since):
+def _drop_empty_backfills(dag_id: str, since: datetime) -> int:
     """Delete the DAG's open backfills created since ``since`` that have no runs at all: what
     Airflow's own clean-up of a failed ``backfill create`` deletes when it gets the lock."""
     from airflow.models.backfill import Backfill, BackfillDagRun
@@ -183,7 +196,7 @@ def _drop_empty_backfills(dag_id, since):
     return _write_db(statement)
 
 
-def _write_db(statement):
+def _write_db(statement: Any) -> int:
     """Run one UPDATE/DELETE; how many rows it changed, or 0 while SQLite is busy."""
     from airflow.utils.session import create_session
     from sqlalchemy.exc import OperationalError
@@ -194,7 +207,7 @@ def _write_db(statement):
         return 0
 
 
-def _open_backfill_runs(dag_id):
+def _open_backfill_runs(dag_id: str) -> int:
     """Queued or running runs of the DAG's backfills that are not marked complete."""
     from airflow.models.backfill import Backfill
     from airflow.models.dagrun import DagRun
@@ -205,13 +218,13 @@ def _open_backfill_runs(dag_id):
     return _read_db(lambda session: session.scalar(query), 0)
 
 
-def _error_line(text):
+def _error_line(text: str) -> str:
     lines = [ln for ln in text.splitlines()
              if ln.strip() and "[warning" not in ln and "Warning" not in ln]
     return lines[-1] if lines else "no output"
 
 
-def _airflow(*args, check=True):
+def _airflow(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).parent / "airflow"
     out = subprocess.run([str(exe) if exe.exists() else "airflow", *args], capture_output=True,
                          text=True)
@@ -220,17 +233,17 @@ def _airflow(*args, check=True):
     return out
 
 
-def _states(dag_id, starts):
+def _states(dag_id: str, starts: list[int]) -> dict[int, str]:
     from airflow.models.dagrun import DagRun
     from sqlalchemy import select
     wanted = {from_ms(s): s for s in starts}
     query = select(DagRun.data_interval_start, DagRun.state).where(
         DagRun.dag_id == dag_id, DagRun.data_interval_start.in_(list(wanted)))
-    rows = _read_db(lambda session: session.execute(query).all(), [])
+    rows: list[Any] = _read_db(lambda session: session.execute(query).all(), [])
     return {wanted[start]: str(state) for start, state in rows if start in wanted}
 
 
-def _read_db(ask, default):
+def _read_db(ask: Callable[[Any], T], default: T) -> T:
     """``ask(session)``, or ``default`` while SQLite is busy (the caller asks again later)."""
     from airflow.utils.session import create_session
     from sqlalchemy.exc import OperationalError

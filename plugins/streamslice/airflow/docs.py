@@ -1,10 +1,17 @@
 """DAG docs rendered from the pipeline file, shown in the Airflow UI."""
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..timeutil import iso
 
+if TYPE_CHECKING:
+    from ..config.pipeline import PipelineConfig
+    from ..errors import ConfigError
 
-def dag_doc(cfg):
+
+def dag_doc(cfg: PipelineConfig) -> str:
     src = cfg.source
     rows = [("Source", f"{src.describe_where()}: {src.describe()}"), ("Mode", cfg.mode),
             ("Bounds", src.describe_bounds(cfg.mode)), ("Schedule", cfg.schedule or "manual"),
@@ -26,6 +33,6 @@ def dag_doc(cfg):
             f"```yaml\n{text}\n```\n")
 
 
-def error_doc(err):
+def error_doc(err: ConfigError) -> str:
     return (f"# Invalid pipeline file\n\n```\n{err}\n```\n\n"
             "Fix the file; run `streamslice validate`.")

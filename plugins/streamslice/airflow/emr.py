@@ -18,7 +18,7 @@ import logging
 import math
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.emr import EmrServerlessHook
 from airflow.providers.amazon.aws.triggers.emr import EmrServerlessStartJobTrigger
@@ -27,11 +27,19 @@ from ..errors import ConfigError, SourceError
 from ..reading.job import ReadJob
 from ..spark.submit import JOB, package_zip
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..config.pipeline import PipelineConfig
+    from ..planning.plan import ReadPlan
+
 log = logging.getLogger("streamslice")
 
 
-def run_emr_serverless(cfg, plan, staging_uri, properties, options=None, *, emr_hook=None,
-                       s3_hook=None, started=None):
+def run_emr_serverless(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
+                       properties: dict[str, Any], options: dict[str, Any] | None = None, *,
+                       emr_hook: Any = None, s3_hook: Any = None,
+                       started: Callable[[dict[str, str]], None] | None = None) -> None:
     """Start the read job run, then defer to its trigger (raises ``TaskDeferred``).
     ``started(job)`` is told the job run as soon as it exists (for ``on_kill``)."""
     from airflow.sdk.exceptions import TaskDeferred
@@ -51,8 +59,9 @@ def run_emr_serverless(cfg, plan, staging_uri, properties, options=None, *, emr_
     raise TaskDeferred(trigger=trigger, method_name="read_done", timeout=backstop)
 
 
-def start_job_run(cfg, plan, staging_uri, properties, options=None, *, emr_hook=None,
-                  s3_hook=None) -> dict[str, str]:
+def start_job_run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
+                  properties: dict[str, Any], options: dict[str, Any] | None = None, *,
+                  emr_hook: Any = None, s3_hook: Any = None) -> dict[str, str]:
     emr = cfg.spark.emr_serverless
     if not staging_uri.startswith("s3://"):
         raise ConfigError("spark.runner emr-serverless writes through S3: set output.path to "
@@ -82,7 +91,7 @@ def start_job_run(cfg, plan, staging_uri, properties, options=None, *, emr_hook=
     return job
 
 
-def finish_job_run(cfg, event: dict[str, Any] | None) -> None:
+def finish_job_run(cfg: PipelineConfig, event: dict[str, Any] | None) -> None:
     """What the trigger said: success, or the run failed / timed out (then it is cancelled,
     as the provider's operator does, and the read fails with the run's state)."""
     if not event:
@@ -97,7 +106,7 @@ def finish_job_run(cfg, event: dict[str, Any] | None) -> None:
                       f"{event.get('message', 'no details')}")
 
 
-def cancel_job_run(aws_conn_id: str | None, job: dict[str, str], hook=None) -> None:
+def cancel_job_run(aws_conn_id: str | None, job: dict[str, str], hook: Any = None) -> None:
     """Cancel a job run (a cleared or killed task, a timed-out run); one that already ended
     is left as it is."""
     hook = hook or EmrServerlessHook(aws_conn_id=aws_conn_id)
@@ -118,11 +127,12 @@ class _ThreadedEmrServerlessHook(EmrServerlessHook):
     botocore this project pins (1.44); the waiter definitions and the polling loop
     (``async_wait``) stay the provider's."""
 
-    async def get_async_conn(self):
+    async def get_async_conn(self) -> Any:
         return _Sync(await asyncio.to_thread(lambda: self.conn))
 
-    def get_waiter(self, waiter_name, parameters=None, config_overrides=None,
-                   deferrable=False, client=None):
+    def get_waiter(self, waiter_name: str, parameters: dict[str, str] | None = None,
+                   config_overrides: dict[str, Any] | None = None, deferrable: bool = False,
+                   client: Any = None) -> Any:
         waiter = super().get_waiter(waiter_name, parameters, config_overrides)
         return _InThread(waiter) if deferrable else waiter
 
@@ -158,12 +168,13 @@ class _InThread:
         await asyncio.to_thread(self.waiter.wait, **kwargs)
 
 
-def _upload(s3, prefix, plan, properties):
+def _upload(s3: Any, prefix: str, plan: ReadPlan,
+            properties: dict[str, Any] | None) -> dict[str, str]:
     import tempfile
     bucket, key = prefix[len("s3://"):].split("/", 1)
-    uris = {}
+    uris: dict[str, str] = {}
 
-    def put(name, data, encrypt=False):
+    def put(name: str, data: bytes, encrypt: bool = False) -> None:
         s3.load_bytes(data, key=f"{key}/{name}", bucket_name=bucket, replace=True,
                       encrypt=encrypt)
         uris[name.split(".")[0]] = f"s3://{bucket}/{key}/{name}"

@@ -1,7 +1,10 @@
 """One DAG per pipeline file: ``[efo_register] → plan → read → commit [→ efo_deregister]``."""
+from __future__ import annotations
+
 import logging
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..config import load_pipelines
 from ..config.schedule import PRESETS, schedule_delta_ms
@@ -11,10 +14,16 @@ from .docs import dag_doc, error_doc
 from .store import output_asset
 from .tasks import commit_task, plan_task, read_task
 
+if TYPE_CHECKING:
+    import os
+
+    from ..config.pipeline import PipelineConfig
+    from ..errors import ConfigError
+
 log = logging.getLogger("streamslice")
 
 
-def build_dags(folder):
+def build_dags(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """``{dag_id: DAG}`` for every pipeline file in ``folder``. A file that does not validate
     becomes a DAG whose only task fails with the error, so the UI shows it where it belongs."""
     configs, errors = load_pipelines(folder)
@@ -26,7 +35,7 @@ def build_dags(folder):
     return dags
 
 
-def _timetable(cfg):
+def _timetable(cfg: PipelineConfig) -> Any:
     from airflow.sdk import (
         CronDataIntervalTimetable,
         CronTriggerTimetable,
@@ -46,7 +55,7 @@ def _timetable(cfg):
     return CronTriggerTimetable(cron, timezone="UTC")
 
 
-def build_dag(cfg):
+def build_dag(cfg: PipelineConfig) -> Any:
     from airflow.providers.standard.operators.python import PythonOperator
     from airflow.sdk import DAG
     asset = output_asset(cfg)
@@ -78,7 +87,7 @@ def build_dag(cfg):
     return dag
 
 
-def _lifecycle_tasks(cfg, plan, read, kwargs):
+def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str, Any]) -> None:
     """Tasks a source needs around the read (Kinesis EFO consumers): ``before_setup`` →
     ``setup`` → plan, and read → ``teardown``, which also runs when the read failed."""
     from airflow.providers.standard.operators.python import PythonOperator
@@ -99,7 +108,7 @@ def _lifecycle_tasks(cfg, plan, read, kwargs):
         teardown.as_teardown(setups=setup)
 
 
-def _error_dag(dag_id, err):
+def _error_dag(dag_id: str, err: ConfigError) -> Any:
     from airflow.providers.standard.operators.python import PythonOperator
     from airflow.sdk import DAG
     with DAG(dag_id=dag_id, schedule=None, tags=["streamslice", "config-error"],
@@ -108,6 +117,6 @@ def _error_dag(dag_id, err):
     return dag
 
 
-def _fail(message):
+def _fail(message: str) -> None:
     from airflow.sdk.exceptions import AirflowFailException
     raise AirflowFailException(message)

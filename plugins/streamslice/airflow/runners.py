@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..secrets import SECRETS_FILE, private_file, split_secrets
 
+if TYPE_CHECKING:
+    from ..config.pipeline import PipelineConfig
+    from ..planning.plan import ReadPlan
+
 log = logging.getLogger("streamslice")
 
 
-def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
+def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
+                   properties: dict[str, Any],
                    options: dict[str, Any], started: Any = None) -> None:
     """Secret properties never become Spark options or job arguments (``secrets``): local
     and spark-submit reads get them through a private file; a Spark Connect server and EMR
@@ -23,7 +28,7 @@ def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
     its job run is started, and tells ``started`` which run that is."""
     public, secrets = split_secrets(properties)
     if cfg.spark.runner in ("connect", "emr-serverless"):
-        _own_identity(cfg, secrets)
+        _own_identity(cfg, secrets, assumes_role=bool(public.get("role_arn")))
         secrets = {}
     with private_file(secrets) as path:
         if path:
@@ -31,7 +36,7 @@ def run_spark_read(cfg, plan, staging_uri: str, properties: dict[str, Any],
         _run(cfg, plan, staging_uri, public, options, path, started)
 
 
-def _own_identity(cfg, secrets: dict[str, Any]) -> None:
+def _own_identity(cfg: PipelineConfig, secrets: dict[str, Any], assumes_role: bool) -> None:
     where = ("the Spark Connect server" if cfg.spark.runner == "connect"
              else "EMR Serverless (its job role)")
     other = sorted(k for k in secrets if k not in cfg.source.ambient_secrets)
@@ -43,11 +48,12 @@ def _own_identity(cfg, secrets: dict[str, Any]) -> None:
             "runner local / spark-submit", field="spark.runner")
     if secrets:
         log.info("The connection's static AWS keys stay in Airflow: %s reads with its own "
-                 "AWS identity%s.", where, " and assumes the pipeline's role"
-                 if getattr(cfg.source, "aws", None) and cfg.source.aws.role_arn else "")
+                 "AWS identity%s.", where,
+                 " and assumes the pipeline's role" if assumes_role else "")
 
 
-def _run(cfg, plan, staging_uri: str, properties: dict[str, Any], options: dict[str, Any],
+def _run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str, properties: dict[str, Any],
+         options: dict[str, Any],
          secrets_path: str | None, started: Any = None) -> None:
     if cfg.spark.runner == "local":
         if os.environ.get("SPARK_REMOTE"):
@@ -62,6 +68,7 @@ def _run(cfg, plan, staging_uri: str, properties: dict[str, Any], options: dict[
         run_read(spark, plan, staging_uri, properties=properties, options=options)
     elif cfg.spark.runner == "connect":
         from ..spark.connect import run_connect_read
+        assert cfg.spark.remote is not None  # the config requires it for runner connect
         run_connect_read(cfg.spark.remote, plan, staging_uri, conf=cfg.spark.conf,
                          properties=properties, options=options)
     elif cfg.spark.runner == "spark-submit":

@@ -1,14 +1,20 @@
 """The checkpoint on Airflow asset state: one key, ``checkpoint``, on the pipeline's output
 asset, written as a whole in one upsert. Inside tasks through ``context["asset_state_store"]``;
 outside (CLI) through Airflow's state backend."""
+from __future__ import annotations
+
 import json
+from typing import TYPE_CHECKING, Any
 
 from ..commit.checkpoint import Checkpoint
+
+if TYPE_CHECKING:
+    from ..config.pipeline import PipelineConfig
 
 KEY = "checkpoint"
 
 
-def output_asset(cfg):
+def output_asset(cfg: PipelineConfig) -> Any:
     from airflow.sdk import Asset
     uri = cfg.output.dataset(cfg.name)
     if "://" not in uri:
@@ -23,23 +29,23 @@ def output_asset(cfg):
 class TaskCheckpointStore:
     """From a running task whose inlets or outlets hold the pipeline's asset."""
 
-    def __init__(self, context, asset):
+    def __init__(self, context: Any, asset: Any) -> None:
         self.state = context["asset_state_store"][asset]
 
-    def get(self):
+    def get(self) -> Checkpoint | None:
         return Checkpoint.from_dict(self.state.get(KEY))
 
-    def put(self, checkpoint):
+    def put(self, checkpoint: Checkpoint) -> None:
         self.state.set(KEY, checkpoint.to_dict())
 
 
 class OfflineCheckpointStore:
     """For the CLI and tests: direct metadata-database access through the state backend."""
 
-    def __init__(self, asset_name):
+    def __init__(self, asset_name: str) -> None:
         self.asset_name = asset_name
 
-    def _scope(self, session, required=True):
+    def _scope(self, session: Any, required: bool = True) -> Any:
         from airflow.models.asset import AssetModel
         from airflow.state import AssetScope
         from sqlalchemy import select
@@ -51,7 +57,7 @@ class OfflineCheckpointStore:
                               "(has the DAG been parsed?)")
         return AssetScope(asset_id=asset_id)
 
-    def get(self):
+    def get(self) -> Checkpoint | None:
         """The checkpoint, or None when there is none (also before Airflow knows the DAG)."""
         from airflow.state import get_state_backend
         from airflow.utils.session import create_session
@@ -60,7 +66,7 @@ class OfflineCheckpointStore:
             raw = get_state_backend().get(scope, KEY, session=session) if scope else None
         return Checkpoint.from_dict(json.loads(raw)) if raw else None
 
-    def put(self, checkpoint):
+    def put(self, checkpoint: Checkpoint) -> None:
         from airflow.state import get_state_backend
         from airflow.utils.session import create_session
         with create_session() as session:

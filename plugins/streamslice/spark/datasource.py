@@ -12,15 +12,23 @@ them write each split's records to a Parquet file there themselves and return no
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..sources import SOURCES
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ..planning.plan import ReadPlan
+    from ..reading.sink import ParquetSink
+    from ..sources import ReadRequest, Source
+
 
 class SplitPartition(InputPartition):
-    def __init__(self, split):
+    def __init__(self, split: dict[str, Any] | None) -> None:
         super().__init__(split)
 
 
@@ -28,28 +36,28 @@ class PlannedSource(DataSource):
     kind: str = ""
 
     @classmethod
-    def name(cls):
+    def name(cls) -> str:
         return f"streamslice-{cls.kind}"
 
-    def _plan(self):
+    def _plan(self) -> ReadPlan:
         if not hasattr(self, "_cached_plan"):
             from streamslice.spark.options import plan_from_options
             self._cached_plan = plan_from_options(dict(self.options), self.kind)
         return self._cached_plan
 
-    def schema(self):
+    def schema(self) -> Any:
         from streamslice.reading.decode import Decoder
         from streamslice.sources import source_class
         plan = self._plan()
         return from_arrow_schema(source_class(plan.source).record_schema(
             Decoder.from_dict(plan.decode), plan))
 
-    def reader(self, schema):
+    def reader(self, schema: Any) -> PlanReader:
         return PlanReader(self._plan(), dict(self.options))
 
 
 class PlanReader(DataSourceReader):
-    def __init__(self, plan, options):
+    def __init__(self, plan: ReadPlan, options: dict[str, str]) -> None:
         from streamslice.config.options import client_properties
         from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
@@ -63,10 +71,10 @@ class PlanReader(DataSourceReader):
         self.staging, self.fault = options.get("staging"), options.get("injectfault")
         self.codec: str = (options.get("directwrite") or "") if self.staging else ""
 
-    def partitions(self):
+    def partitions(self) -> list[SplitPartition]:
         return [SplitPartition(s) for s in self.splits] or [SplitPartition(None)]
 
-    def read(self, partition):
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         from streamslice.errors import StreamsliceError
         from streamslice.reading.decode import Decoder
         from streamslice.reading.staging import Staging
@@ -95,18 +103,20 @@ class PlanReader(DataSourceReader):
         except StreamsliceError as exc:  # crosses to the driver as one line with its kind
             raise RuntimeError(exc.to_line()) from None
 
-    def _sink(self, source, request, split_id):
+    def _sink(self, source: type[Source[Any]], request: ReadRequest,
+              split_id: int) -> ParquetSink:
         """Where a split's records go on the direct write path. The first split writes a
         file even without records, as Spark's writer does for its first task."""
         from streamslice.commit.publishers import staged_constants
         from streamslice.reading.sink import ParquetSink
         first = self.splits[0]["id"] if self.splits else 0
+        assert request.staging is not None  # the direct write path needs a staging area
         return ParquetSink(request.staging, split_id,
                            source.record_schema(request.decoder, request.plan), self.codec,
                            constants=staged_constants(request.plan), keep_empty=split_id == first)
 
 
-def _spark_file(name):
+def _spark_file(name: str) -> str | None:
     """A file spark-submit shipped to this executor (``--files``), if there is one."""
     from pyspark import SparkFiles
     try:
@@ -115,7 +125,7 @@ def _spark_file(name):
         return None
 
 
-def _data_source(kind):
+def _data_source(kind: str) -> type[PlannedSource]:
     """A module-level DataSource class for one registered source (module-level, so Spark's
     Python workers can unpickle it by name)."""
     name = f"{kind.capitalize()}DataSource"
@@ -127,6 +137,6 @@ def _data_source(kind):
 DATA_SOURCES = [_data_source(kind) for kind in SOURCES]
 
 
-def register(spark):
+def register(spark: Any) -> None:
     for cls in DATA_SOURCES:
         spark.dataSource.register(cls)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
 
 
-def run_read(spark, plan: ReadPlan, staging_uri: str, *,
+def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
              properties: dict[str, Any] | None = None,
              options: dict[str, Any] | None = None, direct: bool = True) -> str:
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data`` in the
@@ -54,7 +54,7 @@ def run_read(spark, plan: ReadPlan, staging_uri: str, *,
     return staging.data_uri
 
 
-def _functions(spark):
+def _functions(spark: Any) -> Any:
     """``pyspark.sql.functions`` for the session's kind: Spark Connect has its own, and which
     one the shared module hands out depends on the process, not on the session."""
     if type(spark).__module__.startswith("pyspark.sql.connect"):

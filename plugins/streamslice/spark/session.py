@@ -1,7 +1,10 @@
 """One SparkSession per process, set up so Python workers import this package."""
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import Any
 
 import streamslice
 
@@ -13,11 +16,12 @@ SQL_CONF = {"spark.sql.session.timeZone": "UTC",
             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 
 
-def launched_by_spark_submit():
+def launched_by_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def spark_session(master="local[*]", conf=None, app_name="streamslice"):
+def spark_session(master: str | None = "local[*]", conf: dict[str, Any] | None = None,
+                  app_name: str = "streamslice") -> Any:
     """Get or create the session. Extra Spark properties may also come from the environment
     as JSON in ``STREAMSLICE_SPARK_CONF`` (tests use it for quick JVM start-up flags). Under
     spark-submit the master and settings given to spark-submit win."""
@@ -56,7 +60,7 @@ def spark_session(master="local[*]", conf=None, app_name="streamslice"):
     return spark
 
 
-def _quiet_accumulator_server(context) -> None:
+def _quiet_accumulator_server(context: Any) -> None:
     """PySpark's accumulator server prints an EOFError traceback when the JVM dies; the read
     already fails with one clear line for that (``job.unwrap``)."""
     server = getattr(context, "_accumulatorServer", None)

@@ -1,6 +1,8 @@
 """Run the read job with spark-submit (standalone, YARN, Kubernetes): the package travels as a
 zip in ``--py-files``, the plan and the client properties as files (never on the command line).
 """
+from __future__ import annotations
+
 import json
 import os
 import shutil
@@ -9,15 +11,21 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..reading.job import ReadJob
 from .session import PLUGINS_DIR
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ..planning.plan import ReadPlan
+
 JOB = Path(PLUGINS_DIR).parent / "jobs" / "bounded_read.py"
 
 
-def spark_submit_binary():
+def spark_submit_binary() -> str:
     found = shutil.which("spark-submit")
     if found:
         return found
@@ -30,7 +38,7 @@ def spark_submit_binary():
     raise errors.ConfigError("spark-submit not found (install Spark or pyspark)")
 
 
-def package_zip(directory):
+def package_zip(directory: str | Path) -> Path:
     """``streamslice`` as a zip for --py-files."""
     target = Path(directory) / "streamslice.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
@@ -39,8 +47,10 @@ def package_zip(directory):
     return target
 
 
-def submit(plan, staging_uri, *, master, properties=None, conf=None, options=None,
-           log=print, files=()):
+def submit(plan: ReadPlan, staging_uri: str, *, master: str,
+           properties: dict[str, Any] | None = None, conf: dict[str, Any] | None = None,
+           options: dict[str, Any] | None = None, log: Callable[[str], object] = print,
+           files: Sequence[str] = ()) -> None:
     """Run jobs/bounded_read.py through spark-submit; raise the job's own error on failure.
     ``files`` go to the executors with ``--files`` (the read's private credentials file)."""
     with tempfile.TemporaryDirectory(prefix="streamslice-submit-") as work:
@@ -68,7 +78,7 @@ def submit(plan, staging_uri, *, master, properties=None, conf=None, options=Non
             raise job_error(proc.stderr, proc.returncode)
 
 
-def job_error(stderr, code):
+def job_error(stderr: str, code: int) -> errors.StreamsliceError:
     """The job's own error (its ``streamslice[kind]`` line), else the tail of stderr."""
     found = errors.from_text(stderr)
     if found is not None:

@@ -133,3 +133,32 @@ def test_summaries_from_before_lag_unit_still_read():
 def test_every_registered_source_names_its_lag_unit():
     for kind in SOURCES:
         assert source_class(kind).lag_unit in ("records", "ms")
+
+
+def test_no_code_outside_a_source_package_names_a_source():
+    """The contract's point: outside kafka/, kinesis/ and files/, code reaches a source only
+    through sources.Source and splits.Split. A string literal naming a source kind, a branch
+    on ``.kind``, or a getattr on a source or split is a switch that a fourth source would
+    have to edit. (The registry names them; the glue's Kafka connection hook and the AWS
+    connection reader are connection kinds, not sources.)"""
+    import re
+    from pathlib import Path
+
+    import streamslice
+    root = Path(streamslice.__file__).parent
+    allowed = {"sources.py", "airflow/hooks.py"}
+    kinds = "|".join(SOURCES)
+    switch = re.compile(rf"""["']({kinds})["']|source\.kind ==|\.source ==|"""
+                        r"getattr\((cfg\.)?(source|split)\b|isinstance\([^)]*Split\)")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/")[0] in SOURCES or rel in allowed:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if "publisher" in code:  # "files" is also the name of the file-system publisher
+                continue
+            if switch.search(code):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert found == []

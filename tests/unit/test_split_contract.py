@@ -162,3 +162,27 @@ def test_no_code_outside_a_source_package_names_a_source():
             if switch.search(code):
                 found.append(f"{rel}:{n}: {line.strip()}")
     assert found == []
+
+
+def _manifest(*splits):
+    return {"partition": "batch=00000001", "records": 3, "dead_letters": 0, "late_records": 0,
+            "min_timestamp": None, "max_timestamp": None, "batch": 1, "plan_id": "p",
+            "gaps": [], "splits": list(splits)}
+
+
+def test_a_runs_metrics_carry_its_lag_in_its_unit():
+    """The asset event's extra (``tasks.run_metrics``), what downstream DAGs and the page
+    read: records behind add up, milliseconds behind take the worst shard, each with its unit;
+    summaries written before ``lag_unit`` existed read the same."""
+    from streamslice.airflow.tasks import run_metrics
+    kafka = run_metrics(_manifest({"key": "t:0", "lag": 5, "lag_unit": "records"},
+                                  {"key": "t:1", "lag": 7, "lag_unit": "records"}))
+    assert (kafka["lag_records"], kafka["millis_behind_latest"], kafka["lag_unit"],
+            kafka["lag_by_split"]) == (12, None, "records", {"t:0": 5, "t:1": 7})
+    kinesis = run_metrics(_manifest({"key": "s:a", "lag": 900, "lag_unit": "ms"},
+                                    {"key": "s:b", "lag": None, "lag_unit": "ms"}))
+    assert (kinesis["lag_records"], kinesis["millis_behind_latest"], kinesis["lag_unit"],
+            kinesis["lag_by_split"]) == (None, 900, "ms", {"s:a": 900, "s:b": None})
+    older = run_metrics(_manifest({"key": "s:a", "lag": None, "millis_behind_latest": 40}))
+    assert (older["millis_behind_latest"], older["lag_unit"], older["lag_by_split"]) == \
+        (40, "ms", {"s:a": 40})

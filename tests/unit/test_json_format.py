@@ -146,15 +146,21 @@ def _dump(value):
 VALID = {  # field → values of its type, edge cases included
     "id": [1, 2**40, -5, 2**63 - 1, -2**63],
     "user": [{"name": "a", "tags": ["x", None]}, {"tags": []}, {"name": "\u00e9"}, None],
-    "amount": [12.34, "0.01", -0.5, 0, "9999999999999999.99", 1e3, "1E+2"],
+    "amount": [12.34, "0.01", -0.5, 0, "9999999999999999.99", 1e3, "1E+2", "12.345", "1e-2",
+               ".5", "5.", "+1", " 1", "1_0", "-0.00", "NaN", "10000000000000000.00", "0e-9"],
     "day": ["2024-05-01", "0001-01-01", "9999-12-31", "20240501"],
     "attrs": [{"a": "b"}, {}, {"n": None}],
     "at": ["2024-05-01T10:00:00Z", "2024-05-01T10:00:00.123456+05:30", 0, 1714521600000,
            1714521600000.25, "2024-05-01", "2024-05-01 10:00", "2024-05-01t10:00:00z",
            "2024-05-01T10:00:00.9999995Z", "2024-05-01T23:59:60Z", "9999-12-31T23:59:59-01:00",
-           "0001-01-01T00:30:00+00:30", " 2024-05-01T10:00:00Z", -1.5, 1e15],
+           "0001-01-01T00:30:00+00:30", " 2024-05-01T10:00:00Z", -1.5, 1e15,
+           "2024-05-01T10Z", "2024-05-01T10:00:00+0200", "2024-05-01 10:00:00Z",
+           "2024-05-01T10:00:00-00:00", "2024-05-01T10:00:00+02", "2024-05-01T10:00:00,5Z",
+           "20240501T100000Z", "2024-05-01T10:00:00.Z", "0000-01-01T00:00:00Z",
+           "1970-01-01T00:00:00+23:59", "2024-02-30T00:00:00Z", "2024-05-01T24:00:00Z"],
     "local": ["2024-05-01T10:00:00", "2024-05-01T10:00:00.5", "2024-05-01T10:00:00.1234567",
-              "2024-05-01T10:00:00+00:00", "2024-05-01"],
+              "2024-05-01T10:00:00+00:00", "2024-05-01", "2024-05-01T10", "2024-05-01 10:00",
+              "2024-05-01T10:00:00Z", "0000-01-01T00:00:00", "9999-12-31T23:59:59.999999"],
     "small": [-32768, 32767, 0], "tiny": [-128, 127], "ratio": [0.5, 1, 3.4e38, -1e-45],
     "ok": [True, False],
 }
@@ -192,6 +198,40 @@ def test_the_fast_decoder_agrees_with_the_reference_on_random_records():
                 assert repr(ours[row]) == repr(theirs[row]), batch[row]
     _, errors = fmt.decode(records)
     assert 0.3 < len(errors) / len(records) < 0.8  # the cases hold both rows and dead letters
+
+
+def test_the_columnar_path_agrees_with_the_reference_on_random_records():
+    """One record a batch, so the columnar path (formats.json_columns) is tried on each: what
+    it lands must be what the reference lands, value for value."""
+    rng = random.Random(7)
+    fmt = Json(FormatSpec("json", DDL))
+    records = [_random_record(rng) for _ in range(3000)]
+    records += [json.dumps(GOOD[0]).encode(), b'{"id": 1, "amount": 7, "at": "2024-05-01T10:00'
+                b':00.5-01:30", "user": {"tags": null}, "attrs": null}']
+    for raw in records:
+        fmt._columnar._skip = fmt._columnar._numbers_first = 0
+        arrays, errors = fmt.decode([raw])
+        ref_errors: dict[int, str] = {}
+        ref = fmt._reference(0, raw, ref_errors)
+        assert errors == ref_errors, raw
+        if not errors:
+            ours = pa.StructArray.from_arrays(arrays, fields=list(fmt.schema)).to_pylist()
+            assert repr(ours) == repr(pa.array([ref], fmt.struct).to_pylist()), raw
+    # the path was taken, not just the row decoder, with decimals as text and as numbers
+    assert [v.batches > 50 for v in fmt._columnar.variants] == [True, True]
+
+
+def test_the_columnar_path_takes_whole_batches_and_leaves_mixed_ones():
+    fmt = Json(FormatSpec("json", DDL))
+    good = [json.dumps(v).encode() for v in GOOD]
+    arrays, errors = fmt.decode(good * 100)
+    assert errors == {} and fmt._columnar.batches == 1
+    assert pa.StructArray.from_arrays(arrays, fields=list(fmt.schema)).to_pylist()[:3] == \
+        decode(good)[0]
+    _, errors = fmt.decode([*good, b'{"id": "x"}'])  # one bad record: the row decoder
+    assert list(errors) == [3] and fmt._columnar.batches == 1
+    fmt.decode(good)  # and the columnar path waits a few batches before trying again
+    assert fmt._columnar.batches == 1
 
 
 def test_the_readmes_format_examples_validate():

@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from ..errors import ConfigError
 from . import BaseFormat, Decoded, FormatSpec, Role
+from .json_columns import Columnar
 from .types import SchemaError, parse_schema, schema_from_mapping, spark_ddl, spark_type
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class Json(BaseFormat):
             records.append(_msgspec_record(self.schema, native=False))
         self._fast = [msgspec.json.Decoder(r, dec_hook=_dec_hook) for r in records]
         self._slow = [(f.name, _converter(f.type), f.nullable) for f in self.schema]
+        self._columnar = Columnar(self.schema, lambda typ: _msgspec_type(typ, native=True))
 
     def fields(self, column: str) -> list[pa.Field]:
         return list(self.schema)
@@ -133,6 +135,10 @@ class Json(BaseFormat):
     def decode(self, items: Sequence[bytes | None]) -> Decoded:
         errors: dict[int, str] = {}
         not_utf8 = _not_utf8(items)  # msgspec skips an unknown key without checking it
+        if not not_utf8:  # the whole batch straight into columns, if every record fits
+            columns = self._columnar.decode(items)
+            if columns is not None and (not self._checked or _in_range(columns)):
+                return [columns.field(i) for i in range(self.struct.num_fields)], errors
         rows = None if not_utf8 else self._whole_batch(items)
         if rows is None:  # some record does not fit: find which
             rows = [self._reference(row, raw, errors) if row in not_utf8
@@ -359,8 +365,9 @@ def _decimal(typ: pa.Decimal128Type) -> Conv:
         try:
             if isinstance(value, bool) or not isinstance(value, (int, Decimal, str)):
                 raise InvalidOperation
-            number = _DECIMALS.create_decimal(value) if isinstance(value, str) \
-                else Decimal(value)
+            # as msgspec reads a decimal string (Python's syntax: exact, surrounding blanks
+            # and digit underscores allowed), so both decoders land the same records
+            number = Decimal(value)
             if not number.is_finite():
                 raise InvalidOperation
         except (InvalidOperation, ValueError):

@@ -103,6 +103,7 @@ def child_reader(args):
     from streamslice.kafka.split import KafkaSplit
     from streamslice.reading.decode import Decoder
     pa.array([0])  # pyarrow imports pandas once per process
+    import confluent_kafka.schema_registry  # noqa: F401 - and the registry client (httpx…)
     decoder = Decoder.from_dict(args["decode"], {"schema.registry.url": args["url"]})
     props = {"bootstrap.servers": args["bootstrap"], **BIG}
     n, cpu, wall = 0, cpu_now(), time.perf_counter()

@@ -189,3 +189,60 @@ def test_fuzz_every_record_is_a_row_or_a_dead_letter():
     assert good and errors
     pa.RecordBatch.from_arrays([c.take(pa.array(good)) for c in columns],
                                schema=pa.schema(codec.fields()))
+
+
+DEC = {"type": "record", "name": "D", "fields": [
+    {"name": "b", "type": {"type": "bytes", "logicalType": "decimal", "precision": 38,
+                           "scale": 4}},
+    {"name": "f", "type": {"type": "fixed", "name": "F", "size": 9, "logicalType": "decimal",
+                           "precision": 20, "scale": 0}},
+    {"name": "n", "type": ["null", {"type": "bytes", "logicalType": "decimal",
+                                    "precision": 5, "scale": 2}]},
+    {"name": "a", "type": {"type": "array", "items": {
+        "type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 3}}},
+    {"name": "m", "type": {"type": "map", "values": ["null", {
+        "type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 3}]}}]}
+
+
+def test_decimals_are_read_from_their_bytes_as_fastavro_reads_them():
+    """The codec reads decimals as their bytes and builds decimal128 from them in bulk
+    (codecs.stored): every value, boundaries and signs included, is what fastavro's own
+    logical-type reader gives."""
+    rng = random.Random(5)
+
+    def d(digits, scale):
+        edge = rng.choice([0, 1, -1, 10**digits - 1, -(10**digits - 1), 127, -128, 255, -256])
+        value = rng.randrange(-10**digits + 1, 10**digits) if rng.random() < 0.7 else edge
+        return Decimal(f"{value}e-{scale}")  # exact (scaleb rounds to 28 digits)
+    records = [{"b": d(38, 4), "f": d(20, 0), "n": rng.choice([None, d(5, 2)]),
+                "a": [d(9, 3) for _ in range(rng.randrange(3))],
+                "m": {f"k{j}": rng.choice([None, d(9, 3)]) for j in range(rng.randrange(3))}}
+               for _ in range(400)]
+    values = [avro(DEC, r) for r in records]
+    codec = AvroCodec(json.dumps(DEC))
+    columns, errors = Framed(codec, None).decode(values)
+    assert errors == {}
+    rows = pa.RecordBatch.from_arrays(columns, schema=pa.schema(codec.fields())).to_pylist()
+    parsed = fastavro.parse_schema(DEC)
+    expected = [fastavro.schemaless_reader(io.BytesIO(v), parsed) for v in values]
+    for row, want in zip(rows, expected):
+        assert row == {**want, "m": list(want["m"].items())}
+
+
+def test_a_decimal_beyond_its_precision_or_of_another_scale_is_a_dead_letter():
+    def schema(precision, scale):
+        return {"type": "record", "name": "T", "fields": [{"name": "fare", "type": {
+            "type": "bytes", "logicalType": "decimal", "precision": precision,
+            "scale": scale}}]}
+    registry = DictRegistry({1: ("AVRO", json.dumps(schema(12, 2))),
+                             2: ("AVRO", json.dumps(schema(6, 3)))})
+    codec = AvroCodec(json.dumps(schema(6, 2)))
+    columns, errors = Framed(codec, registry).decode([
+        framed(1, schema(12, 2), {"fare": Decimal("9999.99")}),
+        framed(1, schema(12, 2), {"fare": Decimal("-123456.78")}),
+        framed(2, schema(6, 3), {"fare": Decimal("1.5")})])
+    assert columns[0].to_pylist()[0] == Decimal("9999.99")  # a wider writer: value by value
+    assert errors[1].startswith("field 'fare': -123456.78 does not fit decimal(6, 2)")
+    assert errors[2] == ("field 'fare' is decimal(6, 3) in the writer schema and decimal(6, 2) "
+                         "in the reader schema: Avro reads a decimal as another of the same "
+                         "scale only")

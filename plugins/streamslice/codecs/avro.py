@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .framed import Codec
+from .framed import Codec, Refused
+from .stored import decimal_text, finish
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -82,8 +83,9 @@ def final_type(stored: pa.DataType) -> pa.DataType:
 
 
 class _Types:
-    def __init__(self, named: dict[str, Any]) -> None:
+    def __init__(self, named: dict[str, Any], decimal_bytes: bool = False) -> None:
         self.named = named
+        self.decimal_bytes = decimal_bytes  # decimals as stored (binary), not decimal128
         self.complex = False  # a union became struct<member0, …>: values need rewriting
 
     def of(self, s: Any, path: tuple[str, ...], namespace: str | None) -> pa.DataType:
@@ -112,7 +114,7 @@ class _Types:
                                       f"most {MAX_DECIMAL} digits (Spark's widest)")
             if kind == "fixed":
                 self._name(s, namespace)
-            return pa.decimal128(precision, scale)
+            return pa.binary() if self.decimal_bytes else pa.decimal128(precision, scale)
         if logical in _AS_STORED and kind in ("int", "long", "string"):
             return _AS_STORED[logical]
         if kind in _PRIMITIVES:
@@ -166,14 +168,16 @@ def _fullname(s: dict[str, Any], namespace: str | None) -> str:
 
 
 def as_stored(schema: Any) -> Any:
-    """The schema with the logical types of ``_AS_STORED`` removed: fastavro then yields the
-    stored ints and strings, which Arrow turns into its types in C."""
+    """The schema with the logical types of ``_AS_STORED`` and decimals removed: fastavro then
+    yields the stored ints, strings and bytes, which become Arrow types in C
+    (``codecs.stored``) instead of a Python datetime or Decimal per value."""
     if isinstance(schema, list):
         return [as_stored(b) for b in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: as_stored(v) if k in ("type", "items", "values") else v
-           for k, v in schema.items() if not (k == "logicalType" and v in _AS_STORED)}
+           for k, v in schema.items()
+           if not (k == "logicalType" and (v in _AS_STORED or v == "decimal"))}
     if "fields" in schema:
         out["fields"] = [{**f, "type": as_stored(f["type"])} for f in schema["fields"]]
     return out
@@ -198,13 +202,17 @@ class Reader:
         bio = io.BytesIO(payload)
         if start:
             bio.seek(start)
-        value = _schemaless_reader(bio, self.writer, self.reader, return_record_name=True,
-                                   return_record_name_override=True)
+        if self.fix is None:
+            value = _schemaless_reader(bio, self.writer, self.reader)
+        else:  # unions of several types: their records come named, to pick the member
+            value = self.fix(_schemaless_reader(bio, self.writer, self.reader,
+                                                return_record_name=True,
+                                                return_record_name_override=True))
         left = len(payload) - bio.tell()
         if left:
             raise ValueError(f"{left} bytes left after the record: written with another "
                              "schema?")
-        return self.fix(value) if self.fix else value
+        return value
 
 
 class AvroCodec(Codec):
@@ -217,9 +225,10 @@ class AvroCodec(Codec):
         import fastavro
         self.named = dict(references or {})
         self.schema = parse(reader_text, self.named)
-        types = _Types(dict(self.named))
-        self.stored_type = types.of(self.schema, (), None)
-        self.type = final_type(self.stored_type)
+        types = _Types(dict(self.named), decimal_bytes=True)
+        self.stored_type = types.of(self.schema, (), None)  # what fastavro's values make
+        self.type = final_type(_Types(dict(self.named)).of(self.schema, (), None))
+        self.scales = decimal_scales(self.schema, self.named)
         self.record = pa.types.is_struct(self.type) and isinstance(self.schema, dict) and \
             self.schema.get("type") in ("record", "error")
         self._reader_named: dict[str, Any] = {}
@@ -256,6 +265,8 @@ class AvroCodec(Codec):
                 fastavro.parse_schema(as_stored(ref), named_schemas=named)
             parsed = fastavro.parse_schema(as_stored(writer), named_schemas=named)
             same = _canonical(writer) == self.canonical
+            if not same:
+                _check_scales(decimal_scales(writer, references), self.scales)
             got = Reader(self.parsed_reader if same else parsed,
                          None if same else self.parsed_reader, self.fix)
         with self._lock:
@@ -279,11 +290,9 @@ class AvroCodec(Codec):
         """Decoded values (None where ``errors`` has the row) → the value's columns. A row
         whose values do not fit their columns joins ``errors``."""
         try:
-            arr = pa.array(values, self.stored_type)
+            arr = finish(pa.array(values, self.stored_type), self.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             arr = self._row_by_row(values, errors)
-        if arr.type != self.type:
-            arr = arr.cast(self.type)
         # Rows in ``errors`` are null here; the reader drops them, whatever their fields hold.
         return arr.flatten() if self.record else [arr]
 
@@ -292,25 +301,76 @@ class AvroCodec(Codec):
         for row, v in enumerate(values):
             if v is not None:
                 try:
-                    pa.array([v], self.stored_type)
+                    finish(pa.array([v], self.stored_type), self.type)
                 except Exception as exc:  # the row's own reason, naming the field
-                    errors[row] = _misfit(v, self.stored_type, exc)
+                    errors[row] = _misfit(v, self.stored_type, self.type, exc)
                     v = None
             out.append(v)
-        return pa.array(out, self.stored_type)
+        return finish(pa.array(out, self.stored_type), self.type)
 
 
-def _misfit(value: Any, t: pa.DataType, exc: Exception) -> str:
-    if pa.types.is_struct(t) and isinstance(value, dict):
-        for f in t:
+def _misfit(value: Any, stored: pa.DataType, final: pa.DataType, exc: Exception) -> str:
+    if pa.types.is_struct(stored) and isinstance(value, dict):
+        for f, to in zip(stored, final):
             try:
-                pa.array([value.get(f.name)], f.type)
+                finish(pa.array([value.get(f.name)], f.type), to.type)
             except Exception as inner:
-                return f"field {f.name!r}: {_misfit(value.get(f.name), f.type, inner)}"
+                return (f"field {f.name!r}: "
+                        f"{_misfit(value.get(f.name), f.type, to.type, inner)}")
     text = str(exc).split("\n")[0][:200]
-    if pa.types.is_decimal(t):
-        return f"{str(value)[:60]} does not fit decimal({t.precision}, {t.scale}): {text}"
-    return f"value does not fit {t}: {text}"
+    if pa.types.is_decimal(final):
+        shown = decimal_text(value, final.scale) if isinstance(value, bytes) else str(value)
+        return f"{shown[:60]} does not fit decimal({final.precision}, {final.scale}): {text}"
+    return f"value does not fit {final}: {text}"
+
+
+def decimal_scales(schema: Any, named: dict[str, Any] | None = None
+                   ) -> dict[tuple[str, ...], tuple[int, int]]:
+    """Where a schema holds decimals: field path (aliases too; ``[]`` an array's items,
+    ``{}`` a map's values) → (precision, scale)."""
+    resolve = _Types(dict(named or {}))
+    out: dict[tuple[str, ...], tuple[int, int]] = {}
+
+    def walk(s: Any, path: tuple[str, ...], ns: str | None, seen: frozenset[str]) -> None:
+        if isinstance(s, str):
+            full = s if "." in s or not ns else f"{ns}.{s}"
+            target = resolve.named.get(full) or resolve.named.get(s)
+            if target is not None and full not in seen:
+                walk(target, path, ns, seen | {full})
+        elif isinstance(s, list):
+            for branch in s:
+                walk(branch, path, ns, seen)
+        elif isinstance(s, dict):
+            kind = s.get("type")
+            if s.get("logicalType") == "decimal" and kind in ("bytes", "fixed"):
+                out[path] = (s.get("precision", 0), s.get("scale", 0))
+            elif kind in ("record", "error"):
+                name = resolve._name(s, ns)
+                inner = name.rpartition(".")[0] or None
+                for f in s.get("fields", []):
+                    for field_name in (f["name"], *f.get("aliases", ())):
+                        walk(f["type"], (*path, field_name), inner, seen | {name})
+            elif kind == "array":
+                walk(s.get("items"), (*path, "[]"), ns, seen)
+            elif kind == "map":
+                walk(s.get("values"), (*path, "{}"), ns, seen)
+            elif isinstance(kind, (str, list, dict)) and kind not in _PRIMITIVES:
+                walk(kind, path, ns, seen)
+    walk(schema, (), None, frozenset())
+    return out
+
+
+def _check_scales(writer: dict[tuple[str, ...], tuple[int, int]],
+                  reader: dict[tuple[str, ...], tuple[int, int]]) -> None:
+    """A decimal's bytes are its unscaled value: read as another scale they would be another
+    number, so a writer whose decimal has another scale than the reader's is refused (Avro
+    resolves decimals of matching scale; a wider precision is checked per value)."""
+    for path, (precision, scale) in writer.items():
+        if path in reader and reader[path][1] != scale:
+            p, s = reader[path]
+            raise Refused(f"field {'.'.join(path)!r} is decimal({precision}, {scale}) in the "
+                          f"writer schema and decimal({p}, {s}) in the reader schema: Avro "
+                          "reads a decimal as another of the same scale only")
 
 
 def named_types(registered: Registered) -> dict[str, Any]:

@@ -199,21 +199,30 @@ def main():
 
 
 def report(runs, e2e, args):
+    import os
     med = statistics.median
     print(f"\nmedians of {args.repeat} runs, {args.records:,} Avro records, "
-          f"{args.partitions} partitions")
+          f"{args.partitions} partitions; load average at the end {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores")
     raw_rate = med(n / w for n, _, w, _ in runs["raw"])
     raw_cpu = med(c / n * 1e6 for n, c, _, _ in runs["raw"])
     print(f"{'':<34}{'records':>10}{'rec/s':>11}{'CPU s/M':>9}{'rec/s vs raw':>14}")
+    figures = {}
     for kind, rs in runs.items():
         rate, cpu = med(n / w for n, _, w, _ in rs), med(c / n * 1e6 for n, c, _, _ in rs)
         label = {"raw": "raw loop + schemaless_reader", "reader": "split reader (avro)"}[kind]
+        figures[kind] = {"cpu_s_per_m": round(cpu, 2), "records_per_s": round(rate),
+                         "rate_ratio": round(rate / raw_rate, 2),
+                         "cpu_ratio": round(cpu / raw_cpu, 2)}
         print(f"{label:<34}{rs[0][0]:>10,}{rate:>11,.0f}{cpu:>9.2f}{rate / raw_rate:>13.2f}x"
               f"   (CPU {cpu / raw_cpu:.2f}x)")
     if e2e:
         rate = med(n / s for n, s in e2e)
+        figures["e2e"] = {"records_per_s": round(rate), "rate_ratio": round(rate / raw_rate, 2)}
         print(f"{'end to end (Spark, Parquet)':<34}{e2e[0][0]:>10,}{rate:>11,.0f}{'':>9}"
               f"{rate / raw_rate:>13.2f}x")
+    figures["load"] = round(os.getloadavg()[0], 1)
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -177,7 +177,8 @@ def report(runs, args, alone):
         cpu = med(c / n * 1e6 for n, c, _, _ in rs)
         rate = med(n / w for n, _, w, _ in rs)
         figures[label] = {"cpu_s_per_m": round(cpu, 2), "records_per_s": round(rate),
-                          "rate_ratio": round(rate / base_rate, 2)}
+                          "rate_ratio": round(rate / base_rate, 2),
+                          "cpu_ratio": round(cpu / base_cpu, 2)}
         print(f"{label:<16}{rs[0][0]:>10,}{cpu:>13.2f}{rate:>11,.0f}{cpu / base_cpu:>12.2f}x"
               f"{rate / base_rate:>14.2f}x")
     if runs["e2e"]:
@@ -188,6 +189,7 @@ def report(runs, args, alone):
               f"the baseline's {base_rate:,.0f}")
     ours, loads = alone
     figures["decode_alone"] = {"ours_us": round(ours, 2), "json_loads_us": round(loads, 2)}
+    figures["load"] = round(load, 1)
     print(f"\ndecode alone (in memory, CPU per record, best of 7): ours {ours:.2f} µs into "
           f"nested Arrow, json.loads {loads:.2f} µs into dicts: {ours / loads:.2f}x")
     print(json.dumps(figures))

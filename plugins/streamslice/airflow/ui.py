@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+# FastAPI reads the routes' annotations at run time: BaseUser must be importable here.
+from airflow.api_fastapi.auth.managers.models.base_user import BaseUser  # noqa: TC002
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -23,7 +25,13 @@ from . import ui_data
 from .alerting import RECENT_ALERTS
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from sqlalchemy.orm import Session
+
+    from ..config.pipeline import PipelineConfig
     from ..sources import PageSection
+    from ..ui.model import Overview, Run
 
 log = logging.getLogger("streamslice")
 PREFIX = "/streamslice"
@@ -32,26 +40,26 @@ app = FastAPI(title="Streamslice", docs_url=None, redoc_url=None, openapi_url=No
 
 
 async def user(request: Request,
-               bearer: HTTPAuthorizationCredentials | None = Depends(_BEARER)):
+               bearer: HTTPAuthorizationCredentials | None = Depends(_BEARER)) -> BaseUser:
     """Airflow's own authentication: a bearer token or its UI session cookie; 401 without."""
     from airflow.api_fastapi.core_api.security import get_user
     return await get_user(request, None, bearer)
 
 
-def dag_access(method: str):
+def dag_access(method: str) -> Callable[..., None]:
     """A route dependency that authorizes the user on the DAG in the path exactly as Airflow's
     own routes do (its ``requires_access_dag``, on the DAG's runs): 403 when refused."""
-    def check(request: Request, current=Depends(user)) -> None:
+    def check(request: Request, current: BaseUser = Depends(user)) -> None:
         from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
         from airflow.api_fastapi.core_api.security import requires_access_dag
         requires_access_dag(method, DagAccessEntity.RUN)(request, current)  # type: ignore[arg-type]
     return check
 
 
-def audited(event: str):
+def audited(event: str) -> Callable[..., Awaitable[None]]:
     """A route dependency that writes the request to Airflow's audit log (its event log), as
     Airflow's own routes that change things do (``action_logging``)."""
-    async def record(request: Request, current=Depends(user)) -> None:
+    async def record(request: Request, current: BaseUser = Depends(user)) -> None:
         from airflow.api_fastapi.logging.decorators import action_logging
         from airflow.utils.session import create_session
         with create_session() as session:
@@ -59,7 +67,7 @@ def audited(event: str):
     return record
 
 
-def _may(current, method: str, dag_id: str) -> bool:
+def _may(current: BaseUser, method: str, dag_id: str) -> bool:
     """Whether Airflow lets the user do ``method`` on the DAG's runs (POST: create runs, as a
     backfill does; PUT: clear them)."""
     from airflow.api_fastapi.app import get_auth_manager
@@ -74,7 +82,7 @@ def _may(current, method: str, dag_id: str) -> bool:
         user=current))
 
 
-def _readable(current) -> set[str]:
+def _readable(current: BaseUser) -> set[str]:
     from airflow.api_fastapi.app import get_auth_manager
     return get_auth_manager().get_authorized_dag_ids(user=current, method="GET")
 
@@ -97,7 +105,7 @@ def icon() -> Response:
 
 
 @app.get("/", response_class=HTMLResponse)
-def overview(request: Request, current=Depends(user)) -> str:
+def overview(request: Request, current: BaseUser = Depends(user)) -> str:
     from airflow.utils.session import create_session
     base, airflow = _links(request)
     with create_session() as session:
@@ -114,7 +122,7 @@ def overview(request: Request, current=Depends(user)) -> str:
 @app.get("/pipelines/{dag_id}", response_class=HTMLResponse,
          dependencies=[Depends(dag_access("GET"))])
 def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
-             end: str | None = Query(None), current=Depends(user)) -> str:
+             end: str | None = Query(None), current: BaseUser = Depends(user)) -> str:
     from airflow.utils.session import create_session
     base, airflow = _links(request)
     with create_session() as session:
@@ -153,7 +161,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
 
 @app.get("/pipelines/{dag_id}/sections", response_class=HTMLResponse,
          dependencies=[Depends(dag_access("GET"))])
-def sections(request: Request, dag_id: str, current=Depends(user)) -> str:
+def sections(request: Request, dag_id: str, current: BaseUser = Depends(user)) -> str:
     """The parts of the page only the pipeline's source can fill (``Source.page_sections``),
     asked of the source with the pipeline's own connection; the page loads them after it is
     shown, so a source that is slow or unreachable never holds the page up."""
@@ -201,14 +209,14 @@ def _asset_extra(dag_id: str) -> tuple[dict[str, Any], frozenset[str]]:
                 ui_data.running(session, dag_id))
 
 
-def _overdue(session, row) -> int | None:
+def _overdue(session: Session, row: Overview) -> int | None:
     """Since when the DAG's next scheduled run is overdue (``Overview.overdue``)."""
     return row.overdue(int(time.time() * 1000),
                        lambda: bool(ui_data.running(session, row.dag_id, ("running",))))
 
 
-def _range(session, dag_id: str, newest, start: str | None, end: str | None,
-           tz) -> tuple[int, int]:
+def _range(session: Session, dag_id: str, newest: Run | None, start: str | None,
+           end: str | None, tz: tzinfo) -> tuple[int, int]:
     """The strip's range: the latest intervals by default, else what the user typed (ISO-8601;
     without an offset, in the pipeline's time zone, as the page shows times)."""
     since, until = ui_data.default_range(session, dag_id, newest, int(time.time() * 1000))
@@ -222,13 +230,13 @@ def _range(session, dag_id: str, newest, start: str | None, end: str | None,
     return since, until
 
 
-def _when(text: str, tz) -> int:
+def _when(text: str, tz: tzinfo) -> int:
     parse_iso(text)  # the same error message for anything that is not ISO-8601
     at = datetime.fromisoformat(text.strip())
     return to_ms(at if at.tzinfo else at.replace(tzinfo=tz))
 
 
-def _pipeline_of(extra: dict[str, Any]):
+def _pipeline_of(extra: dict[str, Any]) -> PipelineConfig | None:
     """The pipeline's config from its file; None when the file no longer loads."""
     from ..config import load_pipeline
     if not extra.get("pipeline_file"):

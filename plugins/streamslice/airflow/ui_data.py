@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
@@ -13,6 +13,14 @@ from ..sources import SOURCES
 from ..timeutil import from_ms, to_ms
 from ..ui.model import Overview, Run
 from .alerting import ALERT_PREFIX, RECENT_ALERTS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from airflow.models.asset import AssetModel
+    from airflow.serialization.serialized_objects import SerializedDAG
+    from airflow.timetables.base import Timetable
+    from sqlalchemy.orm import Session
 
 MAX_CELLS = 1000  # intervals in one coverage strip
 RECENT = 50  # runs in the charts and the run table
@@ -24,7 +32,7 @@ def _ms(dt: datetime | None) -> int | None:
     return to_ms(dt) if dt is not None else None
 
 
-def pipelines(session, dag_ids: set[str] | None) -> list[Overview]:
+def pipelines(session: Session, dag_ids: set[str] | None) -> list[Overview]:
     """Every streamslice DAG (of ``dag_ids`` when given: the user's readable DAGs)."""
     from airflow.models.dag import DagModel, DagTag
     query = select(DagModel).join(DagTag, DagTag.dag_id == DagModel.dag_id) \
@@ -44,12 +52,12 @@ def pipelines(session, dag_ids: set[str] | None) -> list[Overview]:
     return rows
 
 
-def asset(session, dag_id: str):
+def asset(session: Session, dag_id: str) -> AssetModel | None:
     from airflow.models.asset import AssetModel
     return session.scalar(select(AssetModel).where(AssetModel.name == f"streamslice/{dag_id}"))
 
 
-def state(session, asset_model, key: str) -> Any:
+def state(session: Session, asset_model: AssetModel | None, key: str) -> Any:
     from airflow.state import AssetScope, get_state_backend
     if asset_model is None:
         return None
@@ -57,7 +65,8 @@ def state(session, asset_model, key: str) -> Any:
     return json.loads(raw) if raw else None
 
 
-def alerts(session, asset_model, recent: int = RECENT_ALERTS) -> tuple[int, list[dict[str, Any]]]:
+def alerts(session: Session, asset_model: AssetModel | None,
+           recent: int = RECENT_ALERTS) -> tuple[int, list[dict[str, Any]]]:
     """How many alerts the pipeline sent and the latest ``recent`` of them, newest last (one
     asset state row each, ``alerting.record``; Airflow's own metastore state backend)."""
     from airflow.models.asset_state_store import AssetStateStoreModel as Row
@@ -73,7 +82,7 @@ def alerts(session, asset_model, recent: int = RECENT_ALERTS) -> tuple[int, list
     return count, [json.loads(v) for v in reversed(latest)]
 
 
-def running(session, dag_id: str, states: tuple[str, ...] = ("queued", "running")
+def running(session: Session, dag_id: str, states: tuple[str, ...] = ("queued", "running")
             ) -> frozenset[str]:
     """The ids of the DAG's runs in ``states`` (queued or running)."""
     from airflow.models.dagrun import DagRun
@@ -81,7 +90,8 @@ def running(session, dag_id: str, states: tuple[str, ...] = ("queued", "running"
         DagRun.dag_id == dag_id, DagRun.state.in_(states))))
 
 
-def runs(session, dag_id: str, model, *, since: int | None = None, until: int | None = None,
+def runs(session: Session, dag_id: str, model: AssetModel | None, *,
+         since: int | None = None, until: int | None = None,
          limit: int | None = None) -> list[Run]:
     """Runs of one DAG, newest first: with a data interval starting in ``[since, until)``, or
     the latest ``limit``. Each with its commit's metrics (events of the asset ``model``) and
@@ -102,7 +112,7 @@ def runs(session, dag_id: str, model, *, since: int | None = None, until: int | 
     return found
 
 
-def _attach(session, dag_id: str, model, found: list[Run]) -> None:
+def _attach(session: Session, dag_id: str, model: AssetModel | None, found: list[Run]) -> None:
     from airflow.models.asset import AssetEvent
     from airflow.models.taskinstance import TaskInstance
     by_id = {r.run_id: r for r in found}
@@ -123,12 +133,12 @@ def _attach(session, dag_id: str, model, found: list[Run]) -> None:
                 by_id[run_id].failed_tasks.append(task_id)
 
 
-def serialized_dag(session, dag_id: str):
+def serialized_dag(session: Session, dag_id: str) -> SerializedDAG | None:
     from airflow.models.serialized_dag import SerializedDagModel
     return SerializedDagModel.get_dag(dag_id, session=session)
 
 
-def time_zone(dag) -> str:
+def time_zone(dag: SerializedDAG | None) -> str:
     """The pipeline's time zone: its timetable's (UTC when it names none)."""
     timetable = getattr(dag, "timetable", None)
     try:
@@ -138,7 +148,8 @@ def time_zone(dag) -> str:
         return "UTC"
 
 
-def expected_intervals(session, dag, since: int, until: int) -> list[tuple[int, int]]:
+def expected_intervals(session: Session, dag: SerializedDAG | None, since: int,
+                       until: int) -> list[tuple[int, int]]:
     """The data intervals the DAG's timetable schedules in ``[since, until)`` (at most
     MAX_CELLS). Airflow places the first (start date, alignment); the rest are stepped here,
     because Airflow's own iteration re-parses the cron expression for every interval (~2 ms
@@ -154,8 +165,8 @@ def expected_intervals(session, dag, since: int, until: int) -> list[tuple[int, 
     return intervals_of(dag, since, until)
 
 
-def intervals_of(dag, since: int, until: int) -> list[tuple[int, int]]:
-    if getattr(dag, "start_date", None) is not None:  # nothing is scheduled before it
+def intervals_of(dag: SerializedDAG, since: int, until: int) -> list[tuple[int, int]]:
+    if dag.start_date is not None:  # nothing is scheduled before it
         since = max(since, to_ms(dag.start_date))
     infos = dag.iter_dagrun_infos_between(from_ms(since), from_ms(until - 1))
     first = next((i for i in infos if i.data_interval is not None), None)
@@ -163,7 +174,7 @@ def intervals_of(dag, since: int, until: int) -> list[tuple[int, int]]:
         return []
     start, end = to_ms(first.data_interval.start), to_ms(first.data_interval.end)
     following = _stepper(dag.timetable, start, end)
-    last = to_ms(dag.end_date) if getattr(dag, "end_date", None) else None
+    last = to_ms(dag.end_date) if dag.end_date is not None else None
     out: list[tuple[int, int]] = []
     while start < until and len(out) < MAX_CELLS and (last is None or start <= last):
         out.append((start, end))
@@ -177,7 +188,7 @@ def intervals_of(dag, since: int, until: int) -> list[tuple[int, int]]:
     return out
 
 
-def _stepper(timetable, start: int, end: int):
+def _stepper(timetable: Timetable, start: int, end: int) -> Callable[[int], int] | None:
     """The next interval's end from this one's, for the timetables the DAG factory uses
     (cron in UTC, or a fixed delta); None for any other."""
     from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
@@ -194,7 +205,8 @@ def _stepper(timetable, start: int, end: int):
     return None
 
 
-def default_range(session, dag_id: str, newest: Run | None, now_ms: int) -> tuple[int, int]:
+def default_range(session: Session, dag_id: str, newest: Run | None,
+                  now_ms: int) -> tuple[int, int]:
     """The latest DEFAULT_INTERVALS intervals (as wide as the ``newest`` run's) up to the
     latest interval end (or now)."""
     from airflow.models.dagrun import DagRun
@@ -206,7 +218,7 @@ def default_range(session, dag_id: str, newest: Run | None, now_ms: int) -> tupl
     return until - DEFAULT_INTERVALS * max(width, 1000), until
 
 
-def latest_plan_splits(session, dag_id: str, run_id: str | None) -> list[dict[str, Any]]:
+def latest_plan_splits(session: Session, dag_id: str, run_id: str | None) -> list[dict[str, Any]]:
     if run_id is None:
         return []
     from airflow.models.xcom import XComModel

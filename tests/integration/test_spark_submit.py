@@ -25,11 +25,21 @@ def standalone(session_dir):
     cluster.stop()
 
 
-def test_pipeline_read_through_spark_submit(broker, standalone, airflow_db, tmp_path):
+def test_pipeline_read_through_spark_submit(broker, standalone, airflow_db, tmp_path,
+                                            monkeypatch):
+    """The connection's SASL/PLAIN password reaches the executors only as the private file
+    spark-submit ships with ``--files`` (librdkafka refuses PLAIN without it): it is in no
+    command line, conf or log the cluster keeps, only in the shipped copies."""
     topic = unique("submit")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 300, seed=5))
-    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("submit"), retries=0,
+    password = f"pw-{unique('submit')}"
+    monkeypatch.setenv("AIRFLOW_CONN_SUBMIT_KAFKA", json.dumps({
+        "conn_type": "kafka", "login": "svc", "password": password,
+        "extra": {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanism": "PLAIN"}}))
+    cfg = kafka_pipeline(None, topic, name=unique("submit"), retries=0,
+                         kafka={"conn_id": "submit_kafka", "commit_offsets_to_group": False},
                          spark={"runner": "spark-submit", "master": standalone.master,
                                 "conf": {"spark.executor.memory": "512m",
                                          "spark.cores.max": "2"}},
@@ -38,6 +48,12 @@ def test_pipeline_read_through_spark_submit(broker, standalone, airflow_db, tmp_
     t = ds.dataset(f"{cfg.output.dataset(cfg.name)}/batch=00000001").to_table()
     assert sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist())) == \
         sorted((p, o) for p, o, _ in sent)
+    shipped, leaks = [], []
+    for path in standalone.work_dir.rglob("*"):  # executors' folders, their logs, launch cmds
+        if path.is_file() and password.encode() in path.read_bytes():
+            (shipped if path.name == "secrets.json" else leaks).append(path)
+    assert shipped, "no executor got the private file through --files"
+    assert not leaks, f"the password is in {leaks}"
 
 
 def test_job_script_reports_a_clean_error(tmp_path):

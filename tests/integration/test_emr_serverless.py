@@ -6,6 +6,7 @@ or a deferred task cleared by a user, cancels its job run."""
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
@@ -149,6 +150,14 @@ def test_a_deferred_read_cleared_by_a_user_cancels_its_job_run(aws, monkeypatch)
     assert _state(client, job) == "CANCELLED"
 
 
+def _runs(client, application_id):
+    """The application's job runs (moto answers "does not exist" until it has one)."""
+    try:
+        return client.list_job_runs(applicationId=application_id)["jobRuns"]
+    except client.exceptions.ResourceNotFoundException:
+        return []
+
+
 def _state(client, job):
     return client.get_job_run(applicationId=job["application_id"],
                               jobRunId=job["job_id"])["jobRun"]["state"]
@@ -157,3 +166,54 @@ def _state(client, job):
 def _s3():
     import pyarrow.fs as pafs
     return pafs.FileSystem.from_uri("s3://lake")[0]
+
+
+def test_clearing_a_deferred_read_under_the_scheduler_cancels_its_job_run(
+        broker, emr, airflow_services):
+    """The real scheduler and triggerer: the read defers while its run (on the application
+    whose runs never end) is RUNNING; a user clears the task (the REST call behind the UI's
+    Clear) and the triggerer's on_kill cancels that run; marking the DAG run failed does the
+    same for the run the cleared task started next."""
+    airflow = airflow_services
+    client = emr.client("emr-serverless")
+    airflow.api("POST", "/api/v2/connections", {
+        "connection_id": "emr_local", "conn_type": "aws", "login": "test",
+        "password": "test", "extra": json.dumps({"region_name": "us-east-1",
+                                                 "endpoint_url": emr.endpoint})})
+    topic, name = unique("emr-clear"), unique("emr_clear")
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 10, seed=2))
+    before = {r["id"] for r in _runs(client, emr.apps["hold"])}
+    cfg = pipeline(name, broker, topic, emr.apps["hold"])
+    (airflow.pipelines / f"{name}.yaml").write_text(Path(cfg.file).read_text())
+    airflow.wait_for_dag(name)
+    airflow.airflow("dags", "unpause", name)
+    run = airflow.api("POST", f"/api/v2/dags/{name}/dagRuns", {"logical_date": None})
+    path = f"/api/v2/dags/{name}/dagRuns/{run['dag_run_id']}"
+
+    def deferred_with_a_new_run(known):
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            state = airflow.api("GET", f"{path}/taskInstances/read")["state"]
+            jobs = [r for r in _runs(client, emr.apps["hold"]) if r["id"] not in known]
+            if state == "deferred" and jobs:
+                return jobs[0]["id"]
+            assert state not in ("failed", "upstream_failed"), state
+            time.sleep(1)
+        raise AssertionError(f"the read did not defer: {airflow.home}")
+
+    def cancelled(job_id):
+        deadline = time.monotonic() + 120
+        job = {"application_id": emr.apps["hold"], "job_id": job_id}
+        while _state(client, job) != "CANCELLED" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return _state(client, job) == "CANCELLED"
+
+    first = deferred_with_a_new_run(before)
+    airflow.api("POST", f"/api/v2/dags/{name}/clearTaskInstances", {
+        "dry_run": False, "task_ids": ["read"], "dag_run_id": run["dag_run_id"],
+        "only_failed": False})
+    assert cancelled(first), "clearing the deferred read left its job run running"
+    second = deferred_with_a_new_run(before | {first})
+    airflow.api("PATCH", path, {"state": "failed"})
+    assert cancelled(second), "failing the DAG run left the read's job run running"

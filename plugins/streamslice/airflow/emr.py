@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.emr import EmrServerlessHook
 from airflow.providers.amazon.aws.triggers.emr import EmrServerlessStartJobTrigger
+from airflow.providers.amazon.aws.utils.waiter_with_logging import async_wait
+from airflow.triggers.base import TriggerEvent
 
 from ..errors import ConfigError, SourceError
 from ..reading.job import ReadJob
 from ..spark.submit import JOB, package_zip
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import ReadPlan
@@ -121,40 +123,36 @@ def cancel_job_run(aws_conn_id: str | None, job: dict[str, str], hook: Any = Non
         log.warning("could not cancel EMR Serverless job run %s: %s", job["job_id"], exc)
 
 
-class _ThreadedEmrServerlessHook(EmrServerlessHook):
-    """The provider's hook, with its async client replaced by its sync one run in a thread.
-    The provider's async path needs aiobotocore, and no aiobotocore release supports the
-    botocore this project pins (1.44); the waiter definitions and the polling loop
-    (``async_wait``) stay the provider's."""
-
-    async def get_async_conn(self) -> Any:
-        return _Sync(await asyncio.to_thread(lambda: self.conn))
-
-    def get_waiter(self, waiter_name: str, parameters: dict[str, str] | None = None,
-                   config_overrides: dict[str, Any] | None = None, deferrable: bool = False,
-                   client: Any = None) -> Any:
-        waiter = super().get_waiter(waiter_name, parameters, config_overrides)
-        return _InThread(waiter) if deferrable else waiter
-
-
 class EmrJobRunTrigger(EmrServerlessStartJobTrigger):
-    """``EmrServerlessStartJobTrigger`` over ``_ThreadedEmrServerlessHook``: the same events,
-    the same cancel on kill."""
+    """The provider's ``EmrServerlessStartJobTrigger`` (its waiter definition, polling loop,
+    events and cancel on kill) run on the provider's sync client in threads. Its own ``run``
+    polls through aiobotocore, and no aiobotocore release supports the botocore this project
+    pins (1.44); and nothing here blocks the triggerer's event loop, which Airflow 3.3 takes
+    for deadlocked after 30 s without a word from it (making a boto3 client, reading a
+    connection, waiting for an answer: all in threads)."""
 
-    aws_hook_class = _ThreadedEmrServerlessHook
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            hook = self.hook()
+            client = await asyncio.to_thread(lambda: hook.conn)
+            waiter = await asyncio.to_thread(hook.get_waiter, self.waiter_name, None,
+                                             self.waiter_config_overrides, False, client)
+            await async_wait(_InThread(waiter), self.waiter_delay, self.attempts,
+                             self.waiter_args, self.failure_message, self.status_message,
+                             self.status_queries)
+        except asyncio.CancelledError:
+            raise  # a user's clear or kill: the triggerer calls on_kill (Airflow 3.3)
+        except Exception as exc:
+            yield TriggerEvent({"status": "failure", "message": str(exc),
+                                self.return_key: self.return_value})
+            return
+        yield TriggerEvent({"status": "success", self.return_key: self.return_value})
 
-
-class _Sync:
-    """An ``async with`` around a sync client, as aiobotocore's clients are used."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    async def __aenter__(self) -> Any:
-        return self.client
-
-    async def __aexit__(self, *exc: Any) -> None:
-        return None
+    async def on_kill(self) -> None:
+        if self.job_id and self.cancel_on_kill:
+            await asyncio.to_thread(cancel_job_run, self.aws_conn_id,
+                                    {"application_id": self.application_id,
+                                     "job_id": self.job_id}, self.hook())
 
 
 class _InThread:

@@ -13,6 +13,7 @@ one summary and one dead-letter file whatever the number of attempts. Directorie
 """
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,12 @@ class Staging:
 
     def __init__(self, uri: str, auth: AwsAuth | None = None) -> None:
         self.uri, self.auth = uri.rstrip("/"), auth
-        self.root = filesystem(self.uri, auth)[1]
+
+    @functools.cached_property
+    def root(self) -> str:
+        """The area's path on ``fs`` (found when first used: naming an area on S3 asks for
+        nothing, resolving its file system asks S3 for the bucket's region)."""
+        return filesystem(self.uri, self.auth)[1]
 
     @property
     def fs(self) -> pafs.FileSystem:

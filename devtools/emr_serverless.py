@@ -8,7 +8,9 @@ the entry point and ``--py-files`` fetched from this server's own S3, the other
 ``sparkSubmitParameters`` kept, the job's AWS calls sent back to this server), then SUCCESS,
 or FAILED with the job's last stderr line as ``stateDetails``. CancelJobRun kills the job
 (CANCELLED). Runs on an application tagged ``{"emulator": "hold"}`` never start: they stay
-RUNNING until cancelled, as a long job would.
+RUNNING until cancelled, as a long job would, and their ``stateDetails`` count the GetJobRun
+calls that asked after them (``asked N``: a waiter is polling); ListJobRuns shows it without
+counting.
 
   python -m devtools.emr_serverless --port 5000      (then use http://127.0.0.1:5000)
 """
@@ -28,14 +30,22 @@ def _patch(port):
     from moto.emrserverless import models
     backend_class = models.EMRServerlessBackend
     start, cancel = backend_class.start_job_run, backend_class.cancel_job_run
+    get = backend_class.get_job_run
     processes = {}
+
+    def get_job_run(self, application_id, job_run_id):
+        run = get(self, application_id, job_run_id)
+        if getattr(run, "held", False) and run.state == "RUNNING":
+            run.asked = getattr(run, "asked", 0) + 1
+            run.state_details = f"asked {run.asked}"
+        return run
 
     def start_job_run(self, application_id, *args, **kwargs):
         run = start(self, application_id, *args, **kwargs)
         run.state = "SCHEDULED"
         hold = self.get_application(application_id).tags.get("emulator") == "hold"
         if hold:
-            run.state = "RUNNING"
+            run.state, run.held = "RUNNING", True
         else:
             threading.Thread(target=_run_job, args=(run, port, processes), daemon=True).start()
         return run
@@ -49,6 +59,7 @@ def _patch(port):
 
     backend_class.start_job_run = start_job_run
     backend_class.cancel_job_run = cancel_job_run
+    backend_class.get_job_run = get_job_run
 
 
 def _run_job(run, port, processes):

@@ -168,18 +168,19 @@ def _s3():
     return pafs.FileSystem.from_uri("s3://lake")[0]
 
 
-def test_clearing_a_deferred_read_under_the_scheduler_cancels_its_job_run(
+def test_clearing_or_failing_a_deferred_read_under_the_scheduler_cancels_its_job_run(
         broker, emr, airflow_services):
     """The real scheduler and triggerer: the read defers while its run (on the application
-    whose runs never end) is RUNNING; a user clears the task (the REST call behind the UI's
-    Clear) and the triggerer's on_kill cancels that run; marking the DAG run failed does the
-    same for the run the cleared task started next."""
+    whose runs never end) is RUNNING and the trigger polls it. A user clears the task (the
+    REST call behind the UI's Clear): that run is cancelled and the new try starts another.
+    The user then marks the read failed: only the trigger's on_kill can cancel that one."""
     airflow = airflow_services
     client = emr.client("emr-serverless")
-    airflow.api("POST", "/api/v2/connections", {
-        "connection_id": "emr_local", "conn_type": "aws", "login": "test",
-        "password": "test", "extra": json.dumps({"region_name": "us-east-1",
-                                                 "endpoint_url": emr.endpoint})})
+    airflow.api("PATCH", "/api/v2/connections", {"actions": [{
+        "action": "create", "action_on_existence": "overwrite", "entities": [{
+            "connection_id": "emr_local", "conn_type": "aws", "login": "test",
+            "password": "test", "extra": json.dumps({"region_name": "us-east-1",
+                                                     "endpoint_url": emr.endpoint})}]}]})
     topic, name = unique("emr-clear"), unique("emr_clear")
     create_topic(broker.bootstrap, topic, 1)
     produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 10, seed=2))
@@ -191,29 +192,33 @@ def test_clearing_a_deferred_read_under_the_scheduler_cancels_its_job_run(
     run = airflow.api("POST", f"/api/v2/dags/{name}/dagRuns", {"logical_date": None})
     path = f"/api/v2/dags/{name}/dagRuns/{run['dag_run_id']}"
 
-    def deferred_with_a_new_run(known):
+    def polled_while_deferred(known):
+        """The new job run, once the read is deferred and the trigger has asked about it."""
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             state = airflow.api("GET", f"{path}/taskInstances/read")["state"]
             jobs = [r for r in _runs(client, emr.apps["hold"]) if r["id"] not in known]
-            if state == "deferred" and jobs:
+            if state == "deferred" and jobs and \
+                    (jobs[0].get("stateDetails") or "").startswith("asked"):
                 return jobs[0]["id"]
             assert state not in ("failed", "upstream_failed"), state
             time.sleep(1)
-        raise AssertionError(f"the read did not defer: {airflow.home}")
+        raise AssertionError(f"the read did not defer and poll: {airflow.home}")
 
     def cancelled(job_id):
         deadline = time.monotonic() + 120
-        job = {"application_id": emr.apps["hold"], "job_id": job_id}
-        while _state(client, job) != "CANCELLED" and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if next(r for r in _runs(client, emr.apps["hold"])
+                    if r["id"] == job_id)["state"] == "CANCELLED":
+                return True
             time.sleep(0.5)
-        return _state(client, job) == "CANCELLED"
+        return False
 
-    first = deferred_with_a_new_run(before)
+    first = polled_while_deferred(before)
     airflow.api("POST", f"/api/v2/dags/{name}/clearTaskInstances", {
         "dry_run": False, "task_ids": ["read"], "dag_run_id": run["dag_run_id"],
         "only_failed": False})
     assert cancelled(first), "clearing the deferred read left its job run running"
-    second = deferred_with_a_new_run(before | {first})
-    airflow.api("PATCH", path, {"state": "failed"})
-    assert cancelled(second), "failing the DAG run left the read's job run running"
+    second = polled_while_deferred(before | {first})
+    airflow.api("PATCH", f"{path}/taskInstances/read", {"new_state": "failed"})
+    assert cancelled(second), "marking the deferred read failed left its job run running"

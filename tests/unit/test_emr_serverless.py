@@ -48,10 +48,18 @@ class FakeS3:
 
 class FakeEmr:
     JOB_TERMINAL_STATES = {"SUCCESS", "FAILED", "CANCELLING", "CANCELLED"}
+    JOB_INTERMEDIATE_STATES = {"PENDING", "RUNNING", "SCHEDULED", "SUBMITTED"}
 
-    def __init__(self, state="RUNNING"):
+    def __init__(self, state="RUNNING", running=()):
         self.state, self.started, self.cancelled = state, None, []
+        self.running = list(running)  # (id, name) of runs still going
         self.conn = self
+
+    def list_job_runs(self, applicationId, states, nextToken=None):
+        page = 0 if nextToken is None else int(nextToken)
+        runs = [{"id": i, "name": n} for i, n in self.running[page * 2:page * 2 + 2]]
+        more = len(self.running) > (page + 1) * 2
+        return {"jobRuns": runs, **({"nextToken": str(page + 1)} if more else {})}
 
     def start_job_run(self, **kw):
         self.started = kw
@@ -146,3 +154,24 @@ spark:
   emr_serverless: {application_id: a, execution_role_arn: r, code_uri: s3://c, poll_interval: 10ms}
 output: {path: s3://lake}
 """)
+
+
+def test_runs_an_earlier_try_left_running_are_cancelled_before_a_new_one_starts():
+    name = "streamslice-p-batch=00000001"
+    emr = FakeEmr(running=[("old-1", "streamslice-p-batch=00000000"), ("old-2", name),
+                           ("other", "not ours"), ("old-3", name)])
+    run(emr)
+    assert [c["jobRunId"] for c in emr.cancelled] == ["old-2", "old-3"]  # across pages
+    assert emr.started["name"] == name
+
+
+def test_an_earlier_tries_event_makes_this_try_wait_for_its_own_run():
+    """A cleared task's old trigger may fire as the task is cleared, and Airflow may hand that
+    event to the new try: it defers again, to its own run."""
+    old = {"status": "failure", "message": "Serverless Job failed: CANCELLED",
+           "job_details": {"application_id": "00app", "job_id": "jr-old"}}
+    with pytest.raises(TaskDeferred) as deferred:
+        finish_job_run(CFG, old, own={"application_id": "00app", "job_id": "jr-new"})
+    assert deferred.value.trigger.serialize()[1]["job_id"] == "jr-new"
+    finish_job_run(CFG, {"status": "success", "job_details": {"job_id": "jr-new"}},
+                   own={"application_id": "00app", "job_id": "jr-new"})

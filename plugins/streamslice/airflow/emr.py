@@ -44,12 +44,17 @@ def run_emr_serverless(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
                        started: Callable[[dict[str, str]], None] | None = None) -> None:
     """Start the read job run, then defer to its trigger (raises ``TaskDeferred``).
     ``started(job)`` is told the job run as soon as it exists (for ``on_kill``)."""
-    from airflow.sdk.exceptions import TaskDeferred
-    emr = cfg.spark.emr_serverless
     job = start_job_run(cfg, plan, staging_uri, properties, options, emr_hook=emr_hook,
                         s3_hook=s3_hook)
     if started is not None:
         started(job)
+    defer_to(cfg, job)
+
+
+def defer_to(cfg: PipelineConfig, job: dict[str, str]) -> None:
+    """Wait for ``job`` without a worker slot: raises ``TaskDeferred`` (``read_done`` next)."""
+    from airflow.sdk.exceptions import TaskDeferred
+    emr = cfg.spark.emr_serverless
     attempts = max(1, math.ceil(emr["timeout"] / emr["poll_interval"]))
     trigger = EmrJobRunTrigger(application_id=job["application_id"], job_id=job["job_id"],
                                waiter_delay=max(1, emr["poll_interval"] // 1000),
@@ -81,10 +86,12 @@ def start_job_run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
                    "--conf spark.emr-serverless.driverEnv.PYSPARK_PYTHON=./environment/bin/python",
                    "--conf spark.executorEnv.PYSPARK_PYTHON=./environment/bin/python"]
     params += [f"--conf {k}={v}" for k, v in cfg.spark.conf.items()]
+    name = f"streamslice-{plan.pipeline}-{plan.partition}"[:256]
+    cancel_superseded(emr_hook, emr["application_id"], name)
     run = emr_hook.conn.start_job_run(
         clientToken=str(uuid.uuid4()),  # the same for botocore's retries: one run, not two
         applicationId=emr["application_id"], executionRoleArn=emr["execution_role_arn"],
-        name=f"streamslice-{plan.pipeline}-{plan.partition}"[:256],
+        name=name,
         jobDriver={"sparkSubmit": {"entryPoint": uris["job"], "entryPointArguments": args,
                                    "sparkSubmitParameters": " ".join(params)}})
     job = {"application_id": emr["application_id"], "job_id": run["jobRunId"]}
@@ -93,12 +100,43 @@ def start_job_run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
     return job
 
 
-def finish_job_run(cfg: PipelineConfig, event: dict[str, Any] | None) -> None:
+def cancel_superseded(hook: Any, application_id: str, name: str) -> None:
+    """Runs of the same read (pipeline and partition) that an earlier try left running: a
+    worker killed before it deferred, a task cleared before the triggerer took up its
+    trigger. This try reads the partition again, so they are cancelled, never left to run
+    beside it."""
+    token = None
+    while True:
+        try:
+            page = hook.conn.list_job_runs(applicationId=application_id,
+                                           states=sorted(hook.JOB_INTERMEDIATE_STATES),
+                                           **({"nextToken": token} if token else {}))
+        except hook.conn.exceptions.ResourceNotFoundException:
+            return  # no such application: starting the run says so
+        for run in page.get("jobRuns", []):
+            if run.get("name") == name:
+                log.warning("EMR Serverless job run %s of this read was left by an earlier "
+                            "try; cancelling it", run["id"])
+                cancel_job_run(None, {"application_id": application_id, "job_id": run["id"]},
+                               hook)
+        token = page.get("nextToken")
+        if not token:
+            return
+
+
+def finish_job_run(cfg: PipelineConfig, event: dict[str, Any] | None,
+                   own: dict[str, str] | None = None) -> None:
     """What the trigger said: success, or the run failed / timed out (then it is cancelled,
-    as the provider's operator does, and the read fails with the run's state)."""
+    as the provider's operator does, and the read fails with the run's state). An event
+    about another run than this try's ``own`` is an earlier try's, whose trigger fired as
+    the task was cleared (Airflow may still hand it to the new try): this try waits on."""
     if not event:
         raise SourceError("EMR Serverless: the trigger ended without an event")
     job = event.get("job_details") or {}
+    if own and job.get("job_id") != own["job_id"]:
+        log.warning("EMR Serverless: an event about job run %s of an earlier try; this try "
+                    "waits for its own run %s", job.get("job_id"), own["job_id"])
+        defer_to(cfg, own)
     if event.get("status") == "success":
         log.info("EMR Serverless job run %s succeeded", job.get("job_id"))
         return

@@ -89,7 +89,7 @@ def read_task(pipeline_file: str, **context: Any) -> str:
         run_spark_read(cfg, plan, staging.uri, {**source_properties(cfg.source),
                                                 **registry_properties(cfg.decode)},
                        cfg.source.read_options(setup),
-                       started=getattr(context.get("task"), "job_started", None))
+                       started=lambda job: _job_started(context, job))
         log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri,
                  time.time() - started)
         remember(context, staging=staging.uri)
@@ -102,11 +102,23 @@ def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Any) 
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         from .emr import finish_job_run
-        finish_job_run(cfg, event)
+        finish_job_run(cfg, event, context["task_state_store"].get(JOB_RUN))
         plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
         staging = _read_staging(plan, context).uri
         remember(context, plan=plan, staging=staging)
         return staging
+
+
+JOB_RUN = "job_run"  # task state: the job run the read's latest try started elsewhere
+
+
+def _job_started(context: dict[str, Any], job: dict[str, str]) -> None:
+    """A job run elsewhere (EMR Serverless) started by this try: kept for ``on_kill`` and,
+    in task state, for the resumed task to tell its own run's events from an earlier try's."""
+    context["task_state_store"].set(JOB_RUN, job)
+    found = getattr(context.get("task"), "job_started", None)
+    if found is not None:
+        found(job)
 
 
 def _read_staging(plan: ReadPlan, context: dict[str, Any]) -> Staging:

@@ -54,19 +54,12 @@ def filesystem(uri: str, auth: AwsAuth | None = None) -> tuple[pafs.FileSystem, 
 
 def delta_storage_options(uri: str, auth: AwsAuth | None) -> dict[str, str] | None:
     """delta-rs (object_store) storage options for ``uri``, or None to let it find its own."""
-    if not governs(uri, auth):
+    if auth is None or not governs(uri, auth):
         return None
-    assert auth is not None
-    creds = frozen_credentials(auth)
-    out = {"AWS_ACCESS_KEY_ID": creds.access_key, "AWS_SECRET_ACCESS_KEY": creds.secret_key}
-    if creds.token:
-        out["AWS_SESSION_TOKEN"] = creds.token
-    if auth.region:
-        out["AWS_REGION"] = auth.region
-    if auth.endpoint_url:
-        out["AWS_ENDPOINT_URL"] = auth.endpoint_url
-        if auth.endpoint_url.startswith("http://"):
-            out["AWS_ALLOW_HTTP"] = "true"
+    out = _keys(auth, ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                       "AWS_REGION", "AWS_ENDPOINT_URL"))
+    if (auth.endpoint_url or "").startswith("http://"):
+        out["AWS_ALLOW_HTTP"] = "true"
     return out
 
 
@@ -76,17 +69,18 @@ def iceberg_properties(properties: dict[str, Any], auth: AwsAuth | None) -> dict
     (``botocore_session``), which keeps renewing them. The catalog's own properties win."""
     if not auth or not auth.to_dict():
         return properties
-    creds = frozen_credentials(auth)
-    extra: dict[str, Any] = {"s3.access-key-id": creds.access_key,
-                             "s3.secret-access-key": creds.secret_key}
-    if creds.token:
-        extra["s3.session-token"] = creds.token
-    if auth.region:
-        extra["s3.region"] = auth.region
-    if auth.endpoint_url:
-        extra["s3.endpoint"] = auth.endpoint_url
+    extra: dict[str, Any] = _keys(auth, ("s3.access-key-id", "s3.secret-access-key",
+                                         "s3.session-token", "s3.region", "s3.endpoint"))
     if properties.get("type") == "glue":
         extra["botocore_session"] = boto3_session(auth)._session
         if auth.region:
             extra["glue.region"] = auth.region
     return {**extra, **properties}
+
+
+def _keys(auth: AwsAuth, names: tuple[str, str, str, str, str]) -> dict[str, str]:
+    """The credentials of the moment, region and endpoint under a library's own names
+    (access key, secret key, session token, region, endpoint), leaving out what is unset."""
+    creds = frozen_credentials(auth)
+    values = (creds.access_key, creds.secret_key, creds.token, auth.region, auth.endpoint_url)
+    return {name: value for name, value in zip(names, values) if value}

@@ -11,7 +11,7 @@ import pytest
 
 from devtools.services import SchemaRegistry, create_topic
 from tests.support.kafka import producer
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 
@@ -51,6 +51,13 @@ def produce(bootstrap, topic, sr, schema, records, extra=()):
             p.produce(topic, value=value, partition=0)
 
 
+def pipeline(broker, topic, tmp_path, **fmt):
+    """An incremental pipeline reading ``topic``'s values as Avro through the registry."""
+    return kafka_pipeline(broker.bootstrap, topic, retries=0, output=f"{tmp_path}/lake",
+                          format={"value": "avro", "registry": {"conn_id": "test_schema_registry"},
+                                  "subject": f"{topic}-value", **fmt})
+
+
 def test_avro_v1_then_v2_through_the_registry(broker, spark, airflow_db, registry, tmp_path):
     from datetime import datetime, timezone
     topic = unique("avro")
@@ -58,20 +65,7 @@ def test_avro_v1_then_v2_through_the_registry(broker, spark, airflow_db, registr
     at = datetime(2024, 5, 1, 1, 2, 3, 456000, tzinfo=timezone.utc)
     produce(broker.bootstrap, topic, registry, V1,
             [{"trip_id": f"a{i}", "fare": f"{i}.25", "pickup": at} for i in range(5)])
-    cfg = write_pipeline(unique("avro"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-format:
-  value: avro
-  key: string
-  registry: {{conn_id: test_schema_registry}}
-  subject: {topic}-value
-output:
-  path: {tmp_path}/lake
-""")
+    cfg = pipeline(broker, topic, tmp_path, key="string")
     run_dag(cfg)
     produce(broker.bootstrap, topic, registry, V2,
             [{"trip_id": f"b{i}", "fare": "1.50", "pickup": at, "tip": i / 2}
@@ -145,20 +139,7 @@ def test_on_error_fail_fails_the_run_naming_the_record_and_publishes_nothing(
     at = datetime(2024, 5, 1, tzinfo=timezone.utc)
     trips = [{"trip_id": f"f{i}", "fare": "1.00", "pickup": at} for i in range(5)]
     produce(broker.bootstrap, topic, registry, V1, trips[:3])
-    cfg = write_pipeline(unique("avro_fail"), f"""
-mode: incremental
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-format:
-  value: avro
-  registry: {{conn_id: test_schema_registry}}
-  subject: {topic}-value
-  on_error: fail
-output:
-  path: {tmp_path}/lake
-""")
+    cfg = pipeline(broker, topic, tmp_path, on_error="fail")
     run_dag(cfg)
     store = OfflineCheckpointStore(f"streamslice/{cfg.name}")
     before = store.get().to_dict()

@@ -1,6 +1,7 @@
 """Benchmark children: each measured reader runs in a process of its own
 (``<script> --child KIND JSON``) and times its own read after its imports; the parent also
 takes the whole process's CPU from the OS (``wait4``)."""
+import argparse
 import json
 import os
 import resource
@@ -29,3 +30,27 @@ def serve_child(child, functions):
     """In the child: run ``functions[kind](args)`` and print its result for the parent."""
     kind, args = child
     print(json.dumps(functions[kind](json.loads(args))))
+
+
+def parse_args(children, records, **ints):
+    """The read benchmarks' command line (``--records``, ``--partitions``, ``--repeat``,
+    ``--end-to-end`` and the integer options ``ints`` with their defaults). In a child
+    (``--child KIND JSON``) it runs ``children[KIND]`` instead and returns None."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=records)
+    for name, default in ints.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--end-to-end", action="store_true")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        serve_child(args.child, children)
+        return None
+    return args
+
+
+def partition_ends(records, partitions):
+    """Where each partition ends when ``records`` were spread round-robin over them."""
+    return {p: records // partitions + (p < records % partitions) for p in range(partitions)}

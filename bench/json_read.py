@@ -13,7 +13,6 @@ varied per record. Each figure is the median of --repeat runs, interleaved; CPU 
 system of the whole measured process (getrusage). Prints ratios; asserts nothing.
   python bench/json_read.py [--records 500000] [--partitions 4] [--repeat 3] [--end-to-end]
 """
-import argparse
 import json
 import os
 import shutil
@@ -26,7 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
-from bench.children import cpu_now, run_child, serve_child  # noqa: E402
+from bench.children import (  # noqa: E402
+    cpu_now,
+    parse_args,
+    partition_ends,
+    run_child,
+)
 from bench.kafka_bounded_read import BIG, confluent_loop  # noqa: E402
 
 TOPIC = "bench-json"
@@ -124,15 +128,8 @@ def end_to_end(bootstrap, out_dir):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=500_000)
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--end-to-end", action="store_true")
-    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        serve_child(args.child, {"raw": child_raw, "reader": child_reader})
+    args = parse_args({"raw": child_raw, "reader": child_reader}, records=500_000)
+    if args is None:
         return
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from devtools.services import KafkaBroker
@@ -142,8 +139,7 @@ def main():
         print(f"producing {args.records:,} nested JSON records into {args.partitions} "
               "partitions ...", flush=True)
         produce(broker.bootstrap, args.records, args.partitions)
-        ends = {p: args.records // args.partitions + (p < args.records % args.partitions)
-                for p in range(args.partitions)}
+        ends = partition_ends(args.records, args.partitions)
         base = {"bootstrap": broker.bootstrap, "ends": ends}
         runs: dict[str, list] = {"raw+json.loads": [], "reader": [], "e2e": []}
         if args.end_to_end:  # not measured: starts the JVM and lets its JIT warm up

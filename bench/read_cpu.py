@@ -19,7 +19,6 @@ figure is the median of --repeat runs. Prints ratios; asserts nothing.
   python bench/read_cpu.py [--records 1000000] [--size 200] [--partitions 4] [--repeat 3]
                            [--end-to-end]
 """
-import argparse
 import json
 import os
 import shutil
@@ -32,7 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
-from bench.children import cpu_now, run_child, serve_child  # noqa: E402
+from bench.children import (  # noqa: E402
+    cpu_now,
+    parse_args,
+    partition_ends,
+    run_child,
+)
 from bench.kafka_bounded_read import BIG, TOPIC, confluent_loop, produce  # noqa: E402
 
 T0 = 1_714_521_600_000  # produce() stamps record i with T0 + i
@@ -131,16 +135,8 @@ def per_m(cpu, n):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--size", type=int, default=200)
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--end-to-end", action="store_true")
-    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        serve_child(args.child, {"raw": child_raw, "reader": child_reader})
+    args = parse_args({"raw": child_raw, "reader": child_reader}, records=1_000_000, size=200)
+    if args is None:
         return
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from devtools.services import KafkaBroker
@@ -150,8 +146,7 @@ def main():
         print(f"producing {args.records:,} records of {args.size} bytes into {args.partitions} "
               "partitions ...", flush=True)
         produce(broker.bootstrap, args.records, args.size, args.partitions)
-        ends = {p: args.records // args.partitions + (p < args.records % args.partitions)
-                for p in range(args.partitions)}
+        ends = partition_ends(args.records, args.partitions)
         base = {"bootstrap": broker.bootstrap, "ends": ends, "staging": str(work / "staging")}
         kinds = {"raw": ("raw", base), "reader": ("reader", {**base, "interval": False}),
                  "reader+interval": ("reader", {**base, "interval": True})}

@@ -25,7 +25,8 @@ def _env(kafka, kinesis, spark_remote, registry):
             "conn_type": "http", "host": "127.0.0.1", "port": registry.port, "schema": "http"}),
         "SPARK_REMOTE": spark_remote,  # every pipeline reads on the demo's Connect server
         "AIRFLOW_CONN_STREAMSLICE_AWS": json.dumps({
-            "conn_type": "aws", "login": "demo", "password": "demo",
+            # (a secret under 5 characters makes Airflow warn that it cannot mask it)
+            "conn_type": "aws", "login": "demo-key", "password": "demo-secret",
             "extra": {"region_name": "us-east-1", "endpoint_url": kinesis}}),
         "AIRFLOW_HOME": str(DEMO / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
@@ -73,7 +74,8 @@ def main():
     try:
         # The Connect server reads Kinesis with its own identity (no secret reaches it): the
         # local server's, as an instance role would be on a real deployment.
-        os.environ.update({"AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo",
+        os.environ.update({"AWS_ACCESS_KEY_ID": "demo-key",
+                           "AWS_SECRET_ACCESS_KEY": "demo-secret",
                            "AWS_DEFAULT_REGION": "us-east-1"})
         spark.start()
         _env(broker.bootstrap, kinesis.endpoint, spark.remote, registry)

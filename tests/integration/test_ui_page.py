@@ -15,7 +15,14 @@ from devtools.services import create_topic, free_port
 from devtools.taxi import Trip, produce
 from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
 from tests.support.kinesis import create_stream
-from tests.support.pipelines import run_dag, run_interval, unique, utc, write_pipeline
+from tests.support.pipelines import (
+    kafka_pipeline,
+    run_dag,
+    run_interval,
+    unique,
+    utc,
+    write_pipeline,
+)
 
 pytestmark = pytest.mark.integration
 ARTIFACTS = ROOT / "test-artifacts"
@@ -35,8 +42,9 @@ def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
     over 300 partitions with 24 batches (``wide_history``). ``kin``: Kinesis batches. ``fresh``:
     a Kinesis EFO pipeline never run, whose stream cannot be reached. ``efo``: a Kinesis EFO
     pipeline on the local Kinesis server whose stream has a leaked per-run consumer, the
-    consumer of a queued run and another application's. ``ops`` may read ``cover``, ``fresh``
-    and ``efo`` only."""
+    consumer of a queued run and another application's. ``stalled`` (hourly, with catchup):
+    the scheduler made its first run, which stays queued, then stopped. ``ops`` may read
+    ``cover``, ``fresh`` and ``efo`` only."""
     out = tmp_path_factory.mktemp("ui")
     topic = unique("ui")
     create_topic(broker.bootstrap, topic, 1)
@@ -87,6 +95,9 @@ kinesis:
 output:
   path: {out}
 """)
+    stalled = kafka_pipeline(broker.bootstrap, topic, name=unique("ui-stalled"),
+                             mode="interval", schedule="@hourly", catchup=True,
+                             start_date="2024-05-01T00:00:00Z", output=out)
     client = kinesis.client()
     stream = unique("ui-efo")
     arn = create_stream(client, stream, 1)
@@ -104,6 +115,8 @@ output:
 """)
     for hour in (0, 1, 4, 5):
         run_interval(cover, utc(2024, 5, 1, hour))
+        if hour == 0:  # every dag.test() syncs the folder's DAGs: ``stalled``'s is there now
+            stalled_history(stalled.name)
     # A manual run of 06:00-07:00, dated 07:00 as Airflow dates manual runs: it holds the
     # logical date a backfill of 07:00-08:00 would need.
     run_dag(cover, logical_date=utc(2024, 5, 1, 7))
@@ -126,8 +139,18 @@ output:
         client.register_stream_consumer(StreamARN=arn, ConsumerName=name)
     server = ApiServer(SESSION_DIR / "ui-api", PIPELINES_DIR.parent,
                        [cover.name, fresh.name, efo.name]).start()
-    yield server, cover, wide, fresh, kin, (efo, client, arn, names)
+    yield server, cover, wide, fresh, kin, (efo, client, arn, names), stalled
     server.stop()
+
+
+def stalled_history(dag_id):
+    """The first scheduled run of ``dag_id``, left queued: Airflow's next run is due after
+    it, on a date fixed by the run and the start date alone (without catchup, Airflow dates
+    the next run from the clock of its last parse: the top of the current hour)."""
+    from devtools.airflow_history import History
+    history = History(dag_id)
+    history.run(start=utc(2024, 5, 1), end=utc(2024, 5, 1, 1), state="queued")
+    history.close()
 
 
 def wide_history(dag_id):
@@ -226,7 +249,7 @@ def test_a_user_sees_only_the_pipelines_airflow_lets_them_read(scene):
 
 
 def test_nothing_secret_is_rendered(scene):
-    server, cover, _, fresh, _, (efo, *_) = scene
+    server, cover, _, fresh, _, (efo, *_), _ = scene
     token = server.token("admin")
     for path in ("/streamslice/", f"/streamslice/pipelines/{cover.name}",
                  f"/streamslice/pipelines/{fresh.name}",
@@ -320,7 +343,7 @@ def test_an_empty_pipeline_and_an_unreachable_stream_say_what_to_do(scene, brows
 
 
 def test_kinesis_lag_is_time_behind_and_positions_copy_whole(scene, browser):
-    server, *_, kin, _ = scene
+    server, *_, kin, _, _ = scene
     page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{kin.name}")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     assert "time behind the tip" in page.locator("h3", has_text="Lag").inner_text()
@@ -357,7 +380,7 @@ def wait_active(client, arn, names):
 def test_a_leaked_efo_consumer_is_deregistered_from_the_page(scene, browser):
     """Of the stream's consumers, only this pipeline's per-run consumer that no queued or
     running run uses offers Deregister; a reader sees it disabled and is refused."""
-    server, *_, (efo, client, arn, names) = scene
+    server, *_, (efo, client, arn, names), _ = scene
     wait_active(client, arn, names.values())
     section = "section:has(h2:text('Enhanced fan-out consumers'))"
 
@@ -528,18 +551,20 @@ def test_the_rerun_button_clears_one_interval_through_airflow(scene, browser):
 
 
 def test_a_stalled_schedule_is_the_headline(scene, browser):
-    """Unpaused, with no scheduler running here: Airflow's next run of ``cover`` is overdue
-    (its date is Airflow's own, next_dagrun_create_after) and the backfill's runs stay queued.
-    Last: it unpauses the DAG."""
-    server, cover, *_ = scene
-    status, _ = server.patch(f"/api/v2/dags/{cover.name}", {"is_paused": False},
-                             server.token("admin"))
-    assert status == 200
-    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{cover.name}")
+    """Unpaused, with no scheduler running here: Airflow's next run of ``stalled`` is overdue
+    (the date is Airflow's own, next_dagrun_create_after) and the run it made stays queued,
+    which does not excuse the stall."""
+    server, *_, stalled = scene
+    token = server.token("admin")
+    assert server.patch(f"/api/v2/dags/{stalled.name}", {"is_paused": False}, token)[0] == 200
+    status, dag = server.get_json(f"/api/v2/dags/{stalled.name}", token)
+    assert status == 200 and dag["next_dagrun_run_after"].startswith("2024-05-01T02:00:00")
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{stalled.name}")
     assert page.locator("#headline").inner_text().startswith(
-        "Airflow was due to start the next run at ")
+        "Airflow was due to start the next run at May 1 02:00 and has not")
+    assert "1 interval running or queued (May 1 00:00)" in page.locator("#headline").inner_text()
     shot(page, "stalled", full_page=False)
     overview, _ = open_page(browser, server, "admin", "/streamslice/")
-    assert overview.locator(f'tr[data-pipeline="{cover.name}"] .badge',
+    assert overview.locator(f'tr[data-pipeline="{stalled.name}"] .badge',
                             has_text="overdue").count() == 1
     assert errors == []

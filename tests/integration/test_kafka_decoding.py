@@ -72,3 +72,60 @@ def test_values_that_cannot_become_rows_are_dead_letters_not_crashes(broker, spa
     from streamslice.commit.manifest import read_manifest
     manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")
     assert (manifest["records"], manifest["dead_letters"]) == (3, 4)
+
+
+KEY_DDL = "customer_id BIGINT, region STRING, tags ARRAY<STRING>"
+
+
+def test_json_keys_land_as_spark_from_json_reads_them(broker, spark, airflow_db):
+    """``format.key: json`` through a DAG run (key fields as top-level columns) and Spark's
+    ``keyFormat``/``keySchema`` (one ``key`` struct column): each key as Spark's own
+    ``from_json(CAST(key AS STRING), schema)`` reads it, a record without a key with null key
+    columns, a bad key a dead letter."""
+    from pyspark.sql import functions as F
+
+    from streamslice.commit.manifest import read_manifest
+    topic = unique("jsonkey")
+    create_topic(broker.bootstrap, topic, 1)
+    keys = [json.dumps({"customer_id": i, "region": "eu" if i % 2 else "us",
+                        "tags": [f"t{i}"] * (i % 3)}).encode() for i in range(10)]
+    keys[3] = None  # a record without a key
+    keys.append(b'{"customer_id": "eleven"}')  # offset 10: a key that does not fit
+    keys.append(b'{"customer_id": 11}')
+    with producer(broker.bootstrap) as p:
+        for i, key in enumerate(keys):
+            p.produce(topic, key=key, value=json.dumps({"amount": i / 4}).encode(),
+                      partition=0)
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("jsonkey"), retries=0,
+                         format={"value": "json", "schema": "amount DOUBLE",
+                                 "key": "json", "key_schema": KEY_DDL})
+    run_dag(cfg)
+    part = f"{cfg.output.dataset(cfg.name)}/batch=00000001"
+    got = pq.read_table(part).sort_by("offset")
+    assert got.column_names[:4] == ["customer_id", "region", "tags", "amount"]
+    assert got.column("offset").to_pylist() == [*range(10), 11]
+    manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")
+    dead = pq.read_table(manifest["dead_letter_uri"]).to_pylist()
+    assert [(r["offset"], r["error"]) for r in dead] == [
+        (10, "key: field 'customer_id': expected long, got \"eleven\"")]
+
+    raw = (spark.read.format("streamslice-kafka")
+           .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+           .load())
+    spark_keys = {r.offset: r.k.asDict(recursive=True) if r.k else None for r in raw.select(
+        "offset", F.from_json(F.col("key").cast("string"), KEY_DDL).alias("k")).collect()}
+    ours = {r["offset"]: {k: r[k] for k in ("customer_id", "region", "tags")}
+            for r in got.to_pylist()}
+    assert ours[3] == {"customer_id": None, "region": None, "tags": None}
+    spark_keys[3] = ours[3]  # Spark's null struct: our null key columns
+    assert ours == {o: spark_keys[o] for o in ours}
+
+    nested = (spark.read.format("streamslice-kafka")
+              .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+              .option("endingOffsets", json.dumps({topic: {"0": 10}}))
+              .option("keyFormat", "json").option("keySchema", KEY_DDL)
+              .option("flatten", "false").load())
+    assert nested.columns[:2] == ["key", "value"]
+    assert {r.offset: r.key.asDict(recursive=True) if r.key else None
+            for r in nested.collect()} == {o: spark_keys[o] if o != 3 else None
+                                           for o in range(10)}

@@ -54,3 +54,17 @@ def test_every_format_keeps_the_contract(name, role):
 def test_an_unknown_format_is_named():
     with pytest.raises(ValueError, match="unknown format 'avro2'.*raw, string, json"):
         format_class("avro2")
+
+
+@pytest.mark.parametrize("name", [name for name, role in ROLES if role == "key"])
+def test_a_record_without_a_key_has_null_key_columns_in_every_key_format(name):
+    """A null key is no key, not a bad one (Spark's ``from_json(key)``, Kafka's deserializers):
+    null in every key column, flattened or not; other keys' reasons say they are the key."""
+    from streamslice.reading.decode import Decoder
+    for flatten in (True, False):
+        decoder = Decoder(key=SPECS.get(name, FormatSpec(name)), flatten=flatten)
+        arrays, errors = decoder.decode_keys(HOSTILE)
+        assert HOSTILE.index(None) not in errors
+        assert all(array[HOSTILE.index(None)].as_py() is None for array in arrays)
+        assert all(field.nullable for field in decoder.key_fields())
+        assert all(reason.startswith("key") for reason in errors.values())

@@ -142,17 +142,19 @@ class BaseFormat:
 
     @classmethod
     def parse(cls, f: Fields, role: Role) -> FormatSpec:
-        if role == "value" and f.has("schema"):
-            raise f.error(f"is not used with value: {cls.name} (it is the fields of value: "
-                          "json)", "schema")
+        key = "schema" if role == "value" else "key_schema"
+        if f.has(key):
+            raise f.error(f"is not used with {role}: {cls.name} (it is the fields of {role}: "
+                          "json)", key)
         return FormatSpec(cls.name)
 
     @classmethod
     def from_options(cls, options: dict[str, str], role: Role) -> FormatSpec:
-        if role == "value" and "schema" in options:
+        option = "schema" if role == "value" else "keySchema"
+        if option.lower() in options:
             from ..errors import ConfigError
-            raise ConfigError(f"option schema is not used with valueFormat {cls.name} (it is "
-                              "the fields of valueFormat json)")
+            raise ConfigError(f"option {option} is not used with {role}Format {cls.name} (it "
+                              f"is the fields of {role}Format json)")
         return FormatSpec(cls.name)
 
     @classmethod

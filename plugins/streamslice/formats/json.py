@@ -83,8 +83,11 @@ def _check_json_types(schema: pa.Schema | pa.StructType) -> None:
 
 
 class Json(BaseFormat):
+    """A JSON value (``schema``) or key (``key_schema``; Spark options ``schema`` and
+    ``keySchema``): Debezium's and ksqlDB's keys are JSON objects too."""
+
     name = "json"
-    roles: ClassVar[tuple[Role, ...]] = ("value",)
+    roles: ClassVar[tuple[Role, ...]] = ("value", "key")
 
     @classmethod
     def parse(cls, f: Fields, role: Role) -> FormatSpec:
@@ -99,10 +102,11 @@ class Json(BaseFormat):
 
     @classmethod
     def from_options(cls, options: dict[str, str], role: Role) -> FormatSpec:
-        text = options.get("schema")
+        option = "schema" if role == "value" else "keySchema"
+        text = options.get(option.lower())
         if not text:
-            raise ConfigError("option valueFormat json needs option schema (Spark DDL such as "
-                              "'id BIGINT, user STRUCT<name: STRING>', or a JSON object of "
+            raise ConfigError(f"option {role}Format json needs option {option} (Spark DDL such "
+                              "as 'id BIGINT, user STRUCT<name: STRING>', or a JSON object of "
                               "field → type)")
         try:
             raw: Any = text
@@ -110,9 +114,9 @@ class Json(BaseFormat):
                 raw = json.loads(text)
             return FormatSpec(cls.name, spark_ddl(declared_schema(raw)))
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"option schema is not a JSON object: {exc}") from None
+            raise ConfigError(f"option {option} is not a JSON object: {exc}") from None
         except SchemaError as exc:
-            raise ConfigError(f"option schema: {exc}") from None
+            raise ConfigError(f"option {option}: {exc}") from None
 
     def __init__(self, spec: FormatSpec, role: Role = "value") -> None:
         super().__init__(spec, role)
@@ -191,7 +195,7 @@ class Json(BaseFormat):
         reason in ``errors``."""
         try:
             if raw is None:
-                raise _Bad("value is null, expected a JSON object")
+                raise _Bad(f"{self.role} is null, expected a JSON object")
             try:
                 obj = json.loads(raw.decode("utf-8"), parse_float=Decimal)
             except UnicodeDecodeError as exc:

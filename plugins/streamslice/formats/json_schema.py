@@ -8,6 +8,8 @@ not fit.
       value: json_schema
       registry: {...}
       subject: orders-value              # or schema / schema_file: a JSON Schema
+      key: json_schema                   # a key: the same settings prefixed key_
+      key_subject: orders-key            # (key_schema / key_schema_file without a registry)
 
 JSON Schema → Spark types: object with ``properties`` → struct (in their order), object with
 only ``additionalProperties`` → map<string, _>, array → array, string → string (``format``
@@ -29,6 +31,7 @@ from .registered import (
     RegisteredFormat,
     parse_registry,
     parse_subject,
+    prefixed,
     read_schema_file,
     registry_from_options,
 )
@@ -43,32 +46,39 @@ if TYPE_CHECKING:
 
 class JsonSchema(RegisteredFormat):
     name = "json_schema"
-    roles: ClassVar[tuple[Role, ...]] = ("value",)
+    roles: ClassVar[tuple[Role, ...]] = ("value", "key")
     schema_type = "JSON"
 
     @classmethod
     def parse(cls, f: Fields, role: Role) -> FormatSpec:
         registry = parse_registry(f)
+        inline, file = prefixed(role, "schema"), prefixed(role, "schema_file")
         if registry is not None:
+            for key in (inline, file):
+                if f.has(key):
+                    raise f.error("is not used with a registry: the run reads as the "
+                                  "subject's version", key)
             return FormatSpec(cls.name, "", parse_subject(f, role, registry, cls.name))
-        if f.has("schema") == f.has("schema_file"):
-            raise f.error(f"{role}: json_schema needs its JSON Schema: schema (inline) or "
-                          "schema_file, or a registry", "schema" if f.has("schema") else None)
-        raw = f.raw("schema") if f.has("schema") else read_schema_file(f, "schema_file")
+        parse_subject(f, role, None, cls.name)  # a subject without a registry is refused
+        if f.has(inline) == f.has(file):
+            raise f.error(f"{role}: json_schema needs its JSON Schema: {inline} (inline) or "
+                          f"{file}, or a registry", inline if f.has(inline) else None)
+        raw = f.raw(inline) if f.has(inline) else read_schema_file(f, file)
         text = raw if isinstance(raw, str) else json.dumps(raw)
         spec = FormatSpec(cls.name, "", {"reader": Registered(
             "JSON", text, "the pipeline's JSON Schema").to_dict()})
         try:
             return cls.prepare(spec)
         except ConfigError as exc:
-            raise f.error(exc.reason, "schema" if f.has("schema") else "schema_file") from None
+            raise f.error(exc.reason, inline if f.has(inline) else file) from None
 
     @classmethod
     def from_options(cls, options: dict[str, str], role: Role) -> FormatSpec:
         spec = registry_from_options(options, role)
         if not spec:
-            raise ConfigError("valueFormat json_schema needs a schema registry "
-                              "(schema.registry.url and subject)")
+            subject = "subject" if role == "value" else "keySubject"
+            raise ConfigError(f"{role}Format json_schema needs a schema registry "
+                              f"(schema.registry.url and {subject})")
         return FormatSpec(cls.name, "", spec)
 
     @classmethod

@@ -59,9 +59,18 @@ def check_columns(plan: ReadPlan) -> None:
     source = source_class(plan.source)
     decoder = Decoder.from_dict(plan.decode)
     schema = source.record_schema(decoder, plan)
-    mine = {f.name for f in (*decoder.key_fields(), *decoder.value_fields())}
+    keys, values = decoder.key_fields(), decoder.value_fields()
+    mine = {f.name for f in (*keys, *values)}
     seen: set[str] = set()
     for name in schema.names:
+        key = next((f.name for f in keys if f.name.lower() == name.lower()), None)
+        value = next((f.name for f in values if f.name.lower() == name.lower()), None)
+        if key is not None and value is not None and decoder.flattened("key") and \
+                decoder.flattened("value"):
+            raise ConfigError(f"format: the key's field {key!r} and the value's field "
+                              f"{value!r} would both be top-level columns; set format.flatten: "
+                              "false to keep each record in its own struct column (key."
+                              f"{key} and value.{value}, as Spark's from_json gives them)")
         if name.lower() in seen:  # Spark resolves names case-insensitively
             # a source's columns follow the record's: a name's first use is the record's
             added = [n for i, n in enumerate(schema.names)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..formats import Decoded, Format, FormatSpec, make_format
 from ..formats.types import TS, schema_from_mapping, spark_ddl
@@ -31,7 +33,12 @@ class Decoder:
     ``(name, type)`` pairs or Spark DDL) fills a named format's spec. A record format's fields
     become top-level columns (``flatten``, the default), or stay in one struct column named
     as the record part (``value``, Kinesis' ``data``, ``key``), as Spark's ``from_json(value)``
-    / ``from_avro(value)`` give them (``flatten=False``)."""
+    / ``from_avro(value)`` give them (``flatten=False``).
+
+    A record without a key (a null key) has null key columns, whatever the key's format, as
+    Spark's ``from_json(key)`` and Kafka's deserializers give it: no key is not a bad key. So
+    a key record's fields are nullable columns even where its schema says ``NOT NULL`` (which
+    still holds for the keys there are). A key's reasons start with ``key``."""
 
     def __init__(self, value: FormatSpec | str = "raw", key: FormatSpec | str = "raw",
                  schema: Iterable[tuple[str, str]] | str = (),
@@ -60,15 +67,30 @@ class Decoder:
         return cls(value, key, on_error=d.get("on_error", "dead_letter"), properties=properties,
                    flatten=d.get("flatten", True))
 
+    def flattened(self, part: str) -> bool:
+        """Whether ``part``'s (``key``, ``value``) columns are a record's top-level fields."""
+        fmt = self._key if part == "key" else self._value
+        return self.flatten and fmt.record_fields()
+
     def key_fields(self, column: str = "key") -> list[pa.Field]:
-        return self._fields("key", self._key, column)
+        return [f.with_nullable(True) for f in self._fields("key", self._key, column)]
 
     def value_fields(self, column: str = "value") -> list[pa.Field]:
         return self._fields("value", self._value, column)
 
     def decode_keys(self, keys: Sequence[bytes | None]) -> Decoded:
-        """→ (one pa.Array per key field, {row: reason})."""
-        return self._decoded("key", self._key.decode(keys))
+        """→ (one pa.Array per key field, {row: reason}); null where a record has no key."""
+        arrays, errors = self._decoded("key", self._key.decode(keys))
+        if errors:  # a format that refuses a null key (a record format): null columns there
+            missing = [row for row in errors if keys[row] is None]
+            if missing:
+                for row in missing:
+                    del errors[row]
+                mask = np.zeros(len(keys), dtype=bool)
+                mask[missing] = True
+                arrays = [pc.if_else(mask, pa.scalar(None, a.type), a) for a in arrays]
+        return arrays, {row: reason if reason.startswith("key") else f"key: {reason}"
+                        for row, reason in errors.items()}
 
     def decode_values(self, values: Sequence[bytes | None]) -> Decoded:
         """→ (one pa.Array per value field, {row: reason})."""

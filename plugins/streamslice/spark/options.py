@@ -3,9 +3,9 @@
 Either ``plan`` (a ReadPlan as JSON, as the Airflow DAG passes it: it stays fixed, which is how
 a DAG run reads exactly what it planned) or a source's own options (``Source.from_options``:
 Spark's Kafka option names for Kafka), plus the decoding options every source shares:
-``valueFormat``, ``keyFormat``, ``schema`` (Spark DDL, or JSON ``{"field": "type"}``),
-``onDecodeError`` and ``flatten``. Option names are checked strictly: a misspelt one would
-silently read another range, so it fails naming the closest known option.
+``valueFormat``, ``keyFormat``, ``schema`` and ``keySchema`` (Spark DDL, or JSON
+``{"field": "type"}``), ``onDecodeError`` and ``flatten``. Option names are checked strictly: a
+misspelt one would silently read another range, so it fails naming the closest known option.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = ["client_properties", "plan_from_options", "check_names"]
 
-DECODING = ("valueFormat", "keyFormat", "schema", "onDecodeError", "flatten", "avroSchema",
-            "keyAvroSchema", "schemaRegistryKind", "schemaRegistryName", "subject",
-            "schemaVersion", "keySubject", "keySchemaVersion", "descFilePath",
+DECODING = ("valueFormat", "keyFormat", "schema", "keySchema", "onDecodeError", "flatten",
+            "avroSchema", "keyAvroSchema", "schemaRegistryKind", "schemaRegistryName",
+            "subject", "schemaVersion", "keySubject", "keySchemaVersion", "descFilePath",
             "messageName", "keyDescFilePath", "keyMessageName")
 REGISTRY_PREFIX = "schema.registry."  # a schema registry's client properties
 INTERNAL = ("plan", "staging", "readOptions", "injectFault", "pipeline")
@@ -63,13 +63,15 @@ def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
 
 def decoding_from_options(opts: dict[str, str]) -> Decoding:
     """The decoding options every source shares (keys lower-cased): ``valueFormat``,
-    ``keyFormat``, ``schema`` (Spark DDL or a JSON object of field → type), the formats' own,
+    ``keyFormat``, ``schema`` and ``keySchema`` (Spark DDL or a JSON object of field → type:
+    a json value's or key's fields), the formats' own,
     ``onDecodeError`` and ``flatten`` (``false``: a record in one struct column ``value``)."""
     from ..config.pipeline import Decoding
     from ..formats import format_class, formats_for
     value = _choice(opts, "valueFormat", formats_for("value"),
                     "json" if "schema" in opts else "raw")
-    key = _choice(opts, "keyFormat", formats_for("key"), "raw")
+    key = _choice(opts, "keyFormat", formats_for("key"),
+                  "json" if "keyschema" in opts else "raw")
     return Decoding(value=format_class(value).from_options(opts, "value"),
                     key=format_class(key).from_options(opts, "key"),
                     on_error=_choice(opts, "onDecodeError", ("fail", "dead_letter"), "fail"),

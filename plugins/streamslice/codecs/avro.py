@@ -236,6 +236,8 @@ class AvroCodec(Codec):
             fastavro.parse_schema(as_stored(ref), named_schemas=self._reader_named)
         self.parsed_reader = fastavro.parse_schema(as_stored(self.schema),
                                                    named_schemas=self._reader_named)
+        from .avro_defaults import bytes_defaults  # a bytes default is ISO-8859-1 text
+        bytes_defaults(self.parsed_reader, self._reader_named)
         self.fix = _union_fixer(self.schema, self.stored_type, self.named) \
             if types.complex else None
         self.canonical = _canonical(self.schema)

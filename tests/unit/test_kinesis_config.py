@@ -131,3 +131,47 @@ def test_flink_key_errors_name_the_key_the_user_wrote(key, value, message):
     with pytest.raises(ConfigError, match=message) as info:
         parse(text)
     assert "kinesis.polling" not in str(info.value)
+
+
+# Flink's Kinesis consumer defaults (ConsumerConfigConstants.DEFAULT_*), which the README's
+# "Flink's" default stands for: (retries, backoff base ms, backoff max ms, exponent).
+FLINK_DEFAULTS = {
+    "get_records": (3, 300, 1000, 1.5),  # flink.shard.getrecords.*
+    "get_shard_iterator": (3, 300, 1000, 1.5),  # flink.shard.getiterator.*
+    "list_shards": (10, 1000, 5000, 1.5),  # flink.list.shards.*
+    "subscribe_to_shard": (10, 1000, 2000, 1.5),  # flink.shard.subscribetoshard.*
+    "register_stream_consumer": (10, 500, 2000, 1.5),  # flink.stream.registerstreamconsumer.*
+    "deregister_stream_consumer": (10, 500, 2000, 1.5),
+    "describe_stream_consumer": (50, 2000, 5000, 1.5),
+}
+
+
+def test_defaults_are_the_readmes_and_flinks():
+    from streamslice.kinesis.positions import Tip, TrimHorizon
+    src = parse("mode: incremental\nkinesis: {stream: taxi}\noutput: {path: /lake}\n").source
+    assert (src.start, src.stop, src.reader, src.on_data_loss) == \
+        (TrimHorizon(), Tip(), "polling", "fail")
+    assert (src.efo_registration, src.efo_consumer_name, src.efo_sweep_after_ms) == \
+        ("per_run", "streamslice-k", 3_600_000)
+    # DEFAULT_SHARD_GETRECORDS_MAX, DEFAULT_SHARD_GETRECORDS_INTERVAL_MILLIS
+    assert (src.polling.max_records, src.polling.interval_ms) == (10_000, 200)
+    assert {api: (b.max_retries, b.base_ms, b.max_ms, b.exponent)
+            for api, b in src.polling.backoff.items()} == FLINK_DEFAULTS
+    # "yyyy-MM-dd'T'HH:mm:ss.SSSXXX" (DEFAULT_STREAM_TIMESTAMP_DATE_FORMAT) reads a date
+    start = parse(NATIVE.replace("  reader: efo\n", "")).source.start
+    assert start == AtTimestamp(1459799926480)
+
+
+def test_a_flink_config_without_initpos_starts_at_latest_as_flink_does():
+    """Flink's DEFAULT_STREAM_INITIAL_POSITION is LATEST; the native block's start is
+    TRIM_HORIZON. A ported Flink config must not read the stream's whole retention."""
+    from streamslice.kinesis.positions import Latest, TrimHorizon
+    text = "mode: incremental\nkinesis:\n  stream: taxi\n  flink_properties: {aws.region: r}\n" \
+        "output: {path: /lake}\n"
+    assert parse(text).source.start == Latest()
+    assert parse(text.replace("aws.region: r", "aws.region: r, flink.stream.initpos: "
+                              "TRIM_HORIZON")).source.start == TrimHorizon()
+    # the interval sets the start in mode interval, with or without Flink keys
+    interval = "mode: interval\nschedule: 10m\nstart_date: 2024-05-01T00:00:00Z\n" + \
+        text.removeprefix("mode: incremental\n")
+    assert parse(interval).source.start == AtTimestamp("data_interval_start")

@@ -86,7 +86,10 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
         start: Position = AtTimestamp(INTERVAL_START)
         stop: Stop = ArrivedBefore(INTERVAL_END)
     else:
-        start = f.parse("start", lambda v: parse_start(v, date_format), TrimHorizon())
+        # A Flink consumer config without flink.stream.initpos starts where Flink's does
+        # (ConsumerConfigConstants.DEFAULT_STREAM_INITIAL_POSITION: LATEST).
+        default: Position = Latest() if flink is not None else TrimHorizon()
+        start = f.parse("start", lambda v: parse_start(v, date_format), default)
         stop = f.parse("stop", lambda v: parse_stop(v, date_format), Tip())
         if isinstance(start, AtTimestamp) and isinstance(start.timestamp, str):
             raise f.error(f"AT_TIMESTAMP {start.timestamp} needs mode interval", "start")

@@ -184,3 +184,53 @@ def test_sub_second_schedules_are_refused():
     with pytest.raises(ConfigError, match="'600ms' is not a whole number of seconds"):
         parse(text)
     parse(INTERVAL.replace('"@hourly"', "3600s"))
+
+
+def test_every_default_the_readme_reference_lists(monkeypatch):
+    """The *Reference* tables' default column, field by field, for a file that sets nothing
+    it need not (Kinesis' and files' own defaults: tests/unit/test_kinesis_config.py,
+    test_files_source.py)."""
+    from streamslice.kafka.positions import Committed, Earliest, Latest
+    for name in ("STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_MASTER", "SPARK_REMOTE",
+                 "STREAMSLICE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n",
+                         file="/project/dags/pipelines/orders.yaml", default_name="orders")
+    assert (cfg.name, cfg.schedule, cfg.start_date, cfg.end_date, cfg.catchup) == \
+        ("orders", None, None, None, False)
+    assert (cfg.allowed_lateness, cfg.max_active_runs, cfg.retries, cfg.retry_delay) == \
+        (0, 1, 2, 30_000)
+    assert (cfg.tags, cfg.description, cfg.alerts.notifiers, cfg.alerts.lag_records) == \
+        ((), "", (), None)
+    assert (cfg.decode.value.name, cfg.decode.key.name, cfg.decode.on_error,
+            cfg.decode.flatten) == ("raw", "raw", "dead_letter", True)
+    out = cfg.output
+    assert (out.path, out.format, out.compression, out.table, out.catalog, out.conn_id) == \
+        ("/project/output", "parquet", "snappy", None, {}, None)
+    assert out.aws.to_dict() == {}  # the default chain
+    assert out.dataset("orders") == "/project/output/pipeline=orders"
+    assert (cfg.spark.runner, cfg.spark.master, cfg.spark.conf, cfg.spark.remote) == \
+        ("local", "local[*]", {}, None)
+    src = cfg.source
+    assert (src.start, src.stop) == (Committed(Earliest()), Latest())
+    assert (src.properties, src.client, src.on_data_loss, src.max_records_per_split,
+            src.commit_group) == ({}, "confluent-kafka", "fail", 1_000_000, "streamslice-orders")
+    interval = parse(INTERVAL)
+    assert interval.max_active_runs == 4 and interval.catchup is False
+    # An Iceberg output without a table or catalog: streamslice.<pipeline> in a SQLite catalog
+    # beside the output.
+    iceberg = parse(GOOD.replace("path: /lake", "path: /lake\n  format: iceberg"))
+    target = iceberg.output.target("p")
+    assert target.table == "streamslice.p" and target.catalog == {
+        "type": "sql", "uri": "sqlite:////lake/_streamslice/iceberg.db",
+        "warehouse": "file:///lake"}
+    delta = parse(GOOD.replace("path: /lake", "path: /lake\n  format: delta"))
+    assert delta.output.target("p").table == "/lake/pipeline=p"
+    # $STREAMSLICE_SPARK_RUNNER, $STREAMSLICE_SPARK_MASTER, and $SPARK_REMOTE meaning connect
+    monkeypatch.setenv("STREAMSLICE_SPARK_MASTER", "spark://m:7077")
+    monkeypatch.setenv("STREAMSLICE_SPARK_RUNNER", "spark-submit")
+    assert (parse(GOOD).spark.runner, parse(GOOD).spark.master) == \
+        ("spark-submit", "spark://m:7077")
+    monkeypatch.delenv("STREAMSLICE_SPARK_RUNNER")
+    monkeypatch.setenv("SPARK_REMOTE", "sc://s:15002")
+    assert (parse(GOOD).spark.runner, parse(GOOD).spark.remote) == ("connect", "sc://s:15002")

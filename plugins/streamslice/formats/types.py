@@ -10,7 +10,7 @@ DDL is what ``StructType.fromDDL`` and ``spark.read.schema(...)`` take::
 Names may be backticked (`` `my field` ``, a doubled backtick inside), fields written
 ``name type`` or ``name: type``, keywords in any case, with Spark's aliases (``LONG`` =
 ``BIGINT``, ``INTEGER`` = ``INT``, ``BYTE`` = ``TINYINT``, ``SHORT`` = ``SMALLINT``,
-``REAL`` = ``FLOAT``, ``DEC``/``NUMERIC`` = ``DECIMAL``, ``BOOL``…). ``DECIMAL`` alone is
+``REAL`` = ``FLOAT``, ``DEC``/``NUMERIC`` = ``DECIMAL``…). ``DECIMAL`` alone is
 ``DECIMAL(10,0)``, as in Spark. The Arrow types are Spark's: ``TIMESTAMP`` is microseconds in
 UTC, ``TIMESTAMP_NTZ`` microseconds without a zone, ``DATE`` date32, arrays' elements are
 named ``element``, maps' keys are required, and a ``COMMENT`` is kept where PySpark keeps

@@ -226,3 +226,41 @@ def test_the_readmes_json_dead_letter_reasons_are_what_the_decoder_says():
     }
     _, errors = Json(FormatSpec("json", " ".join(ddl.split()))).decode(sorted(records))
     assert sorted(errors.values()) == sorted(listed.strip().splitlines())
+
+
+def test_the_reference_table_lists_every_registered_format():
+    from streamslice.formats import formats_for
+    for role in ("value", "key"):
+        row = re.search(rf"^\| `format\.{role}` \|.*$", README, re.M).group(0)
+        meaning = row.split(" | ")[2]
+        assert set(re.findall(r"`(\w+)`", meaning)) >= set(formats_for(role)), role
+
+
+def test_make_bench_runs_what_the_readme_says_and_every_benchmark_is_described():
+    makefile = (ROOT / "Makefile").read_text()
+    target = re.search(r"^bench:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    run = set(re.findall(r"(bench/\w+\.py)", target))
+    text = README[README.index("`make bench` runs"):] + "\n\n"
+    text = text[:text.index("\n\n")]
+    alone = text[text.index("(figures"):text.index("run on their own")]
+    said = set(re.findall(r"`(bench/\w+\.py)", text))
+    assert said - set(re.findall(r"`(bench/\w+\.py)", alone)) == run
+    scripts = {f"bench/{p.name}" for p in (ROOT / "bench").glob("*.py")
+               if p.stem not in ("__init__", "children")}
+    assert scripts <= set(re.findall(r"(bench/\w+\.py)", README))
+
+
+def test_the_compose_deployment_is_what_the_readme_says():
+    import yaml
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    text = section("Deployment")
+    text = text[text.index("**`docker-compose.yml`**"):text.index("- **Spark Connect**")]
+    env = compose["services"]["airflow-scheduler"]["environment"]
+    preset = {k.removeprefix("AIRFLOW_CONN_").lower() for k in env if k.startswith("AIRFLOW_CONN_")}
+    assert set(re.findall(r"`(streamslice_\w+)`", text)) == preset
+    assert "schema-registry" in compose["services"] and "schema registry" in text
+    assert "http://localhost:8080 (admin/admin)" in " ".join(text.split())
+    assert "8080:8080" in compose["services"]["airflow-apiserver"]["ports"]
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].startswith("admin:")
+    init = " ".join(compose["services"]["airflow-init"]["command"])
+    assert """'{"admin": "admin"}' > /opt/airflow/passwords.json""" in init

@@ -37,11 +37,13 @@ class Relay:
     """A TCP relay that keeps every byte the clients send. It gives the clients its own port
     as the broker's (in Metadata and FindCoordinator answers), so every connection they open
     goes through it. With ``advertise``, it adds that mechanism to the broker's SaslHandshake
-    answers (see the module's note)."""
+    answers (see the module's note); with ``answer`` (error code, mechanisms) it answers
+    SaslHandshake with those instead, as a broker with other mechanisms enabled would."""
 
-    def __init__(self, upstream_port, advertise=None):
+    def __init__(self, upstream_port, advertise=None, answer=None):
         self.port, self.upstream, self.sent = free_port(), upstream_port, bytearray()
         self.advertise = advertise.encode() if advertise else None
+        self.answer = answer
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         threading.Thread(target=self._run, args=(ready,), daemon=True).start()
@@ -78,7 +80,7 @@ class Relay:
                         if api_key in (METADATA, FIND_COORDINATOR):  # host, then int32 port
                             frame = frame.replace(broker, b"127.0.0.1" +
                                                   struct.pack(">i", self.port))
-                        elif api_key == SASL_HANDSHAKE and self.advertise:
+                        elif api_key == SASL_HANDSHAKE and (self.advertise or self.answer):
                             frame = self._advertised(frame)
                         size = struct.pack(">i", len(frame))
                     w.write(size + frame)
@@ -98,7 +100,9 @@ class Relay:
             (n,) = struct.unpack(">h", frame[at:at + 2])
             mechanisms.append(frame[at + 2:at + 2 + n])
             at += 2 + n
-        if self.advertise not in mechanisms:
+        if self.answer:
+            error, mechanisms = self.answer[0], [m.encode() for m in self.answer[1]]
+        elif self.advertise not in mechanisms:
             mechanisms.append(self.advertise)
         return struct.pack(">ihi", cid, error, len(mechanisms)) + b"".join(
             struct.pack(">h", len(m)) + m for m in mechanisms)
@@ -189,3 +193,41 @@ def test_librdkafka_asks_for_a_new_token_before_the_old_one_expires(broker, monk
         assert all(b - a < 3.5 for a, b in zip(calls, calls[1:])), calls
     finally:
         consumer.close()
+
+
+def test_a_mechanism_the_broker_does_not_offer_is_named(broker, monkeypatch):
+    """kafka-python gives up on a SaslHandshake answer without its mechanism and retried until
+    the planner said no broker answered. Now the plan (and kafka-python's read) fails at once
+    as a config error saying which mechanism the broker refused and which it offers: against
+    the local broker (no error, only PLAIN listed) and a broker answering as Apache Kafka does
+    when a mechanism is not enabled (UNSUPPORTED_SASL_MECHANISM and its enabled list)."""
+    from streamslice.aws import AwsAuth
+    from streamslice.errors import ConfigError
+    from streamslice.kafka.admin import KafkaAdmin
+    from streamslice.kafka.fetch import fetch_kafka_python
+    from streamslice.kafka.msk_iam import with_msk_iam
+    from streamslice.kafka.split import KafkaSplit
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    iam = with_msk_iam({"bootstrap.servers": broker.bootstrap,
+                        "security.protocol": "SASL_PLAINTEXT"}, AwsAuth(region="eu-west-1"))
+    with pytest.raises(ConfigError) as err:
+        KafkaAdmin(iam, timeout_ms=2000)
+    assert str(err.value) == (
+        f"Kafka at {broker.bootstrap} does not offer SASL mechanism OAUTHBEARER "
+        "(sasl.mechanism, which kafka.auth: msk_iam sets): its SaslHandshake answer lists "
+        "PLAIN; use one of those, or enable it on the brokers' listener")
+    relay = Relay(broker.port, answer=(33, ["PLAIN", "SCRAM-SHA-512"]))
+    try:
+        scram = {"bootstrap.servers": f"127.0.0.1:{relay.port}",
+                 "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+                 "sasl.username": "u", "sasl.password": "p"}
+        refused = (f"Kafka at 127.0.0.1:{relay.port} does not offer SASL mechanism "
+                   "SCRAM-SHA-256 (sasl.mechanism) (UNSUPPORTED_SASL_MECHANISM): its "
+                   "SaslHandshake answer lists PLAIN, SCRAM-SHA-512")
+        with pytest.raises(ConfigError, match=re.escape(refused)):
+            KafkaAdmin(scram, timeout_ms=2000)
+        with pytest.raises(ConfigError, match=re.escape(f"t:0: {refused}")):
+            list(fetch_kafka_python(KafkaSplit(0, "t", 0, 0, 5), scram))
+    finally:
+        relay.stop()

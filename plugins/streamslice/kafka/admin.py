@@ -60,27 +60,46 @@ class TopicPartition(tuple[str, int]):
         return self.key
 
 
+def connect(properties: dict[str, Any], timeout_ms: int = 10_000, *, what: str = "",
+            **settings: Any) -> Any:
+    """A kafka-python ``KafkaConsumer`` without a group (``settings``: keyword arguments the
+    client properties do not set), or one line saying why there is none: a ConfigError when
+    the brokers do not offer the SASL mechanism (kafka-python only times out: ``handshake``
+    asks the broker which it offers), a SourceError when no broker answers. ``what`` starts
+    the message."""
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError, KafkaTimeoutError
+
+    from .handshake import refusal
+    servers = properties.get("bootstrap.servers")
+    try:
+        kwargs = kafka_python_kwargs(properties)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for key, value in settings.items():
+        kwargs.setdefault(key, value)
+    try:
+        return KafkaConsumer(enable_auto_commit=False, group_id=None,
+                             bootstrap_timeout_ms=timeout_ms, **kwargs)
+    except KafkaTimeoutError:
+        why = refusal(properties, kwargs)
+        if why:
+            raise ConfigError(f"{what}{why}") from None
+        raise SourceError(f"{what}cannot reach Kafka at {servers}: no broker answered "
+                          f"within {timeout_ms / 1000:.0f}s") from None
+    except KafkaError as exc:
+        raise SourceError(f"{what}cannot connect to Kafka at {servers}: {exc}") from None
+
+
 class KafkaAdmin:
     """Offsets and metadata for planning. ``offsets_for_times`` gives the end where no record is
     at or after the time, never None."""
 
     def __init__(self, properties: dict[str, Any], timeout_ms: int = 10_000) -> None:
-        from kafka import KafkaConsumer
-        from kafka.errors import KafkaError, KafkaTimeoutError
+        from kafka.errors import KafkaError
         self.servers = properties.get("bootstrap.servers")
-        try:
-            kwargs = kafka_python_kwargs(properties)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        kwargs.setdefault("request_timeout_ms", max(timeout_ms, 11_000))
-        try:
-            self._consumer = KafkaConsumer(enable_auto_commit=False, group_id=None,
-                                           bootstrap_timeout_ms=timeout_ms, **kwargs)
-        except KafkaTimeoutError:
-            raise SourceError(f"cannot reach Kafka at {self.servers}: no broker answered "
-                              f"within {timeout_ms / 1000:.0f}s") from None
-        except KafkaError as exc:
-            raise SourceError(f"cannot connect to Kafka at {self.servers}: {exc}") from None
+        self._consumer = connect(properties, timeout_ms,
+                                 request_timeout_ms=max(timeout_ms, 11_000))
         self._KafkaError = KafkaError
 
     def close(self) -> None:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DataLossError, SourceError
 from .msk_iam import confluent_conf
-from .properties import kafka_python_kwargs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -149,19 +148,14 @@ def _strip_errors(split: KafkaSplit, msgs: list[Any], position: int, eof: int,
 
 def fetch_kafka_python(split: KafkaSplit, properties: dict[str, Any], batch_size: int = 10_000,
                        idle_timeout_s: float = 60.0) -> Iterator[RawBatch]:
-    from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
-    from kafka.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError
+    from kafka.errors import KafkaError, OffsetOutOfRangeError
+
+    from .admin import connect
     if split.start >= split.stop:
         return
-    kwargs = kafka_python_kwargs(properties)
     servers = properties.get("bootstrap.servers")
-    try:
-        consumer = KafkaConsumer(enable_auto_commit=False, group_id=None,
-                                 auto_offset_reset="none", bootstrap_timeout_ms=10_000,
-                                 **kwargs)
-    except KafkaTimeoutError:
-        raise SourceError(f"{split.key}: cannot reach Kafka at {servers}") from None
+    consumer = connect(properties, what=f"{split.key}: ", auto_offset_reset="none")
     tp = KTP(split.topic, split.partition)
     try:
         consumer.assign([tp])

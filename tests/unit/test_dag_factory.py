@@ -79,3 +79,55 @@ def test_bad_bytes_and_alias_bombs_become_their_own_error_dags(tmp_path):
     assert sorted(dags) == ["bomb", "good", "latin1"]
     assert "config-error" in dags["bomb"].tags and "config-error" in dags["latin1"].tags
     assert "config-error" not in dags["good"].tags
+
+
+def test_the_files_airflow_settings_reach_the_dag():
+    """The Common table's Airflow fields: retries 2 / 30s by default, max_active_runs 4 for
+    interval pipelines, catchup off, tags and description shown; a duration schedule is
+    Airflow's DeltaDataIntervalTimetable, no schedule a manual DAG."""
+    from datetime import timedelta
+    dag = build_dag(parse_pipeline(KAFKA, file="p.yaml", default_name="orders"))
+    assert (dag.max_active_runs, dag.catchup, dag.end_date) == (4, False, None)
+    assert dag.start_date == datetime(2024, 5, 1, tzinfo=timezone.utc)
+    for task in dag.tasks:
+        assert (task.retries, task.retry_delay) == (2, timedelta(seconds=30)), task.task_id
+    dag = build_dag(parse_pipeline(KAFKA.replace('"@hourly"', "15m") + """\
+end_date: 2024-06-01T00:00:00Z
+catchup: true
+retries: 0
+retry_delay: 2m
+max_active_runs: 2
+tags: [team-a]
+description: Orders by the quarter hour.
+""", file="p.yaml", default_name="orders"))
+    assert type(dag.timetable).__name__ == "DeltaDataIntervalTimetable"
+    assert dag.timetable.delta == timedelta(minutes=15)
+    assert (dag.max_active_runs, dag.catchup) == (2, True)
+    assert dag.end_date == datetime(2024, 6, 1, tzinfo=timezone.utc)
+    assert {(t.retries, t.retry_delay) for t in dag.tasks} == {(0, timedelta(minutes=2))}
+    assert {"streamslice", "kafka", "interval", "team-a"} <= set(dag.tags)
+    assert dag.description == "Orders by the quarter hour."
+    manual = build_dag(parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'b:9092',"
+                                      " topics: [t]}\noutput: {path: /lake}\n",
+                                      file="p.yaml", default_name="inc"))
+    assert type(manual.timetable).__name__ == "NullTimetable" and manual.max_active_runs == 1
+
+
+@pytest.mark.parametrize("error, retried", [
+    ("SourceError", True), ("ConfigError", False), ("DataLossError", False),
+    ("CommitError", False), ("PlanError", False), ("DecodeError", False)])
+def test_only_transient_source_errors_are_retried(error, retried):
+    """Airflow retries a task that raises AirflowException, and fails one that raises
+    AirflowFailException at once (its retries unused): only an unreachable source is worth
+    another try."""
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    from streamslice import errors
+    from streamslice.airflow.errors import operator_errors, original_error
+    exc = getattr(errors, error)("broker down", split=3) if error != "ConfigError" else \
+        errors.ConfigError("bad field", file="p.yaml", line=2, field="kafka.topics")
+    with pytest.raises(AirflowException) as info:
+        with operator_errors():
+            raise exc
+    assert isinstance(info.value, AirflowFailException) is not retried
+    assert str(info.value) == f"{error}: {exc}" and original_error(info.value) is exc

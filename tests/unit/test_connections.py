@@ -66,3 +66,30 @@ def test_registration_retries_while_five_consumers_are_creating():
     assert register(client, "arn:s", "c", sleep=sleeps.append) == "arn:c"
     assert client.calls == ["register", "register", "register", "describe", "describe"]
     assert len(sleeps) == 3
+
+
+@pytest.mark.parametrize("conn, expected", [
+    # host and port as the URL, the schema field as its scheme, login/password as basic auth
+    ({"conn_type": "http", "host": "registry", "port": 8081, "schema": "https",
+      "login": "u", "password": "p"},
+     {"url": "https://registry:8081", "basic.auth.user.info": "u:p"}),
+    # a host with its scheme, no port; http when neither says
+    ({"conn_type": "http", "host": "https://sr.example.com"}, {"url": "https://sr.example.com"}),
+    ({"conn_type": "http", "host": "sr", "port": 8081}, {"url": "http://sr:8081"}),
+    # the extra's client properties, by confluent-kafka's names; its own url and auth win
+    ({"conn_type": "http", "host": "ignored", "login": "ignored", "extra": {
+        "url": "https://a:1,https://b:1", "basic.auth.user.info": "x:y",
+        "ssl.ca.location": "/ca.pem", "timeout": 3}},
+     {"url": "https://a:1,https://b:1", "basic.auth.user.info": "x:y",
+      "ssl.ca.location": "/ca.pem", "timeout": "3"}),
+])
+def test_a_registry_connection_becomes_schema_registry_properties(monkeypatch, conn, expected):
+    """*format.registry.conn_id*: resolved in the task that plans or reads, never planned."""
+    from streamslice.airflow.hooks import registry_properties
+    from streamslice.config import parse_pipeline
+    monkeypatch.setenv("AIRFLOW_CONN_SR", json.dumps(conn))
+    cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'b:1', topics: [t]}\n"
+                         "format: {value: avro, registry: {conn_id: sr}, subject: s}\n")
+    assert registry_properties(cfg.decode) == {f"schema.registry.{k}": v
+                                               for k, v in expected.items()}
+    assert cfg.decode.value.options["registry"] == {"kind": "confluent", "conn_id": "sr"}

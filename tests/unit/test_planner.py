@@ -114,3 +114,25 @@ def test_interval_bounds_and_a_timestamp_past_the_end_resolves_to_the_end():
 def test_unknown_topic_is_named():
     with pytest.raises(SourceError, match="topic 'nope' does not exist on fake:9092"):
         plan_kafka(source(topics="[nope]"), FakeAdmin(LOGS), mode="incremental")
+
+
+def test_topic_pattern_matches_whole_names_and_partitions_name_exactly_what_is_read():
+    """The README's topics / topic_pattern / partitions: a pattern must match the whole topic
+    name (Flink's setTopicPattern; Spark's subscribePattern, which finds it anywhere, is
+    tests/integration/test_spark_datasource.py's), and explicit partitions read only those."""
+    logs = {("t", 0): [1], ("t", 1): [1, 2], ("t-dlq", 0): [1], ("xt", 0): [1]}
+    pattern = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'fake:9092', "
+                             "topic_pattern: 't.*'}\noutput: {path: /x}\n").source
+    splits, _, _ = plan_kafka(pattern, FakeAdmin(logs), mode="incremental")
+    assert sorted((s.topic, s.partition) for s in splits) == [("t", 0), ("t", 1), ("t-dlq", 0)]
+    for given in ('["t:1"]', "[{topic: t, partition: 1}]"):
+        assigned = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'fake:9092', "
+                                  f"partitions: {given}}}\noutput: {{path: /x}}\n").source
+        splits, _, nxt = plan_kafka(assigned, FakeAdmin(logs), mode="incremental")
+        assert [(s.topic, s.partition, s.start, s.stop) for s in splits] == [("t", 1, 0, 2)]
+        assert nxt == {"t:1": 2}
+    missing = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'fake:9092', "
+                             "partitions: ['t:7']}\noutput: {path: /x}\n").source
+    with pytest.raises(PlanError, match=r"partition t:7 does not exist on fake:9092 \(topic 't' "
+                                        r"has 2 partitions\)"):
+        plan_kafka(missing, FakeAdmin(logs), mode="incremental")

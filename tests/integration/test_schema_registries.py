@@ -115,9 +115,11 @@ def test_confluent_down_or_slow_is_retryable(tls):
         sr.faults(delay_s=3)
         with pytest.raises(SourceError, match="cannot be reached.*the read will be retried"):
             slow.by_frame("confluent", 1)
-        sr.faults(status=503)
-        with pytest.raises(SourceError, match=r"failed for subject 'slow-value' .* \(503"):
-            slow.version("slow-value", None)
+        for status in (503, 429):  # failing, or throttling: Airflow retries it
+            sr.faults(status=status)
+            with pytest.raises(SourceError, match=rf"failed for subject 'slow-value' .* "
+                                                  rf"\({status}"):
+                slow.version("slow-value", None)
         sr.faults()
         assert slow.by_frame("confluent", 1).text == json.dumps(V1)  # errors are not cached
     with pytest.raises(SourceError, match="Connection refused"):

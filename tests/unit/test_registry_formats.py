@@ -85,3 +85,17 @@ def test_the_reader_schema_is_pinned_once(monkeypatch):
     assert pinned.value.schema == "id BIGINT" and "secret" not in json.dumps(pinned.to_dict())
     again = pinned.prepared({})  # a retry plans nothing anew from the recorded spec
     assert again.value.options["reader"] == reader and asked == [("s", None)]
+
+
+def test_a_registry_that_does_not_answer_fails_within_10_s_by_default():
+    """*slow (10 s timeout by default)*: the client confluent-kafka builds has that timeout
+    and a bounded retry, unless the connection's extra says otherwise."""
+    from streamslice.registry.base import open_registry
+    rest = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {}).client._rest_client
+    assert (rest.timeout, rest.max_retries) == (10.0, 2)
+    rest = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"},
+                         {"timeout": "2.5", "max.retries": "0"}).client._rest_client
+    assert (rest.timeout, rest.max_retries) == (2.5, 0)
+    with pytest.raises(ConfigError, match="schema registry property timeout: 'soon' is not a "
+                                          "number"):
+        open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {"timeout": "soon"})

@@ -84,6 +84,20 @@ def test_the_package_reaches_the_server_as_an_artifact(spark_connect):
     assert re.search(r"/streamslice-[0-9a-f]{16}\.zip/streamslice/__init__\.py$", found), found
 
 
+def test_spark_conf_is_session_settings_and_a_server_setting_is_refused_by_name(spark_connect):
+    """With runner connect, ``spark.conf`` holds session settings (``spark.sql.*``); one only
+    a server start can set is refused naming it, as the README says."""
+    from streamslice.errors import ConfigError
+    from streamslice.spark.connect import connect_session
+    with connect_session(spark_connect.remote, {"spark.sql.shuffle.partitions": "3"}) as spark:
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+    with pytest.raises(ConfigError, match=r"^spark.conf: spark.executor.memory cannot be set "
+                                          r"per session on a Spark Connect server; set it "
+                                          r"where the server starts$"):
+        with connect_session(spark_connect.remote, {"spark.executor.memory": "1g"}):
+            pass
+
+
 def test_executor_errors_keep_their_kind_and_split(spark_connect, tmp_path):
     from streamslice.spark.connect import run_connect_read
     port = free_port()  # no broker here

@@ -188,3 +188,40 @@ def test_decoding_extensions_only_when_asked(spark, broker, topic):
         {name: {"0": 3, "1": 0}}), schema=json.dumps({"trip_id": "string",
                                                       "fare_amount": "double"})).load()
     assert "fare_amount" in df.columns and "value" not in df.columns and df.count() == 3
+
+
+def test_the_readmes_spark_examples_run_as_written(spark, broker, capsys):
+    """*Spark without Airflow*'s two snippets, run as written but for the broker's address
+    and the topics' names: the raw read is the topic, and the JSON read gives the rows
+    Spark's from_json(value, schema) gives."""
+    from pyspark.sql.functions import col, from_json
+
+    from tests.unit.test_readme import code_blocks, section
+    blocks = [b for b in code_blocks("python") if b in section("Spark without Airflow")]
+    raw, nested = blocks
+    taxi, orders = unique("readme-taxi"), unique("readme-orders")
+    create_topic(broker.bootstrap, taxi, 2)
+    sent = produce(broker.bootstrap, taxi, trips(T0, 1, 30, seed=4), partitions=2)
+    create_topic(broker.bootstrap, orders, 1)
+    values = [{"id": 1, "user": {"name": "ann", "tags": ["a"]}, "amount": "12.30",
+               "day": "2024-05-01", "attrs": {"k": "v"}}, {"id": 2, "user": None}]
+    from tests.support.kafka import producer
+    with producer(broker.bootstrap) as p:
+        for value in values:
+            p.produce(orders, value=json.dumps(value).encode(), partition=0)
+
+    def run(block, topic, name):
+        assert f'"{name}"' in block and '"127.0.0.1:9092"' in block
+        scope = {"spark": spark}  # the second snippet goes on from the first's session
+        exec(block.replace('"127.0.0.1:9092"', f'"{broker.bootstrap}"')
+             .replace(f'"{name}"', f'"{topic}"'), scope)
+        return scope["df"]
+    assert rows(run(raw, taxi, "taxi-trips")) == sorted((p, o) for p, o, _ in sent)
+    df = run(nested, orders, "orders")
+    ddl = re.search(r'\.option\("schema", (".*?")\)\n', nested, re.S).group(1)
+    ddl = "".join(json.loads(part) for part in re.findall(r'"[^"]*"', ddl))
+    theirs = spark.createDataFrame([(json.dumps(v),) for v in values], "value STRING") \
+        .select(from_json(col("value"), ddl).alias("v")).select("v.user.name", "v.amount")
+    assert sorted(map(tuple, df.select("user.name", "amount").collect()), key=str) == \
+        sorted(map(tuple, theirs.collect()), key=str)
+    assert "ann" in capsys.readouterr().out  # its .show()

@@ -32,8 +32,7 @@ def pipeline(broker, topic_name, sns_topic, rules, mode="incremental", **setting
         broker.bootstrap, topic_name, name=unique("alerts"), mode=mode, retries=0,
         kafka={"on_data_loss": "skip"}, format={"value": "json", "schema": {"n": "long"}},
         alerts={"notifiers": [{"sns": {"topic_arn": sns_topic, "aws_conn_id": "alerts_aws"}}],
-                **rules},
-        output="/tmp/streamslice-alert-tests", **settings)
+                **rules}, **settings)
 
 
 def one(alerts, kind):

@@ -235,3 +235,35 @@ def test_widened_types_and_a_dropped_field(tmp_path, fmt):
     table, _ = scan(output)
     rows = sorted(table.select(["n", "f", "d", "note"]).to_pylist(), key=lambda r: r["n"])
     assert rows == [{"n": 0, "f": 1.5, "d": Decimal("1.25"), "note": "x"}, expected]
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_each_commit_carries_its_run_and_the_staged_files_are_not_rewritten(tmp_path, fmt):
+    """*Lake tables*: every commit carries streamslice.pipeline, run_id, plan_id,
+    end_positions and manifest; Iceberg registers the staged file itself (linked into the
+    table's folder, not rewritten), Delta records an application transaction (app id =
+    pipeline, version = batch)."""
+    import json
+    import os
+
+    from streamslice.commit.publishers.tables import plan_id
+    output = target(tmp_path, fmt)
+    plan = make_plan(output)
+    staged = stage(tmp_path, plan, [0, 1, 2])
+    inode = os.stat(f"{staged.root}/data/part-0.parquet").st_ino
+    publish_once(plan, staged, run_id="r1", now_ms=1)
+    if fmt == "iceberg":
+        from pyiceberg.catalog import load_catalog
+        table = load_catalog("streamslice", **output.catalog).load_table(output.table)
+        props = table.current_snapshot().summary.additional_properties
+        (data,) = [task.file.file_path for task in table.scan().plan_files()]
+        assert os.stat(data.removeprefix("file://")).st_ino == inode
+    else:
+        from deltalake import DeltaTable
+        table = DeltaTable(output.table)
+        props = table.history(1)[0]
+        assert table.transaction_version("p") == plan.batch == 1
+    assert (props["streamslice.pipeline"], props["streamslice.run_id"]) == ("p", "r1")
+    assert props["streamslice.plan_id"] == plan_id(plan)
+    assert json.loads(props["streamslice.end_positions"]) == {"t:0": 3}
+    assert json.loads(props["streamslice.manifest"])["records"] == 3

@@ -93,3 +93,36 @@ def test_a_registry_connection_becomes_schema_registry_properties(monkeypatch, c
     assert registry_properties(cfg.decode) == {f"schema.registry.{k}": v
                                                for k, v in expected.items()}
     assert cfg.decode.value.options["registry"] == {"kind": "confluent", "conn_id": "sr"}
+
+
+def test_an_aws_connection_is_read_as_the_amazon_provider_reads_it(monkeypatch):
+    """The README's *Identity per process*: the amazon provider's extra (region_name,
+    endpoint_url or service_config.<service>.endpoint_url, profile_name, role_arn with
+    assume_role_kwargs, service_config.sts.endpoint_url) and its keys; the role is assumed by
+    each process itself, so only its settings come out of here."""
+    from streamslice.airflow.hooks import aws_properties
+    from streamslice.errors import ConfigError
+    monkeypatch.setenv("AIRFLOW_CONN_ROLE_AWS", json.dumps({
+        "conn_type": "aws", "login": "AKIAEXAMPLE", "password": "wJalrEXAMPLE", "extra": {
+            "region_name": "eu-west-1", "profile_name": "etl",
+            "role_arn": "arn:aws:iam::123456789012:role/reader",
+            "assume_role_kwargs": {"ExternalId": "ext-7", "RoleSessionName": "slices",
+                                   "DurationSeconds": 3600},
+            "service_config": {"kinesis": {"endpoint_url": "http://kinesis:4567"},
+                               "glue": {"endpoint_url": "http://glue:5000"},
+                               "sts": {"endpoint_url": "http://sts:5000"}}}}))
+    assert aws_properties("role_aws") == {
+        "region": "eu-west-1", "endpoint_url": "http://kinesis:4567", "profile": "etl",
+        "role_arn": "arn:aws:iam::123456789012:role/reader", "external_id": "ext-7",
+        "session_name": "slices", "session_duration": 3600,
+        "sts_endpoint_url": "http://sts:5000", "access_key_id": "AKIAEXAMPLE",
+        "secret_access_key": "wJalrEXAMPLE"}
+    assert aws_properties("role_aws", service="glue")["endpoint_url"] == "http://glue:5000"
+    # the pipeline's own region wins over the connection's, as a hook's region_name does
+    assert aws_properties("role_aws", region="us-east-2")["region"] == "us-east-2"
+    monkeypatch.setenv("AIRFLOW_CONN_WEB_AWS", json.dumps({"conn_type": "aws", "extra": {
+        "role_arn": "arn:aws:iam::123456789012:role/r",
+        "assume_role_method": "assume_role_with_web_identity"}}))
+    with pytest.raises(ConfigError, match="assume_role_method 'assume_role_with_web_identity' "
+                                          "is not supported"):
+        aws_properties("web_aws")

@@ -234,3 +234,16 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
     monkeypatch.delenv("STREAMSLICE_SPARK_RUNNER")
     monkeypatch.setenv("SPARK_REMOTE", "sc://s:15002")
     assert (parse(GOOD).spark.runner, parse(GOOD).spark.remote) == ("connect", "sc://s:15002")
+
+
+def test_emr_serverless_defaults_the_readme_lists():
+    cfg = parse(GOOD.replace("output:", "spark:\n  runner: emr-serverless\n  emr_serverless: "
+                             "{application_id: a, execution_role_arn: r, code_uri: 's3://c/'}\n"
+                             "output:"))
+    assert cfg.spark.emr_serverless == {
+        "application_id": "a", "execution_role_arn": "r", "code_uri": "s3://c/",
+        "aws_conn_id": "aws_default", "venv_archive": None, "timeout": 3_600_000,
+        "poll_interval": 30_000}
+    with pytest.raises(ConfigError, match="spark.emr_serverless: is only used with runner: "
+                                          "emr-serverless"):
+        parse(GOOD.replace("output:", "spark:\n  emr_serverless: {application_id: a}\noutput:"))

@@ -125,3 +125,23 @@ def test_a_folder_that_is_not_there_is_named(tmp_path):
 def test_line_numbers_render_as_they_are():
     assert (position_text("files", 1234567890123).short, position_text("files", 7).full) == \
         ("1234567890123", "7")
+
+
+def test_spark_options_and_the_files_blocks_defaults(tmp_path):
+    """``spark.read.format("streamslice-files").load(folder)`` with ``pattern`` and
+    ``startingPosition``; the files: block's defaults (pattern *, start earliest)."""
+    (tmp_path / "a.log").write_bytes(b"l0\nl1\n")
+    src = config(tmp_path).source
+    assert (src.pattern, src.start) == ("*", "earliest")
+    files = source_class("files")
+    src, props = files.from_options({"path": f"{tmp_path}/", "pattern": "*.log",
+                                     "startingposition": "LATEST"})
+    assert (src.path, src.pattern, src.start, props) == (str(tmp_path), "*.log", "latest", {})
+    planned = read_plan(plan_run(src, pipeline="p", mode="incremental").to_json())
+    assert planned.splits == [] and planned.next_positions == {"a.log": 2}  # latest: its end
+    assert files.from_options({"path": str(tmp_path)})[0].start == "earliest"
+    with pytest.raises(ConfigError, match="option startingPosition: 'newest' is not earliest "
+                                          "or latest"):
+        files.from_options({"path": str(tmp_path), "startingposition": "newest"})
+    with pytest.raises(ConfigError, match=r"option path is required \(a folder"):
+        files.from_options({"pattern": "*"})

@@ -66,3 +66,14 @@ def test_flink_assume_role_provider_keys():
                               session_name="flinky", external_id="e-9")
     with pytest.raises(ConfigError, match="ASSUME_ROLE needs aws.credentials.provider.role.arn"):
         kinesis("  flink_properties: {aws.credentials.provider: ASSUME_ROLE}\n")
+
+
+@pytest.mark.parametrize("duration, seconds", [("15m", 900), ("12h", 43_200), ("13h", None),
+                                               ("899s", None)])
+def test_a_role_session_lasts_15_minutes_to_12_hours_as_sts_allows(duration, seconds):
+    extra = f"  role_arn: arn:aws:iam::123456789012:role/r\n  session_duration: {duration}\n"
+    if seconds is None:
+        with pytest.raises(ConfigError, match="must be between 15m and 12h"):
+            kinesis(extra)
+    else:
+        assert kinesis(extra).aws.session_duration_s == seconds

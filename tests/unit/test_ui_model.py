@@ -308,3 +308,16 @@ def test_a_stalled_schedule_is_said_first():
     gap = headline(coverage([], hours(1)), "interval", False, lambda c: "x",
                    overdue="May 1 01:00")
     assert gap.text.startswith("Airflow was due") and "1 interval without data" in gap.text
+
+
+def test_the_overview_says_which_pipeline_files_do_not_validate():
+    """A file that does not validate is a DAG tagged config-error (its only task fails with
+    the message); the overview shows it as such, not as a pipeline that never ran."""
+    good = Overview("orders", "kafka", "interval", "@hourly", False)
+    broken = Overview("trips", "-", "-", "manual", False, config_error=True)
+    html = pages.overview([good, broken], "/streamslice", "")
+    rows = {m.group(1): m.group(0) for m in re.finditer(
+        r'<tr data-pipeline="(\w+)">.*?</tr>', html, re.S)}
+    assert "invalid pipeline file: open the DAG for the error" in rows["trips"]
+    assert "never run" not in rows["trips"] and "never run" in rows["orders"]
+    assert "invalid pipeline file" not in rows["orders"]

@@ -136,3 +136,21 @@ def test_topic_pattern_matches_whole_names_and_partitions_name_exactly_what_is_r
     with pytest.raises(PlanError, match=r"partition t:7 does not exist on fake:9092 \(topic 't' "
                                         r"has 2 partitions\)"):
         plan_kafka(missing, FakeAdmin(logs), mode="incremental")
+
+
+def test_timestamp_and_offset_bounds_as_flinks_offsets_initializers():
+    """``start``/``stop`` ``{timestamp: …}`` resolve to the first offset whose timestamp is
+    at or after it (Flink's OffsetsInitializer.timestamp; the stop is exclusive, as
+    setBounded's), ``{offsets: …}`` are taken as given, ``latest`` is the high watermark."""
+    src = source("  start: {timestamp: 20}\n  stop: {timestamp: 35}\n")
+    splits, _, nxt = plan_kafka(src, FakeAdmin(LOGS), mode="incremental")
+    assert [(s.partition, s.start, s.stop) for s in splits] == [(0, 2, 4), (1, 3, 6)]
+    assert nxt == {"t:0": 4, "t:1": 6}
+    src = source("  start: {offsets: {'t:0': 1, 't:1': 2}}\n  stop: {offsets: {'t:0': 3, "
+                 "'t:1': 9}}\n")
+    splits, _, _ = plan_kafka(src, FakeAdmin(LOGS), mode="incremental")
+    assert [(s.partition, s.start, s.stop) for s in splits] == [(0, 1, 3), (1, 2, 9)]
+    splits, _, nxt = plan_kafka(source("  start: latest\n"), FakeAdmin(LOGS),
+                                mode="incremental")
+    assert [(s.partition, s.start, s.stop) for s in splits] == [(0, 10, 10), (1, 10, 10)]
+    assert nxt == {"t:0": 10, "t:1": 10}

@@ -99,3 +99,28 @@ def test_a_registry_that_does_not_answer_fails_within_10_s_by_default():
     with pytest.raises(ConfigError, match="schema registry property timeout: 'soon' is not a "
                                           "number"):
         open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {"timeout": "soon"})
+
+
+def test_protobuf_without_message_reads_the_compiled_files_first_message(tmp_path):
+    """``protoc --include_imports -o trip.desc trip.proto`` puts the imports first and
+    trip.proto last: without ``message`` the run reads that file's first message."""
+    from google.protobuf import descriptor_pb2 as d
+    field = d.FieldDescriptorProto
+
+    def message(name, type_):
+        return d.DescriptorProto(name=name, field=[field(name=name.lower(), number=1,
+                                                         type=type_, label=1)])
+    imported = d.FileDescriptorProto(name="dep.proto", package="demo", syntax="proto3",
+                                     message_type=[message("Dep", field.TYPE_STRING)])
+    compiled = d.FileDescriptorProto(
+        name="trip.proto", package="demo", syntax="proto3", dependency=["dep.proto"],
+        message_type=[message("Trip", field.TYPE_INT64), message("Other", field.TYPE_INT32)])
+    (tmp_path / "trip.desc").write_bytes(
+        d.FileDescriptorSet(file=[imported, compiled]).SerializeToString())
+    fields = {}
+    for extra in ("", "  message: demo.Other\n"):
+        cfg = parse_pipeline(HEAD + "  value: protobuf\n  descriptor_set: trip.desc\n" + extra,
+                             file=str(tmp_path / "p.yaml"))
+        fields[extra] = Decoder.from_dict(cfg.decode.prepared().to_dict()).value_fields()
+    assert fields[""] == [pa.field("trip", pa.int64())]
+    assert fields["  message: demo.Other\n"] == [pa.field("other", pa.int32())]

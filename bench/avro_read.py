@@ -18,7 +18,6 @@ import json
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
 from bench.children import (  # noqa: E402
     cpu_now,
+    local_broker,
     parse_args,
     partition_ends,
     run_child,
@@ -159,39 +159,34 @@ def main():
     args = parse_args({"raw": child_raw, "reader": child_reader}, records=500_000)
     if args is None:
         return
-    import os
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from devtools.services import KafkaBroker, SchemaRegistry
+    from devtools.services import SchemaRegistry
     from streamslice.planning.planner import plan_run
-    work = Path(tempfile.mkdtemp(prefix="streamslice-bench-avro-"))
-    broker = KafkaBroker(work / "kafka").start()
-    registry = SchemaRegistry().start()
-    try:
-        print(f"producing {args.records:,} Avro records into {args.partitions} partitions ...",
-              flush=True)
-        produce(broker.bootstrap, registry.url, args.records, args.partitions)
-        ends = partition_ends(args.records, args.partitions)
-        cfg = pipeline(broker.bootstrap, registry.url, work / "out")
-        decode = plan_run(cfg.source, pipeline="bench", mode="incremental", decode=cfg.decode,
-                          properties={**cfg.source.client_properties(),
-                                      "schema.registry.url": registry.url}).decode
-        base = {"bootstrap": broker.bootstrap, "ends": ends, "url": registry.url,
-                "decode": decode}
-        runs = {"raw": [], "reader": []}
-        e2e = []
-        if args.end_to_end:
-            end_to_end(cfg, registry.url)  # not measured: starts the JVM, warms the workers
-        for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
-            for kind in runs:
-                runs[kind].append(run_child(__file__, kind, base))
+    with local_broker("streamslice-bench-avro-") as (work, broker):
+        registry = SchemaRegistry().start()
+        try:
+            print(f"producing {args.records:,} Avro records into {args.partitions} partitions ...",
+                  flush=True)
+            produce(broker.bootstrap, registry.url, args.records, args.partitions)
+            ends = partition_ends(args.records, args.partitions)
+            cfg = pipeline(broker.bootstrap, registry.url, work / "out")
+            decode = plan_run(cfg.source, pipeline="bench", mode="incremental", decode=cfg.decode,
+                              properties={**cfg.source.client_properties(),
+                                          "schema.registry.url": registry.url}).decode
+            base = {"bootstrap": broker.bootstrap, "ends": ends, "url": registry.url,
+                    "decode": decode}
+            runs = {"raw": [], "reader": []}
+            e2e = []
             if args.end_to_end:
-                e2e.append(end_to_end(cfg, registry.url))
-            print(f"  round {i + 1}/{args.repeat} done", flush=True)
-        report(runs, e2e, args)
-    finally:
-        registry.stop()
-        broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
+                end_to_end(cfg, registry.url)  # not measured: starts the JVM, warms the workers
+            for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
+                for kind in runs:
+                    runs[kind].append(run_child(__file__, kind, base))
+                if args.end_to_end:
+                    e2e.append(end_to_end(cfg, registry.url))
+                print(f"  round {i + 1}/{args.repeat} done", flush=True)
+            report(runs, e2e, args)
+        finally:
+            registry.stop()
 
 
 def report(runs, e2e, args):

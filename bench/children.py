@@ -2,11 +2,15 @@
 (``<script> --child KIND JSON``) and times its own read after its imports; the parent also
 takes the whole process's CPU from the OS (``wait4``)."""
 import argparse
+import contextlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 
 def cpu_now():
@@ -54,3 +58,19 @@ def parse_args(children, records, **ints):
 def partition_ends(records, partitions):
     """Where each partition ends when ``records`` were spread round-robin over them."""
     return {p: records // partitions + (p < records % partitions) for p in range(partitions)}
+
+
+@contextlib.contextmanager
+def local_broker(prefix="streamslice-bench-"):
+    """A local Kafka broker in a scratch folder for one benchmark run, yielding
+    ``(folder, broker)``; stopped and removed after, also when the run fails. Sets
+    ``PYSPARK_PYTHON`` for the Spark workers of end-to-end runs."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from devtools.services import KafkaBroker
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    broker = KafkaBroker(work / "kafka").start()
+    try:
+        yield work, broker
+    finally:
+        broker.stop()
+        shutil.rmtree(work, ignore_errors=True)

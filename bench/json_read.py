@@ -15,10 +15,8 @@ system of the whole measured process (getrusage). Prints ratios; asserts nothing
 """
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +25,7 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
 from bench.children import (  # noqa: E402
     cpu_now,
+    local_broker,
     parse_args,
     partition_ends,
     run_child,
@@ -131,11 +130,7 @@ def main():
     args = parse_args({"raw": child_raw, "reader": child_reader}, records=500_000)
     if args is None:
         return
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from devtools.services import KafkaBroker
-    work = Path(tempfile.mkdtemp(prefix="streamslice-bench-"))
-    broker = KafkaBroker(work / "kafka").start()
-    try:
+    with local_broker() as (work, broker):
         print(f"producing {args.records:,} nested JSON records into {args.partitions} "
               "partitions ...", flush=True)
         produce(broker.bootstrap, args.records, args.partitions)
@@ -151,9 +146,6 @@ def main():
                 runs["e2e"].append(end_to_end(broker.bootstrap, work / "out"))
             print(f"  round {i + 1}/{args.repeat} done", flush=True)
         report(runs, args, decode_alone())
-    finally:
-        broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def report(runs, args, alone):

@@ -11,16 +11,17 @@ Prints records/s and the ratios d/a and d/b. Asserts nothing.
 """
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
+
+from bench.children import cpu_now, local_broker  # noqa: E402
+
 TOPIC, SMALL = "bench", "bench-small"
 # noida-db ignores fetch.max.bytes and answers a fetch with the whole remaining log; real Kafka
 # caps responses. Every librdkafka client here (baseline and ours) gets the same larger limit.
@@ -108,7 +109,6 @@ def kcat(bootstrap, n):
 def streamslice_read(bootstrap, client, out_dir, topic=TOPIC, direct=True, decode=None):
     """(records, seconds, JVM start seconds, driver CPU seconds) of plan + read; ``direct``
     False makes Spark write the Parquet (the path before the readers wrote it)."""
-    from bench.children import cpu_now
     from streamslice.commit.protocol import staging_for
     from streamslice.commit.verify import verify
     from streamslice.config import parse_pipeline
@@ -152,11 +152,7 @@ def main():
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--subset", type=int, default=200_000, help="records for kafka-python")
     args = ap.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from devtools.services import KafkaBroker
-    work = Path(tempfile.mkdtemp(prefix="streamslice-bench-"))
-    broker = KafkaBroker(work / "kafka").start()
-    try:
+    with local_broker() as (work, broker):
         print(f"producing {args.records:,} records of {args.size} bytes into {args.partitions} "
               "partitions ...", flush=True)
         t = time.perf_counter()
@@ -203,9 +199,6 @@ def main():
         print(f"kafka-python fallback: d/c = {dk / c:.2f}")
         print(json.dumps({k: {"records": n, "seconds": round(s, 3)}
                           for k, (n, s) in results.items()}))
-    finally:
-        broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,8 @@ figure is the median of --repeat runs. Prints ratios; asserts nothing.
 """
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +31,7 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
 from bench.children import (  # noqa: E402
     cpu_now,
+    local_broker,
     parse_args,
     partition_ends,
     run_child,
@@ -138,11 +137,7 @@ def main():
     args = parse_args({"raw": child_raw, "reader": child_reader}, records=1_000_000, size=200)
     if args is None:
         return
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from devtools.services import KafkaBroker
-    work = Path(tempfile.mkdtemp(prefix="streamslice-bench-"))
-    broker = KafkaBroker(work / "kafka").start()
-    try:
+    with local_broker() as (work, broker):
         print(f"producing {args.records:,} records of {args.size} bytes into {args.partitions} "
               "partitions ...", flush=True)
         produce(broker.bootstrap, args.records, args.size, args.partitions)
@@ -163,9 +158,6 @@ def main():
                                                direct=path == "direct"))
             print(f"  round {i + 1}/{args.repeat} done", flush=True)
         report(runs, e2e, args)
-    finally:
-        broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def report(runs, e2e, args):

@@ -16,6 +16,7 @@ from confluent_kafka.schema_registry.common.serde import SchemaId
 from streamslice.codecs.avro import AvroCodec, AvroSchemaError, arrow_type, final_type
 from streamslice.codecs.framed import Framed
 from streamslice.registry.base import Registered, Registry, UnknownSchema
+from tests.support.fuzz import mutations
 
 V1 = {"type": "record", "name": "Trip", "namespace": "demo", "fields": [
     {"name": "id", "type": "long"},
@@ -169,19 +170,10 @@ def test_bad_records_are_dead_letters_with_reasons():
 
 
 def test_fuzz_every_record_is_a_row_or_a_dead_letter():
-    rng = random.Random(7)
     registry = DictRegistry({1: ("AVRO", json.dumps(V1)), 2: ("AVRO", json.dumps(V2))})
     codec = AvroCodec(json.dumps(V2))
     seeds = [framed(1, V1, TRIP), framed(2, V2, {**TRIP, "tip": 3.0})]
-    values = []
-    for _ in range(3000):
-        data = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(1, 3)):
-            if rng.random() < 0.6 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            else:
-                data = data[:rng.randrange(len(data) + 1)]
-        values.append(bytes(data))
+    values = list(mutations(seeds, 3000, seed=7))
     columns, errors = Framed(codec, registry).decode(values)
     assert all(len(c) == len(values) for c in columns)
     assert all(isinstance(r, str) and r for r in errors.values())

@@ -2,7 +2,6 @@
 ProtobufSerializer writes them (against the client's own in-memory ``mock://`` registry) and
 as AWS's Java encoder writes them for Glue, and bad records as dead letters."""
 import base64
-import random
 import uuid
 
 import pyarrow as pa
@@ -20,6 +19,7 @@ from streamslice.codecs.protobuf import (
     new_pool,
 )
 from streamslice.registry.base import Registered, Registry, UnknownSchema
+from tests.support.fuzz import mutations
 
 TRIP_PROTO = """
 name: "trip.proto" package: "demo" syntax: "proto3"
@@ -190,19 +190,9 @@ def test_bad_frames_and_indexes_are_dead_letters():
 
 def test_fuzz_every_record_is_a_row_or_a_dead_letter():
     _, cls = classes()
-    rng = random.Random(3)
     trip = cls["Trip"](id="f", count=-5, big=7, tags=["x"] * 3, kind=1)
     trip.m["a"] = 1
-    seeds = [confluent_serialize(trip)]
-    values = []
-    for _ in range(3000):
-        data = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(1, 3)):
-            if rng.random() < 0.6 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            else:
-                data = data[:rng.randrange(len(data) + 1)]
-        values.append(bytes(data))
+    values = list(mutations([confluent_serialize(trip)], 3000, seed=3))
     codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), None)
     columns, errors = Framed(codec, DictRegistry({1: serialized()})).decode(values)
     assert all(len(c) == len(values) for c in columns) and errors

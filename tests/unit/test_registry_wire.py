@@ -4,7 +4,6 @@ aws-glue-schema-registry package's codec (0x03, compression, version UUID, zlib)
 record taken byte for byte from AWS's Java library's tests. Then hostile bytes: every input
 is a frame or a FrameError, never another exception."""
 import io
-import random
 import uuid
 import zlib
 
@@ -13,6 +12,7 @@ from aws_schema_registry import codec as glue_codec
 from confluent_kafka.schema_registry.common.serde import SchemaId
 
 from streamslice.registry.wire import CONFLUENT, CONFLUENT_GUID, GLUE, FrameError, parse
+from tests.support.fuzz import mutations
 
 GUID = "b7b4a7f0-9c96-4e4a-a687-fb5de9ef0c63"
 # AWS's Java library (kafkastreams-serde AWSKafkaAvroSerDeTest): the generic record
@@ -114,22 +114,12 @@ def test_bad_protobuf_indexes_say_why(data, reason):
 
 
 def test_fuzz_every_input_is_a_frame_or_a_frame_error():
-    rng = random.Random(19)
     seeds = [AWS_JAVA_VECTOR, SchemaId("PROTOBUF", schema_id=3, message_indexes=[1, 2])
              .id_to_bytes() + b"\x08\x01", bytes([3, 5]) + b"\x00" * 16 + zlib.compress(b"x")]
-    for _ in range(20_000):
-        data = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(1, 4)):
-            op = rng.randrange(3)
-            if op == 0 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            elif op == 1:
-                data = data[:rng.randrange(len(data) + 1)]
-            else:
-                data[rng.randrange(len(data) + 1):0] = bytes([rng.randrange(256)])
+    for data in mutations(seeds, 20_000, seed=19, most=4):
         for protobuf in (False, True):
             try:
-                f = parse(bytes(data), protobuf)
+                f = parse(data, protobuf)
             except FrameError as exc:
                 assert str(exc)
             else:

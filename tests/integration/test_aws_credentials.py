@@ -18,7 +18,7 @@ from streamslice.config import parse_pipeline
 from streamslice.errors import SourceError
 from tests.support.kafka import producer
 from tests.support.kinesis import create_stream, put
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,13 +152,9 @@ def test_kafka_sasl_password_stays_out_of_every_artifact(broker, spark, airflow_
         "conn_type": "kafka", "login": "svc", "password": SECRET_PASSWORD,
         "extra": {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
                   "sasl.mechanism": "PLAIN"}}))
-    cfg = write_pipeline(unique("sasl"), f"""
-mode: incremental
-retries: 0
-kafka: {{conn_id: sasl_kafka, topics: [{topic}], start: earliest,
-         commit_offsets_to_group: false}}
-output: {{path: {tmp_path}}}
-""")
+    cfg = kafka_pipeline(None, topic, name=unique("sasl"), retries=0, output=tmp_path,
+                         kafka={"conn_id": "sasl_kafka", "start": "earliest",
+                                "commit_offsets_to_group": False})
     run = run_dag(cfg)
     manifest = json.loads((Path(cfg.output.dataset(cfg.name)) / "batch=00000001"
                            / "_manifest.json").read_text())
@@ -184,12 +180,8 @@ def test_aws_keys_and_role_sessions_stay_out_of_every_artifact(
     stream = unique("keys")
     create_stream(client, stream, 2)
     put(client, stream, [b"k%d" % i for i in range(40)])
-    cfg = write_pipeline(unique("keys"), f"""
-mode: incremental
-retries: 0
-kinesis: {{stream: {stream}, conn_id: keys_aws}}
-output: {{path: {tmp_path}}}
-""")
+    cfg = kinesis_pipeline(stream, name=unique("keys"), retries=0, output=tmp_path,
+                           kinesis={"conn_id": "keys_aws"})
     run = run_dag(cfg)
     manifest = json.loads((Path(cfg.output.dataset(cfg.name)) / "batch=00000001"
                            / "_manifest.json").read_text())

@@ -13,7 +13,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.support.kinesis import create_stream, put
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,18 +36,15 @@ def events(broker, kinesis, airflow_db, tmp_path_factory):
     stream = unique("ol")
     arn = create_stream(client, stream, 2)
     put(client, stream, [json.dumps({"n": i}).encode() for i in range(40)])
-    kafka = f"kafka: {{bootstrap_servers: '{broker.bootstrap}', topics: [{topic}]}}"
     cfgs = {
-        "kafka": write_pipeline(unique("ol_kafka"), f"mode: incremental\nretries: 0\n{kafka}\n"
-                                f"output: {{path: '{tmp}/files'}}\n"),
-        "kinesis": write_pipeline(unique("ol_kinesis"), f"""mode: incremental
-retries: 0
-kinesis: {{stream: {stream}, region: us-east-1, endpoint_url: '{kinesis.endpoint}',
-          polling: {{interval: 50ms}}}}
-output: {{path: '{tmp}/files'}}
-"""),
-        "iceberg": write_pipeline(unique("ol_iceberg"), f"mode: incremental\nretries: 0\n"
-                                  f"{kafka}\noutput: {{path: '{tmp}/lake', format: iceberg}}\n"),
+        "kafka": kafka_pipeline(broker.bootstrap, topic, name=unique("ol_kafka"), retries=0,
+                                output=tmp / "files"),
+        "kinesis": kinesis_pipeline(stream, name=unique("ol_kinesis"), retries=0,
+                                    output=tmp / "files", kinesis={
+                                        "region": "us-east-1", "endpoint_url": kinesis.endpoint,
+                                        "polling": {"interval": "50ms"}}),
+        "iceberg": kafka_pipeline(broker.bootstrap, topic, name=unique("ol_iceberg"), retries=0,
+                                  output={"path": f"{tmp}/lake", "format": "iceberg"}),
     }
     log = tmp / "events.jsonl"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
@@ -129,9 +126,6 @@ def test_without_a_transport_our_lineage_code_never_runs(broker, spark, airflow_
     topic = unique("ol_off")
     create_topic(broker.bootstrap, topic, 1)
     produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 10, seed=1))
-    run_dag(write_pipeline(unique("ol_off"), f"""mode: incremental
-retries: 0
-kafka: {{bootstrap_servers: '{broker.bootstrap}', topics: [{topic}]}}
-output: {{path: '{tmp_path}'}}
-"""))
+    run_dag(kafka_pipeline(broker.bootstrap, topic, name=unique("ol_off"), retries=0,
+                           output=tmp_path))
     assert called == []

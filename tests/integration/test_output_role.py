@@ -18,7 +18,7 @@ import pytest
 
 from devtools.services import MotoServer, create_topic
 from devtools.taxi import produce, trips
-from tests.support.pipelines import unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, unique
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,9 +73,10 @@ def _auth(moto):
                    sts_endpoint_url=moto.endpoint, session_name="lake-test")
 
 
-def _aws_block(moto):
-    return (f"  aws: {{region: us-east-1, endpoint_url: '{moto.endpoint}', role_arn: "
-            f"'{moto.role}', sts_endpoint_url: '{moto.endpoint}'}}\n")
+def _aws(moto):
+    """The output's ``aws`` mapping: the role, assumed through moto's STS."""
+    return {"region": "us-east-1", "endpoint_url": moto.endpoint, "role_arn": moto.role,
+            "sts_endpoint_url": moto.endpoint}
 
 
 def test_a_run_stages_and_publishes_on_s3_through_the_role(aws, broker, airflow_db,
@@ -87,12 +88,8 @@ def test_a_run_stages_and_publishes_on_s3_through_the_role(aws, broker, airflow_
     topic = unique("role")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 120, seed=11))
-    cfg = write_pipeline(unique("role"), f"""mode: incremental
-retries: 0
-kafka: {{bootstrap_servers: '{broker.bootstrap}', topics: [{topic}]}}
-output:
-  path: s3://lake/files
-{_aws_block(aws)}""")
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("role"), retries=0,
+                         output={"path": "s3://lake/files", "aws": _aws(aws)})
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(aws.keys, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]))
     out = subprocess.run([sys.executable, "-m", "devtools.dag_run", cfg.file], env=env,
@@ -123,8 +120,8 @@ def test_table_commits_through_the_role(aws, fmt, tmp_path, monkeypatch):
               f"  format: iceberg\n  table: lake_db.{name}\n  catalog: {{type: glue, "
               f"glue.endpoint: '{aws.endpoint}', warehouse: 's3://lake/warehouse'}}\n")
     cfg = parse_pipeline(f"mode: incremental\nkafka: {{bootstrap_servers: 'a:1', topics: [t]}}"
-                         f"\noutput:\n  path: s3://lake/{name}\n{output}{_aws_block(aws)}",
-                         default_name=name)
+                         f"\noutput:\n  path: s3://lake/{name}\n{output}"
+                         f"  aws: {json.dumps(_aws(aws))}\n", default_name=name)
     target = cfg.output.target(name)
     plan = make_plan(target)
     staging = staging_for(plan, "a1")

@@ -13,7 +13,7 @@ from devtools.duck import connect
 from devtools.services import create_topic
 from tests.integration.test_lake_tables import readers
 from tests.support.kafka import producer
-from tests.support.pipelines import run_dag, unique, utc, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
@@ -25,21 +25,10 @@ BROKEN = "trip_id STRING, rider STRUCT<name: STRING, rating: STRING>, tags ARRAY
 
 
 def pipeline(name, broker, topic, tmp_path, fmt, schema):
-    return write_pipeline(name, f"""
-mode: interval
-schedule: "@hourly"
-start_date: "2024-05-01T00:00:00Z"
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-format:
-  value: json
-  schema: "{schema}"
-output:
-  path: {tmp_path}
-  format: {fmt}
-""")
+    return kafka_pipeline(broker.bootstrap, topic, name=name, mode="interval",
+                          schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
+                          format={"value": "json", "schema": schema},
+                          output={"path": str(tmp_path), "format": fmt})
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "iceberg", "delta"])

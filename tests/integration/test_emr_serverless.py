@@ -13,7 +13,7 @@ import pytest
 
 from devtools.services import EmrServerlessLocal, create_topic
 from devtools.taxi import produce, trips
-from tests.support.pipelines import run_dag, unique, write_pipeline
+from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
 ROLE = "arn:aws:iam::123456789012:role/emr-job"
@@ -47,22 +47,12 @@ def aws(emr, monkeypatch):
 
 
 def pipeline(name, broker, topic, app, timeout="10m"):
-    return write_pipeline(name, f"""
-mode: incremental
-retries: 0
-kafka: {{bootstrap_servers: "{broker.bootstrap}", topics: [{topic}]}}
-spark:
-  runner: emr-serverless
-  emr_serverless:
-    application_id: {app}
-    execution_role_arn: {ROLE}
-    code_uri: s3://code/streamslice
-    aws_conn_id: emr_local
-    poll_interval: 1s
-    timeout: {timeout}
-output:
-  path: s3://lake/out
-""")
+    return kafka_pipeline(broker.bootstrap, topic, name=name, retries=0, spark={
+        "runner": "emr-serverless",
+        "emr_serverless": {"application_id": app, "execution_role_arn": ROLE,
+                           "code_uri": "s3://code/streamslice", "aws_conn_id": "emr_local",
+                           "poll_interval": "1s", "timeout": timeout}},
+        output="s3://lake/out")
 
 
 def test_the_read_defers_to_the_provider_trigger_and_the_run_commits(broker, aws, airflow_db,

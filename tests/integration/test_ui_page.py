@@ -17,11 +17,11 @@ from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
 from tests.support.kinesis import create_stream
 from tests.support.pipelines import (
     kafka_pipeline,
+    kinesis_pipeline,
     run_dag,
     run_interval,
     unique,
     utc,
-    write_pipeline,
 )
 
 pytestmark = pytest.mark.integration
@@ -51,68 +51,32 @@ def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
     # Event minutes in produce order; the 00:10 record arrives at 01:30, after 01:00 + 5m.
     minutes = [5, 20, 50, 70, 90, 10, 100, 130, 150, 190, 250, 260]
     produce(broker.bootstrap, topic, [Trip(b"k", b"{}", T0 + m * MIN) for m in minutes])
-    cover = write_pipeline(unique("ui-cover"), f"""
-description: Hourly slices of the {topic} topic, by event time.
-mode: interval
-schedule: "@hourly"
-start_date: "2024-04-30T00:00:00Z"
-allowed_lateness: 5m
-retries: 0
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-  properties: {{sasl.password: {SECRET}}}
-output:
-  path: {out}
-""")
-    wide = write_pipeline(unique("ui-wide"), f"""
-mode: incremental
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{unique("ui-wide")}]
-output:
-  path: {out}
-""")
-    kin = write_pipeline(unique("ui-kin"), f"""
-mode: incremental
-kinesis:
-  stream: trips
-  region: us-east-1
-  endpoint_url: http://127.0.0.1:{free_port()}
-output:
-  path: {out}
-""")
-    fresh = write_pipeline(unique("ui-fresh"), f"""
-description: A Kinesis pipeline that has not run yet.
-mode: incremental
-kinesis:
-  stream: nowhere
-  region: us-east-1
-  endpoint_url: http://127.0.0.1:{free_port()}
-  credentials: {{access_key_id: test, secret_access_key: {AWS_SECRET}}}
-  reader: efo
-  efo: {{consumer_name: ss-ui}}
-output:
-  path: {out}
-""")
+    cover = kafka_pipeline(broker.bootstrap, topic, name=unique("ui-cover"),
+                           description=f"Hourly slices of the {topic} topic, by event time.",
+                           mode="interval", schedule="@hourly",
+                           start_date="2024-04-30T00:00:00Z", allowed_lateness="5m",
+                           retries=0, kafka={"properties": {"sasl.password": SECRET}},
+                           output=out)
+    wide = kafka_pipeline(broker.bootstrap, unique("ui-wide"), name=unique("ui-wide"),
+                          output=out)
+    kin = kinesis_pipeline("trips", name=unique("ui-kin"), output=out, kinesis={
+        "region": "us-east-1", "endpoint_url": f"http://127.0.0.1:{free_port()}"})
+    fresh = kinesis_pipeline(
+        "nowhere", name=unique("ui-fresh"), output=out,
+        description="A Kinesis pipeline that has not run yet.", kinesis={
+            "region": "us-east-1", "endpoint_url": f"http://127.0.0.1:{free_port()}",
+            "credentials": {"access_key_id": "test", "secret_access_key": AWS_SECRET},
+            "reader": "efo", "efo": {"consumer_name": "ss-ui"}})
     stalled = kafka_pipeline(broker.bootstrap, topic, name=unique("ui-stalled"),
                              mode="interval", schedule="@hourly", catchup=True,
                              start_date="2024-05-01T00:00:00Z", output=out)
     client = kinesis.client()
     stream = unique("ui-efo")
     arn = create_stream(client, stream, 1)
-    efo = write_pipeline(unique("ui-efo"), f"""
-mode: incremental
-kinesis:
-  stream: {stream}
-  region: us-east-1
-  endpoint_url: {kinesis.endpoint}
-  credentials: {{access_key_id: test, secret_access_key: {AWS_SECRET}}}
-  reader: efo
-  efo: {{consumer_name: ss-ui, registration: per_run}}
-output:
-  path: {out}
-""")
+    efo = kinesis_pipeline(stream, name=unique("ui-efo"), output=out, kinesis={
+        "region": "us-east-1", "endpoint_url": kinesis.endpoint,
+        "credentials": {"access_key_id": "test", "secret_access_key": AWS_SECRET},
+        "reader": "efo", "efo": {"consumer_name": "ss-ui", "registration": "per_run"}})
     for hour in (0, 1, 4, 5):
         run_interval(cover, utc(2024, 5, 1, hour))
         if hour == 0:  # every dag.test() syncs the folder's DAGs: ``stalled``'s is there now

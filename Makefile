@@ -75,6 +75,7 @@ bench: venv tools
 	$(BIN)/python bench/lake_commit.py --end-to-end
 	$(BIN)/python bench/read_cpu.py --end-to-end
 	$(BIN)/python bench/kinesis_read.py
+	$(BIN)/python bench/many_splits.py --rounds 3
 	$(BIN)/python bench/run_overhead.py
 
 clean:

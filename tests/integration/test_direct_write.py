@@ -23,6 +23,7 @@ from streamslice.errors import CommitError, StreamsliceError
 from streamslice.planning.plan import Interval
 from streamslice.planning.planner import plan_run
 from streamslice.reading.staging import Staging
+from streamslice.spark.datasource import DATA_SOURCES
 from streamslice.spark.job import run_read
 from tests.conftest import ROOT
 from tests.support.kafka import producer
@@ -227,3 +228,69 @@ def test_an_empty_run_stages_the_schema_as_spark_does(spark, broker, tmp_path, s
     assert parquet_schema(files(direct)[0]) == parquet_schema(files(sparks)[0])
     assert pq.read_metadata(files(direct)[0]).num_rows == 0
     assert verify(plan, direct) == verify(plan, sparks)
+
+
+def spark_tasks(spark, read):
+    """How many Spark tasks ``read()`` ran (the jobs of a job group of its own)."""
+    sc = spark.sparkContext
+    group = unique("tasks")
+    sc.setJobGroup(group, group)
+    try:
+        read()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    return sum(tracker.getStageInfo(stage).numTasks
+               for job in tracker.getJobIdsForGroup(group)
+               for stage in tracker.getJobInfo(job).stageIds)
+
+
+def test_many_small_splits_share_tasks_and_stage_exactly_one_file_each(spark, broker,
+                                                                       tmp_path):
+    """Forty partitions, ten of them empty, a few records in each of the others: the read
+    packs the splits into about a task per core (``planning.packing``), and stages exactly
+    the records sent, in one file and one summary per split, as one task per split does."""
+    topic = unique("packed")
+    create_topic(broker.bootstrap, topic, 40)
+    sent = {}
+    with producer(broker.bootstrap) as p:
+        for i in range(300):
+            part = i % 30  # partitions 30-39 stay empty
+            key, value = b"k%d" % i, json.dumps({"n": i}).encode()
+            p.produce(topic, key=key, value=value, partition=part, timestamp=T0 + i)
+            sent.setdefault(part, []).append((key, value, T0 + i))
+    plan, props = planned(broker, topic, tmp_path, "incremental")
+    assert len(plan.splits) == 40
+    packed, single = (Staging(str(tmp_path / "staging" / name)) for name in ("packed", "one"))
+    tasks = spark_tasks(spark, lambda: run_read(spark, plan, packed.uri, properties=props))
+    assert spark_tasks(spark, lambda: run_read(spark, plan, single.uri, properties=props,
+                                               pack=False)) == 40
+    assert 1 <= tasks <= spark.sparkContext.defaultParallelism < 40
+    # the input partitions Spark ran those tasks for: every split in exactly one of them
+    kafka = next(cls for cls in DATA_SOURCES if cls.kind == "kafka")
+    layout = kafka({"plan": plan.to_json(), "staging": packed.uri, "directWrite": "snappy",
+                    "taskSlots": str(spark.sparkContext.defaultParallelism)}
+                   ).reader(None).partitions()
+    assert len(layout) == tasks
+    read = [s["id"] for part in layout for s in part.value]
+    assert sorted(read) == [s.id for s in plan.splits] and len(set(read)) == 40
+
+    with_records = [s.id for s in plan.splits if s.stop > s.start]
+    assert len(with_records) == 30
+    assert [p.rsplit("/", 1)[1] for p in files(packed)] == \
+        [p.rsplit("/", 1)[1] for p in files(single)] == \
+        [f"part-{i:05d}.parquet" for i in sorted({plan.splits[0].id, *with_records})]
+    assert files(packed, "_tmp", "") == []
+    assert packed.summaries() == single.summaries() and len(packed.summaries()) == 40
+    assert verify(plan, packed) == verify(plan, single)
+
+    order = [("partition", "ascending"), ("offset", "ascending")]
+    got = ds.dataset(f"{packed.root}/data", format="parquet").to_table().sort_by(order)
+    assert got.equals(ds.dataset(f"{single.root}/data", format="parquet").to_table()
+                      .sort_by(order))
+    rows = {}
+    for r in got.select(["partition", "offset", "key", "value", "timestamp"]).to_pylist():
+        rows.setdefault(r["partition"], []).append(
+            (r["key"], r["value"], int(r["timestamp"].timestamp() * 1000)))
+    assert rows == sent  # every record once, in offset order, empty partitions empty
+    assert got.num_rows == 300

@@ -35,8 +35,9 @@ class KafkaSplit:
         return self.stop
 
     @property
-    def size(self) -> int:
-        return max(0, self.stop - self.start)
+    def size(self) -> int | None:
+        """None while start/stop are unresolved (``kafka.late``): a task binds them."""
+        return None if self.late else max(0, self.stop - self.start)
 
     @property
     def lag(self) -> int:

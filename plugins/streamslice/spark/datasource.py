@@ -7,11 +7,15 @@ Give them a ReadPlan (``plan`` option, as the Airflow DAG does) or the source's 
 ``kafka.*`` / ``aws.*`` options and never enter the plan. ``staging`` makes readers leave split
 summaries and dead letters there; ``directWrite`` (a pyarrow codec, with ``staging``) makes
 them write each split's records to a Parquet file there themselves and return no rows
-(``reading.sink``, used by ``job.run_read``).
+(``reading.sink``, used by ``job.run_read``). On that path an input partition (a Spark task)
+reads several small splits one after the other (``planning.packing``: ``taskSlots`` is the
+session's parallelism, ``packSplits`` false keeps one split a task), each into its own file
+and summary as before; a DataFrame read keeps one input partition per split.
 """
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -28,8 +32,10 @@ if TYPE_CHECKING:
 
 
 class SplitPartition(InputPartition):
-    def __init__(self, split: dict[str, Any] | None) -> None:
-        super().__init__(split)
+    """The splits one Spark task reads, in order (``[None]``: a plan without splits)."""
+
+    def __init__(self, splits: list[dict[str, Any] | None]) -> None:
+        super().__init__(splits)
 
 
 class PlannedSource(DataSource):
@@ -70,9 +76,20 @@ class PlanReader(DataSourceReader):
                              **source_class(plan.source).spark_read_options(options)}
         self.staging, self.fault = options.get("staging"), options.get("injectfault")
         self.codec: str = (options.get("directwrite") or "") if self.staging else ""
+        self.pack = bool(self.codec) and options.get("packsplits", "true") != "false"
+        if self.pack:
+            split = source_class(plan.source).split_from_dict
+            self.sizes = [split(s).size for s in self.splits]
+            self.slots = int(options.get("taskslots") or os.cpu_count() or 1)
 
     def partitions(self) -> list[SplitPartition]:
-        return [SplitPartition(s) for s in self.splits] or [SplitPartition(None)]
+        if not self.splits:
+            return [SplitPartition([None])]
+        if not self.pack:
+            return [SplitPartition([s]) for s in self.splits]
+        from streamslice.planning.packing import pack_splits
+        return [SplitPartition([self.splits[i] for i in group])
+                for group in pack_splits(self.sizes, self.slots)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from streamslice.errors import StreamsliceError
@@ -91,15 +108,16 @@ class PlanReader(DataSourceReader):
                                                   if plan.output else None)
                                   if self.staging else None,
                                   fault=self.fault, options=self.read_options)
-            if partition.value is None:  # no splits: Spark's writer still stages the schema
+            for value in partition.value:
+                if value is None:  # no splits: Spark's writer still stages the schema
+                    if self.codec:
+                        self._sink(source, request, 0).commit()
+                    return
+                split = source.split_from_dict(value)
+                reader = source.open_reader(split, request)
                 if self.codec:
-                    self._sink(source, request, 0).commit()
-                return
-            split = source.split_from_dict(partition.value)
-            reader = source.open_reader(split, request)
-            if self.codec:
-                reader.sink = self._sink(source, request, split.id)
-            yield from reader.batches()
+                    reader.sink = self._sink(source, request, split.id)
+                yield from reader.batches()
         except StreamsliceError as exc:  # crosses to the driver as one line with its kind
             raise RuntimeError(exc.to_line()) from None
 

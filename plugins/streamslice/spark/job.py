@@ -19,11 +19,14 @@ if TYPE_CHECKING:
 
 def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
              properties: dict[str, Any] | None = None,
-             options: dict[str, Any] | None = None, direct: bool = True) -> str:
+             options: dict[str, Any] | None = None, direct: bool = True,
+             pack: bool = True) -> str:
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data`` in the
     plan's output format. Parquet in a codec pyarrow has is written by the readers themselves,
-    one file per split (``reading.sink``): Spark runs the tasks and gets no rows. Otherwise,
-    or with ``direct=False``, the readers return the records and Spark writes them."""
+    one file per split (``reading.sink``): Spark runs the tasks and gets no rows, and a task
+    reads several small splits (``planning.packing``; ``pack=False``: one split a task).
+    Otherwise, or with ``direct=False``, the readers return the records and Spark writes
+    them."""
     staging = Staging(staging_uri, plan.output.auth if plan.output else None)
     reader = (spark.read.format(f"streamslice-{plan.source}").option("plan", plan.to_json())
               .option("staging", staging_uri))
@@ -38,7 +41,10 @@ def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
                         else ("parquet", "snappy"))
     codec = parquet_codec(fmt, compression) if direct else None
     if codec:
-        reader = reader.option("directWrite", codec)
+        reader = reader.option("directWrite", codec).option("packSplits", str(pack).lower())
+        slots = _parallelism(spark)
+        if slots:
+            reader = reader.option("taskSlots", str(slots))
         staging.clear_data()  # what mode("overwrite") does on Spark's path
     try:
         df = reader.load()
@@ -52,6 +58,21 @@ def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
     except Exception as exc:  # Spark wraps executor errors; surface ours with their kind
         raise unwrap(exc) from None
     return staging.data_uri
+
+
+def _parallelism(spark: Any) -> int | None:
+    """How many tasks the session runs at once, as Spark's file sources count them for packing
+    (``spark.sql.leafNodeDefaultParallelism``, else ``defaultParallelism``), or None where it
+    does not say: a Spark Connect client has no SparkContext, so the data source counts the
+    cores where it plans, on the server's driver."""
+    for key in ("spark.sql.leafNodeDefaultParallelism", "spark.default.parallelism"):
+        value = spark.conf.get(key, None)
+        if value:
+            return int(value)
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect: [JVM_ATTRIBUTE_NOT_SUPPORTED]
+        return None
 
 
 def _functions(spark: Any) -> Any:

@@ -460,12 +460,26 @@ class AirflowServices:
 
     def api(self, method, path, body=None, timeout=30):
         import json
+        import urllib.error
         import urllib.request
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return json.loads(r.read() or b"null")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            # Airflow's answer and, for a server error, the API server's last log lines: what
+            # a failing test needs to say why.
+            exc.msg = f"{exc.msg}: {exc.read().decode(errors='replace')[:2000]}"
+            if exc.code >= 500:
+                exc.msg += "\n" + self.log_tail("api-server")
+            raise
+
+    def log_tail(self, name, lines=60):
+        path = self.home / f"{name}.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return f"--- last lines of {name}.log ---\n" + "\n".join(text.splitlines()[-lines:])
 
     def wait_healthy(self, timeout=120):
         deadline = time.monotonic() + timeout

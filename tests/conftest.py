@@ -42,13 +42,39 @@ def pytest_addoption(parser):
                           "(tests/support/cpu_hog.py); also STREAMSLICE_CPU_HOG=1")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    """The tests on the shared Airflow components run last, one after another: the components
-    then start once and never idle beside the other tests."""
-    items.sort(key=lambda item: "airflow_services" in getattr(item, "fixturenames", ()))
+    """The tests on the shared Airflow components run first, one after another, and the
+    components stop after the last of them (``pytest_runtest_teardown``): they start once,
+    the longest group of tests starts first (so no worker ends the run alone on it) and they
+    do not poll their database beside the other tests. First of the hooks: an xdist worker
+    reads the groups in a hook of its own."""
+    items.sort(key=lambda item: not _uses_airflow(item))
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
             item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """Grouping must be in effect, or every worker sets up every module's fixtures and the
+    Airflow components: pytest-xdist 3.8 marks a test's group in its node id, which pytest
+    9.2 no longer lets it change (pytest-xdist#1386), so that pair ran ungrouped, silently."""
+    if node.config.getvalue("dist") == "loadgroup" and not any("@" in i for i in ids):
+        raise pytest.UsageError(
+            "pytest-xdist's loadgroup does not group these tests (no node id carries a group):"
+            " use the pytest and pytest-xdist pinned in requirements.txt")
+
+
+def _uses_airflow(item):
+    return "airflow_services" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    if _uses_airflow(item) and (nextitem is None or not _uses_airflow(nextitem)):
+        services = item.funcargs.get("airflow_services")
+        if services is not None:
+            services.stop()
 
 
 def _worker_group(item):
@@ -56,7 +82,7 @@ def _worker_group(item):
     share one worker, as do an integration module's tests (their module fixtures and the
     machine-wide services some use, e.g. PostgreSQL, are set up once); unit and chaos tests,
     each on its own topic and folders, go wherever a worker is free."""
-    if "airflow_services" in getattr(item, "fixturenames", ()):
+    if _uses_airflow(item):
         return "airflow"
     path = item.nodeid.split("::")[0]
     return path if path.startswith("tests/integration/") else item.nodeid

@@ -56,17 +56,18 @@ def create_backfill(airflow, body, timeout=300):
     """POST /api/v2/backfills, as the UI does. On SQLite under load Airflow may answer 503 (its
     database was locked) after it has committed the backfill but not its runs, and its own
     clean-up of that empty backfill can fail the same way: it then refuses new backfills (409)
-    until the scheduler counts it abandoned, 2 minutes after its creation. So 503 is tried
-    again, and so is 409, but only after a 503."""
+    until the scheduler counts it abandoned, 2 minutes after its creation. The same lock met
+    outside the part Airflow guards (the request's own reads) is a 500 whose log says
+    "database is locked". So those are tried again, and so is 409, but only after them."""
     deadline = time.monotonic() + timeout
     locked = False
     while True:
         try:
             return airflow.api("POST", "/api/v2/backfills", body)
         except urllib.error.HTTPError as exc:
-            locked = locked or exc.code == 503
-            if exc.code not in (503, 409) or (exc.code == 409 and not locked) \
-                    or time.monotonic() > deadline:
+            busy = exc.code == 503 or (exc.code == 500 and "database is locked" in str(exc))
+            locked = locked or busy
+            if not (busy or (exc.code == 409 and locked)) or time.monotonic() > deadline:
                 raise
         time.sleep(2)
 
@@ -144,8 +145,9 @@ output:
     # The wrapper closed its backfill when its runs ended, without waiting for the scheduler's
     # sweep, so the UI can start the next one at once: through the REST API as the UI does
     # it, hour 2 only, replacing its partition.
+    # (A try of the wrapper's that SQLite refused may have left a backfill of its own, closed.)
     mine = airflow.api("GET", f"/api/v2/backfills?dag_id={name}")["backfills"]
-    assert len(mine) == 2 and all(b["completed_at"] for b in mine), mine
+    assert len(mine) >= 2 and all(b["completed_at"] for b in mine), mine
     before = json.load(open(f"{dataset}/interval=20240501T020000Z/_manifest.json"))
     body = {"dag_id": name, "from_date": "2024-05-01T02:00:00Z", "to_date":
             "2024-05-01T02:00:00Z", "reprocess_behavior": "completed", "max_active_runs": 1}

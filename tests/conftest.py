@@ -55,6 +55,7 @@ def pytest_collection_modifyitems(session, config, items):
             item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: pytest -p no:xdist runs without it
 def pytest_xdist_node_collection_finished(node, ids):
     """Grouping must be in effect, or every worker sets up every module's fixtures and the
     Airflow components: pytest-xdist 3.8 marks a test's group in its node id, which pytest

@@ -77,10 +77,7 @@ class PlanReader(DataSourceReader):
         self.staging, self.fault = options.get("staging"), options.get("injectfault")
         self.codec: str = (options.get("directwrite") or "") if self.staging else ""
         self.pack = bool(self.codec) and options.get("packsplits", "true") != "false"
-        if self.pack:
-            split = source_class(plan.source).split_from_dict
-            self.sizes = [split(s).size for s in self.splits]
-            self.slots = int(options.get("taskslots") or os.cpu_count() or 1)
+        self.slots = int(options.get("taskslots") or os.cpu_count() or 1)
 
     def partitions(self) -> list[SplitPartition]:
         if not self.splits:
@@ -88,8 +85,11 @@ class PlanReader(DataSourceReader):
         if not self.pack:
             return [SplitPartition([s]) for s in self.splits]
         from streamslice.planning.packing import pack_splits
+        from streamslice.sources import source_class
+        split = source_class(self.kind).split_from_dict
+        sizes = [split(s).size for s in self.splits]
         return [SplitPartition([self.splits[i] for i in group])
-                for group in pack_splits(self.sizes, self.slots)]
+                for group in pack_splits(sizes, self.slots)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from streamslice.errors import StreamsliceError

@@ -1,0 +1,63 @@
+"""How ``make test`` lays the suite out over pytest-xdist workers (tests/conftest.py), as the
+README says: the Airflow-component tests run first, as one group, and their services stop
+after the last of them; an integration module is one group; a run that xdist does not group
+stops at once. The items, nodes and services here are stand-ins (our own hooks' logic only);
+the full run exercises the real thing."""
+from types import SimpleNamespace
+
+import pytest
+
+from tests.conftest import (
+    _worker_group,
+    pytest_collection_modifyitems,
+    pytest_runtest_teardown,
+    pytest_xdist_node_collection_finished,
+)
+
+
+def item(nodeid, airflow=False, services=None):
+    names = ["airflow_services", "airflow"] if airflow else ["broker"]
+    return SimpleNamespace(nodeid=nodeid, fixturenames=names,
+                funcargs={"airflow_services": services} if airflow else {})
+
+
+def test_airflow_tests_first_and_each_in_its_group():
+    items = [item("tests/unit/test_a.py::test_one"),
+             item("tests/integration/test_b.py::test_two"),
+             item("tests/integration/test_c.py::test_backfill", airflow=True),
+             item("tests/chaos/test_d.py::test_kill"),
+             item("tests/chaos/test_e.py::test_retry", airflow=True)]
+    # (without xdist: its marker is known only where it is loaded; the groups are its names)
+    config = SimpleNamespace(pluginmanager=SimpleNamespace(hasplugin=lambda name: False))
+    pytest_collection_modifyitems(None, config, items)
+    assert [i.nodeid.split("::")[1] for i in items] == [
+        "test_backfill", "test_retry", "test_one", "test_two", "test_kill"]
+    assert [_worker_group(i) for i in items] == [
+        "airflow", "airflow", "tests/unit/test_a.py::test_one", "tests/integration/test_b.py",
+        "tests/chaos/test_d.py::test_kill"]
+
+
+def test_the_airflow_services_stop_after_the_last_test_on_them():
+    stopped = []
+    services = SimpleNamespace(stop=lambda: stopped.append(True))
+    first, last = (item(f"tests/integration/test_c.py::t{n}", True, services) for n in (1, 2))
+    other = item("tests/unit/test_a.py::test_one")
+    pytest_runtest_teardown(first, last)
+    assert stopped == []
+    pytest_runtest_teardown(last, other)
+    assert stopped == [True]
+    pytest_runtest_teardown(last, None)  # the last test of the session
+    assert stopped == [True, True]
+    pytest_runtest_teardown(other, None)
+    assert stopped == [True, True]
+
+
+def node(dist):
+    return SimpleNamespace(config=SimpleNamespace(getvalue=lambda name: dist))
+
+
+def test_an_ungrouped_run_stops_at_once():
+    with pytest.raises(pytest.UsageError, match="does not group these tests"):
+        pytest_xdist_node_collection_finished(node("loadgroup"), ["tests/x.py::t"])
+    pytest_xdist_node_collection_finished(node("loadgroup"), ["tests/x.py::t@tests/x.py"])
+    pytest_xdist_node_collection_finished(node("load"), ["tests/x.py::t"])

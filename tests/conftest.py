@@ -23,10 +23,18 @@ os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
 os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-# A quicker JVM start for short test jobs (benchmarks run without these flags).
-os.environ["STREAMSLICE_SPARK_CONF"] = json.dumps({
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-    "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"})
+# A quicker JVM start for short test jobs (benchmarks run without these flags); the
+# controller adds the class archive's flags (pytest_configure) and its workers inherit them.
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def _spark_conf(java_options):
+    os.environ["STREAMSLICE_SPARK_CONF"] = json.dumps({
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"})
+
+
+_spark_conf(os.environ.get("STREAMSLICE_TEST_JAVA_OPTIONS", QUICK_JVM))
 # The session's DAGs folder runs the real DAG factory file over its own pipelines folder.
 (SESSION_DIR / "dags" / "pipelines").mkdir(parents=True, exist_ok=True)
 shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", SESSION_DIR / "dags")
@@ -40,6 +48,19 @@ def pytest_addoption(parser):
                      default=os.environ.get("STREAMSLICE_CPU_HOG") == "1",
                      help="run every test with one busy process per core beside it "
                           "(tests/support/cpu_hog.py); also STREAMSLICE_CPU_HOG=1")
+
+
+def pytest_configure(config):
+    """Spark jobs start on a class-data-sharing archive (``devtools.spark_cds``: ~40% less
+    CPU a JVM start), made once per machine, unless only unit tests run."""
+    if hasattr(config, "workerinput") or "STREAMSLICE_TEST_JAVA_OPTIONS" in os.environ:
+        return
+    if all(Path(a.split("::")[0]).resolve().is_relative_to(ROOT / "tests" / "unit")
+           for a in config.args):
+        return
+    from devtools.spark_cds import java_options
+    os.environ["STREAMSLICE_TEST_JAVA_OPTIONS"] = java_options(QUICK_JVM)
+    _spark_conf(os.environ["STREAMSLICE_TEST_JAVA_OPTIONS"])
 
 
 @pytest.hookimpl(tryfirst=True)

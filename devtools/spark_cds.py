@@ -37,9 +37,12 @@ def archive(base_options: str, cache_dir: Path = ROOT / ".venv" / "spark-cds") -
     cache_dir.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.part")
     options = f"{base_options} -XX:ArchiveClassesAtExit={partial} {QUIET}"
-    done = subprocess.run([sys.executable, "-m", "devtools.spark_cds", options], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
-    if done.returncode != 0 or not partial.exists():
+    try:
+        done = subprocess.run([sys.executable, "-m", "devtools.spark_cds", options], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        done = None
+    if done is None or done.returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)
         return None
     partial.replace(path)

@@ -6,8 +6,8 @@ the archive against 8.1 s without. The archive is made once per machine from a s
 loads what a read loads (a Python data source, Parquet out and in, a shuffle), kept beside the
 virtualenv under a key of the Java and PySpark versions and the jars, and used only by JVMs
 whose class path matches it (others start as before; ``-Xlog:cds=off`` keeps the JVM from
-printing about it). ``java_options()`` gives the flags to add to
-``spark.driver.extraJavaOptions``, or "" when no archive can be made here."""
+printing about it). ``java_options(base)`` gives ``base`` with the archive's flags added, for
+``spark.driver.extraJavaOptions``, or ``base`` alone when no archive can be made here."""
 import hashlib
 import os
 import subprocess
@@ -61,8 +61,9 @@ def _workload(options: str) -> None:
     import tempfile
 
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
     from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    from streamslice.spark.session import spark_session
 
     class Rows(DataSource):
         @classmethod
@@ -80,11 +81,8 @@ def _workload(options: str) -> None:
             for i in range(100):
                 yield (str(i % 7), bytes([i]), i)
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("cds")
-             .config("spark.driver.extraJavaOptions", options)
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+    spark = spark_session("local[2]", conf={"spark.driver.extraJavaOptions": options,
+                                            "spark.ui.enabled": "false"}, app_name="cds")
     spark.dataSource.register(Rows)
     with tempfile.TemporaryDirectory() as out:
         spark.read.format("cds_rows").load().write.mode("overwrite").parquet(out)

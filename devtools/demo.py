@@ -56,6 +56,7 @@ def main():
         SparkConnect,
         create_topic,
     )
+    from devtools.spark_cds import QUICK_JVM
     from devtools.taxi import produce, trips
     DEMO.mkdir(exist_ok=True)
     port = int(os.environ.get("DEMO_KAFKA_PORT", "19092"))
@@ -70,7 +71,7 @@ def main():
     step("Spark Connect server on local[*] (from the pyspark install; read tasks connect to it)")
     # Small demo jobs: a JVM that starts fast matters more than peak throughput.
     spark = SparkConnect(DEMO / "spark-connect", conf={
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"})
+        "spark.driver.extraJavaOptions": QUICK_JVM})
     try:
         # The Connect server reads Kinesis with its own identity (no secret reaches it): the
         # local server's, as an instance role would be on a real deployment.

@@ -16,6 +16,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+# A quicker JVM start for short jobs: the test suite's driver flags (benchmarks of reads run
+# without them).
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def _key() -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from devtools.spark_cds import QUICK_JVM, java_options
 from tests.support.cpu_hog import CpuHog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,9 +24,8 @@ os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
 os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-# A quicker JVM start for short test jobs (benchmarks run without these flags); the
-# controller adds the class archive's flags (pytest_configure) and its workers inherit them.
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# A quicker JVM start for short test jobs; the controller adds the class archive's flags
+# (pytest_configure) and its workers inherit them.
 
 
 def _spark_conf(java_options):
@@ -58,7 +58,6 @@ def pytest_configure(config):
     if all(Path(a.split("::")[0]).resolve().is_relative_to(ROOT / "tests" / "unit")
            for a in config.args):
         return
-    from devtools.spark_cds import java_options
     os.environ["STREAMSLICE_TEST_JAVA_OPTIONS"] = java_options(QUICK_JVM)
     _spark_conf(os.environ["STREAMSLICE_TEST_JAVA_OPTIONS"])
 

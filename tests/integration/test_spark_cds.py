@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from devtools.spark_cds import java_options
-from tests.conftest import QUICK_JVM, ROOT
+from devtools.spark_cds import QUICK_JVM, java_options
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,8 @@ string, enum → string, fixed → binary, record → struct, array → list, ma
 ``[null, T]`` → nullable T, unions of int/long → long, of float/double → double, other unions
 → struct<member0, member1, …>. Logical types: decimal(p, s) → decimal128(p, s), date → date32,
 timestamp-millis/micros → timestamp[us, UTC], local-timestamp-millis/micros → timestamp[us]
-(Spark's TIMESTAMP_NTZ), uuid → string (as Spark reads it). A recursive schema cannot become
+(Spark's TIMESTAMP_NTZ), uuid → string (as Spark reads it); time-millis/micros stay their
+int/long, as Spark ignores them. A recursive schema cannot become
 columns (Spark refuses it too) and fails naming the type.
 
 Decoding resolves each record from its writer schema to the one reader schema of the run with
@@ -42,6 +43,9 @@ _PRIMITIVES = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "lon
 _AS_STORED = {"timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": TS_UTC,
               "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": TS_NTZ,
               "date": pa.date32(), "uuid": pa.string()}
+# Logical types Spark's SchemaConverters ignore: their stored int/long is the column's value
+# (fastavro would make a datetime.time of it, which no int column takes).
+_IGNORED = frozenset({"time-millis", "time-micros"})
 MAX_DECIMAL = 38  # Spark's DecimalType
 
 
@@ -168,8 +172,8 @@ def _fullname(s: dict[str, Any], namespace: str | None) -> str:
 
 
 def as_stored(schema: Any) -> Any:
-    """The schema with the logical types of ``_AS_STORED`` and decimals removed: fastavro then
-    yields the stored ints, strings and bytes, which become Arrow types in C
+    """The schema with the logical types of ``_AS_STORED``, ``_IGNORED`` and decimals removed:
+    fastavro then yields the stored ints, strings and bytes, which become Arrow types in C
     (``codecs.stored``) instead of a Python datetime or Decimal per value."""
     if isinstance(schema, list):
         return [as_stored(b) for b in schema]
@@ -177,7 +181,7 @@ def as_stored(schema: Any) -> Any:
         return schema
     out = {k: as_stored(v) if k in ("type", "items", "values") else v
            for k, v in schema.items()
-           if not (k == "logicalType" and (v in _AS_STORED or v == "decimal"))}
+           if not (k == "logicalType" and (v in _AS_STORED or v in _IGNORED or v == "decimal"))}
     if "fields" in schema:
         out["fields"] = [{**f, "type": as_stored(f["type"])} for f in schema["fields"]]
     return out

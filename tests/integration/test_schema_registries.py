@@ -237,3 +237,90 @@ format:
         if fmt == "json_schema":
             assert errors == {1: "field 'id': expected bigint, got \"x\""} or \
                 "field 'id'" in errors[1]
+
+
+def header_serializers(client):
+    """confluent-kafka's Avro, Protobuf and JSON Schema serializers, each putting the schema
+    GUID in a record header (``header_schema_id_serializer``) and writing the bare payload;
+    and each format's first record, whose bare payload a prefix reader misreads."""
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message_factory import GetMessageClass
+
+    from streamslice.codecs.protobuf import new_pool
+    conf = {"schema.id.serializer": header_schema_id_serializer}
+    pool = new_pool()
+    pool.Add(descriptor_pb2.FileDescriptorProto(
+        name="hdr.proto", package="hdr", syntax="proto3", message_type=[
+            descriptor_pb2.DescriptorProto(name="Event", field=[
+                descriptor_pb2.FieldDescriptorProto(name="id", number=1, type=3, label=1)])]))
+    event = GetMessageClass(pool.FindMessageTypeByName("hdr.Event"))
+    js = {"type": "object", "properties": {"id": {"type": "integer"}}}
+    proto = ProtobufSerializer(event, client, {**conf, "use.deprecated.format": False})
+    return {"avro": (AvroSerializer(client, json.dumps(V1), conf=conf), dict),
+            "protobuf": (proto, lambda **r: event(**r)),
+            "json_schema": (JSONSerializer(json.dumps(js), client, conf=conf), dict)}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("value, key", [("avro", "protobuf"), ("protobuf", "json_schema"),
+                                        ("json_schema", "avro")])
+def test_schema_ids_in_record_headers_through_the_broker(broker, confluent, tls, value, key):
+    """Records whose schema GUIDs confluent-kafka's serializers put in the
+    ``__value_schema_id`` / ``__key_schema_id`` headers, through the real broker: every one
+    decodes (Avro id 0 is a bare payload starting 0x00, read before as "schema id 174…";
+    Protobuf's starts 0x08, read as "unknown magic byte"), beside records framed the usual
+    way. A header naming a GUID the registry lacks is that record's dead letter."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from devtools.services import create_topic
+    from streamslice.config.pipeline import parse_pipeline
+    from streamslice.kafka.reader import KafkaSplitReader
+    from streamslice.kafka.split import KafkaSplit
+    from streamslice.reading.decode import Decoder
+    from tests.support.kafka import producer
+    from tests.support.pipelines import unique
+    client = SchemaRegistryClient({"url": confluent.url, **confluent_props(tls)})
+    sers = header_serializers(client)
+    topic = unique("hdr")
+    create_topic(broker.bootstrap, topic, 1)
+    with producer(broker.bootstrap) as p:
+        for i in range(4):
+            headers: list = [("trace", b"t%d" % i)]
+            (kser, kmake), (vser, vmake) = sers[key], sers[value]
+            k = kser(kmake(id=100 + i), SerializationContext(topic, MessageField.KEY, headers))
+            v = vser(vmake(id=i), SerializationContext(topic, MessageField.VALUE, headers))
+            if i == 3:  # a GUID the registry does not have
+                headers = [(n, b"\x01" + b"\x11" * 16 + h[17:] if n == "__value_schema_id" else h)
+                           for n, h in headers]
+            p.produce(topic, key=k, value=v, headers=headers, partition=0)
+    props = {f"schema.registry.{k}": v for k, v in confluent_props(tls).items()}
+    cfg = parse_pipeline(f"""
+mode: incremental
+kafka: {{bootstrap_servers: "{broker.bootstrap}", topics: [{topic}]}}
+format:
+  value: {value}
+  key: {key}
+  registry: {{url: "{confluent.url}"}}
+  subject: {topic}-value
+  key_subject: {topic}-key
+  flatten: false
+""")
+    decoder = Decoder.from_dict(cfg.decode.prepared(props).to_dict(), props)
+    reader = KafkaSplitReader(KafkaSplit(0, topic, 0, 0, 4),
+                              properties={"bootstrap.servers": broker.bootstrap},
+                              decoder=decoder)
+    rows = [r for b in reader.batches() for r in b.to_pylist()]
+    # (Protobuf's id 0 is its default: an empty payload, read as null as Spark's
+    # from_protobuf reads it without emit.default.values)
+    zero = None if value == "protobuf" else 0
+    assert [(r["offset"], r["key"]["id"], r["value"]["id"]) for r in rows] == \
+        [(0, 100, zero), (1, 101, 1), (2, 102, 2)]
+    dead = [r for b in reader._dead for r in b.to_pylist()]
+    assert [d["offset"] for d in dead] == [3]
+    assert dead[0]["error"] == ("schema GUID 11111111-1111-1111-1111-111111111111 is not in "
+                                f"the Confluent Schema Registry at {confluent.url}")

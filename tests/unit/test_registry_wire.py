@@ -11,7 +11,15 @@ import pytest
 from aws_schema_registry import codec as glue_codec
 from confluent_kafka.schema_registry.common.serde import SchemaId
 
-from streamslice.registry.wire import CONFLUENT, CONFLUENT_GUID, GLUE, FrameError, parse
+from streamslice.registry.wire import (
+    CONFLUENT,
+    CONFLUENT_GUID,
+    GLUE,
+    FrameError,
+    header_value,
+    parse,
+    parse_header,
+)
 from tests.support.fuzz import mutations
 
 GUID = "b7b4a7f0-9c96-4e4a-a687-fb5de9ef0c63"
@@ -111,6 +119,65 @@ def test_a_zlib_bomb_is_refused(monkeypatch):
 def test_bad_protobuf_indexes_say_why(data, reason):
     with pytest.raises(FrameError, match=reason):
         parse(data, protobuf=True)
+
+
+def header_serialized(field, schema_id, payload):
+    """What confluent-kafka's header_schema_id_serializer makes of a payload: (the record's
+    bytes, its headers)."""
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    headers: list = [("trace", b"x")]
+    ctx = SerializationContext("t", MessageField.KEY if field == "key" else MessageField.VALUE,
+                               headers)
+    return header_schema_id_serializer(payload, ctx, schema_id), headers
+
+
+@pytest.mark.parametrize("role", ["value", "key"])
+@pytest.mark.parametrize("indexes", [None, [0], [2, 0, 5]])
+def test_schema_id_headers_as_the_client_writes_and_reads_them(role, indexes):
+    from confluent_kafka.schema_registry import dual_schema_id_deserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    protobuf = indexes is not None
+    sid = SchemaId("PROTOBUF" if protobuf else "AVRO", guid=GUID, message_indexes=indexes)
+    # a bare payload that starts with 0x00 (the old misreading: "schema id 174613618")
+    payload = b"\x00\x0a\x68\x72\x32body"
+    data, headers = header_serialized(role, sid, payload)
+    assert data == payload and [h[0] for h in headers][1] == f"__{role}_schema_id"
+    header = header_value(headers, role)
+    f = parse_header(header, data, role, protobuf)
+    assert (f.kind, f.schema, f.payload) == (CONFLUENT_GUID, GUID, payload)
+    assert f.indexes == (tuple(indexes) if protobuf else ())
+    # and the client's own deserializer reads the same id, indexes and payload
+    back = SchemaId(sid.schema_type)
+    rest = dual_schema_id_deserializer(data, SerializationContext(
+        "t", MessageField.KEY if role == "key" else MessageField.VALUE, headers), back)
+    assert (str(back.guid), rest.read()) == (GUID, f.payload)
+    assert tuple(back.message_indexes or ()) == f.indexes
+    other = "key" if role == "value" else "value"
+    assert header_value(headers, other) is None  # a key's header is not the value's
+
+
+def test_schema_id_header_lookup_follows_confluent():
+    first, second = SchemaId("AVRO", schema_id=7).id_to_bytes(), b"\x00\x00\x00\x00\x08"
+    assert header_value([("__value_schema_id", first), ("__value_schema_id", second)],
+                        "value") == first  # the first of that name, as the client
+    assert header_value([("__value_schema_id", None)], "value") is None  # → payload prefix
+    assert header_value(None, "value") is None and header_value([], "key") is None
+    f = parse_header(first, b"body")
+    assert (f.kind, f.schema, f.payload) == (CONFLUENT, 7, b"body")
+
+
+@pytest.mark.parametrize("header, data, reason", [
+    (b"", b"x", "header __value_schema_id is empty"),
+    (b"\x02abc", b"x", "header __value_schema_id: unknown magic byte 0x02"),
+    (b"\x00\x00\x01", b"x", "truncated header __value_schema_id: 3 bytes, a schema id takes 5"),
+    (b"\x01" + b"\x00" * 10, b"x", "truncated header __value_schema_id: 11 bytes, a GUID"),
+    (b"\x00\x00\x00\x00\x07junk", b"x", "header __value_schema_id: 4 bytes after the schema id"),
+    (b"\x00\x00\x00\x00\x07", None, "value is null .* but header __value_schema_id names"),
+])
+def test_bad_schema_id_headers_say_why(header, data, reason):
+    with pytest.raises(FrameError, match=reason):
+        parse_header(header, data)
 
 
 def test_fuzz_every_input_is_a_frame_or_a_frame_error():

@@ -1,6 +1,7 @@
 """Batches of registry-framed (or plain) binary records → Arrow columns + dead-letter reasons.
 
-Per record: the frame (``registry.wire``), the writer schema it names (fetched once per id
+Per record: the frame (``registry.wire``: the schema id from the record's schema id header
+when it has one, else from its payload prefix), the writer schema it names (fetched once per id
 and process), the record decoded as the run's one reader schema. Everything a record can do
 wrong becomes that record's reason; only the registry being unreachable (``SourceError``) or
 refusing the pipeline's settings (``ConfigError``) stops the read, as the run cannot go on
@@ -13,10 +14,10 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..registry.base import UnknownSchema
-from ..registry.wire import CONFLUENT, FrameError, parse
+from ..registry.wire import CONFLUENT, FrameError, parse, parse_header
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     import pyarrow as pa
 
@@ -63,13 +64,21 @@ class Framed:
         self._fast: dict[bytes, Any] | None = {} if registry is not None and \
             getattr(codec, "reads_at_offset", False) else None
 
-    def decode(self, values: list[bytes | None]) -> tuple[list[pa.Array], dict[int, str]]:
+    def decode(self, values: list[bytes | None], ids: Sequence[bytes | None] | None = None,
+               role: str = "value") -> tuple[list[pa.Array], dict[int, str]]:
+        """``ids``: per record, its ``role``'s schema id header (``wire.header_value``), or
+        None where it has none."""
         out: list[Any] = []
         errors: dict[int, str] = {}
         append = out.append
         fast = self._fast
         for row, data in enumerate(values):
             try:
+                header = ids[row] if ids is not None else None
+                if header is not None and self.registry is not None:
+                    append(self._one(data, parse_header(header, data, role,
+                                                        self.codec.protobuf)))
+                    continue
                 # Confluent's usual frame (magic 0, schema id) of a known schema: its reader
                 # reads past the 5-byte header, no frame object, no copy of the payload.
                 if fast is not None and data and data[0] == 0 and len(data) >= 5:
@@ -98,14 +107,16 @@ class Framed:
                 append(None)
         return self.codec.to_columns(out, errors), errors
 
-    def _one(self, data: bytes | None) -> Any:
+    def _one(self, data: bytes | None, frame: Frame | None = None) -> Any:
         if self.registry is None:
             if data is None:
                 raise FrameError("value is null")
             return self._reader(None)(data)
-        frame = parse(data, self.codec.protobuf)
+        framed = frame is None
+        if frame is None:
+            frame = parse(data, self.codec.protobuf)
         reader = self._reader(frame)
-        if self._fast is not None and frame.kind == CONFLUENT:
+        if framed and self._fast is not None and frame.kind == CONFLUENT:
             assert data is not None
             self._fast[data[1:5]] = reader
         return reader(frame.payload)

@@ -136,6 +136,11 @@ class BaseFormat:
     # credentials, ``schema.registry.*``) sets this; its ``__init__`` and ``prepare`` then get
     # the client properties as ``properties``.
     uses_properties: ClassVar[bool] = False
+    # A format that finds part of a record's framing in its headers (a Confluent schema id
+    # in ``__value_schema_id``) sets this; its ``decode`` then gets the records' headers as
+    # ``headers`` (a list of (name, bytes) pairs or None per record) where the source has
+    # headers (Kafka).
+    reads_headers: ClassVar[bool] = False
 
     def __init__(self, spec: FormatSpec, role: Role = "value") -> None:
         self.spec, self.role = spec, role

@@ -14,6 +14,10 @@ In a pipeline file (the key takes the same settings prefixed ``key_``)::
       version: 3                          # pinned; default latest, resolved when the run is
                                           # planned and recorded in its plan
 
+A Confluent record's schema id may come in its ``__value_schema_id`` / ``__key_schema_id``
+header instead of its payload prefix (confluent-kafka's ``header_schema_id_serializer``): the
+header is read first, as Confluent's deserializers do (``reads_headers``).
+
 The plan records the reader schema the run resolved (``options.reader``), so a retry reads
 exactly as the first try; it never holds a credential: those come with the client
 properties (``schema.registry.*``) where the read runs.
@@ -140,6 +144,7 @@ class RegisteredFormat(BaseFormat):
     becomes a codec (``make_codec``) and how the pipeline names a schema without a registry."""
 
     uses_properties: ClassVar[bool] = True
+    reads_headers: ClassVar[bool] = True
     schema_type: ClassVar[str]  # AVRO | PROTOBUF | JSON
     registry_format: ClassVar[str | None] = None  # what Confluent's schema fetch asks for
 
@@ -207,10 +212,17 @@ class RegisteredFormat(BaseFormat):
     def record_fields(self) -> bool:
         return True
 
-    def decode(self, items: Sequence[bytes | None]) -> Decoded:
+    def decode(self, items: Sequence[bytes | None],
+               headers: Sequence[Any] | None = None) -> Decoded:
+        """``headers``: the records' headers (Kafka's), for a schema id header."""
+        registry = self.spec.options.get("registry")
         if self._framed is None:
             from ..codecs.framed import Framed
-            registry = self.spec.options.get("registry")
             self._framed = Framed(self.codec, open_registry(registry, self.properties)
                                   if registry else None, self.registry_format)
-        return self._framed.decode(list(items))
+        ids = None
+        if headers is not None and registry and registry.get("kind") == "confluent" and \
+                headers.count(None) != len(headers):  # Glue's deserializer reads no header
+            from ..registry.wire import header_value
+            ids = [header_value(h, self.role) for h in headers]
+        return self._framed.decode(list(items), ids, self.role)

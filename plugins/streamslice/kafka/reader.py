@@ -87,8 +87,8 @@ class KafkaSplitReader(SplitReader):
                 late_mask = late_mask.take(pa.array(kept_idx, pa.int64()))
             late = late_mask
             self.stats.outside(n - kept)
-        key_cols, key_errors = self.decoder.decode_keys(cols["key"])
-        value_cols, value_errors = self.decoder.decode_values(cols["value"])
+        key_cols, key_errors = self.decoder.decode_keys(cols["key"], cols["headers"])
+        value_cols, value_errors = self.decoder.decode_values(cols["value"], cols["headers"])
         errors = {**value_errors, **key_errors}
         if errors:
             bad, good = self.failed_rows(errors, len(offsets),

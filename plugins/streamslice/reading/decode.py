@@ -78,9 +78,11 @@ class Decoder:
     def value_fields(self, column: str = "value") -> list[pa.Field]:
         return self._fields("value", self._value, column)
 
-    def decode_keys(self, keys: Sequence[bytes | None]) -> Decoded:
-        """→ (one pa.Array per key field, {row: reason}); null where a record has no key."""
-        arrays, errors = self._decoded("key", self._key.decode(keys))
+    def decode_keys(self, keys: Sequence[bytes | None],
+                    headers: Sequence[Any] | None = None) -> Decoded:
+        """→ (one pa.Array per key field, {row: reason}); null where a record has no key.
+        ``headers``: the records' headers, where the source has them (Kafka)."""
+        arrays, errors = self._decoded("key", _decode(self._key, keys, headers))
         if errors:  # a format that refuses a null key (a record format): null columns there
             missing = [row for row in errors if keys[row] is None]
             if missing:
@@ -92,9 +94,10 @@ class Decoder:
         return arrays, {row: reason if reason.startswith("key") else f"key: {reason}"
                         for row, reason in errors.items()}
 
-    def decode_values(self, values: Sequence[bytes | None]) -> Decoded:
+    def decode_values(self, values: Sequence[bytes | None],
+                      headers: Sequence[Any] | None = None) -> Decoded:
         """→ (one pa.Array per value field, {row: reason})."""
-        return self._decoded("value", self._value.decode(values))
+        return self._decoded("value", _decode(self._value, values, headers))
 
     def _fields(self, part: str, fmt: Format, column: str) -> list[pa.Field]:
         nested = self._nested[part]
@@ -106,6 +109,13 @@ class Decoder:
             return decoded
         arrays, errors = decoded
         return [pa.StructArray.from_arrays(arrays, fields=list(nested))], errors
+
+
+def _decode(fmt: Format, items: Sequence[bytes | None],
+            headers: Sequence[Any] | None) -> Decoded:
+    if headers is not None and getattr(fmt, "reads_headers", False):
+        return fmt.decode(items, headers=headers)  # type: ignore[call-arg]
+    return fmt.decode(items)
 
 
 def specs_from_dict(d: dict[str, Any]) -> tuple[FormatSpec, FormatSpec]:

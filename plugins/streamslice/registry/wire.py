@@ -2,6 +2,11 @@
 
 * Confluent, magic byte 0: a 4-byte big-endian schema id, then the payload;
 * Confluent, magic byte 1: a 16-byte schema GUID, then the payload;
+* the same Confluent schema id or GUID (and Protobuf message indexes) in a record header,
+  ``__value_schema_id`` / ``__key_schema_id``, with the bare payload as the record's bytes:
+  what confluent-kafka's serializers write with ``header_schema_id_serializer``. As its
+  ``dual_schema_id_deserializer`` does, the first header of that name wins, and a record
+  without one (or with a null one) is read by its payload prefix;
 * AWS Glue, header version byte 3: a compression byte (0 none, 5 zlib), the writer schema
   version's 16-byte UUID, then the payload, zlib-compressed when the byte says so.
 
@@ -18,6 +23,8 @@ from dataclasses import dataclass
 from uuid import UUID
 
 CONFLUENT, CONFLUENT_GUID, GLUE = "confluent", "confluent-guid", "glue"
+# confluent_kafka.schema_registry's _KEY_SCHEMA_ID / _VALUE_SCHEMA_ID
+HEADERS = {"value": "__value_schema_id", "key": "__key_schema_id"}
 GLUE_NONE, GLUE_ZLIB = 0, 5
 MAX_INDEXES = 1024  # a message nested deeper than this is not a real schema
 MAX_INFLATED = 64 * 1024 * 1024  # a zlib payload may not inflate past this
@@ -58,23 +65,62 @@ def parse(data: bytes | None, protobuf: bool = False) -> Frame:
     if n == 0:
         raise FrameError("empty record, expected a schema-registry frame")
     first = data[0]
-    if first == 0:
-        if n < 5:
-            raise FrameError(f"truncated Confluent frame: {n} bytes, the header alone is 5")
-        schema: int | str = int.from_bytes(data[1:5], "big")
-        kind, pos = CONFLUENT, 5
-    elif first == 1:
-        if n < 17:
-            raise FrameError(f"truncated Confluent frame: {n} bytes, a GUID header is 17")
-        schema, kind, pos = str(UUID(bytes=bytes(data[1:17]))), CONFLUENT_GUID, 17
-    elif first == 3:
+    if first == 3:
         return _glue(data, protobuf)
-    else:
+    if first not in (0, 1):
         raise FrameError(describe_magic(first))
+    kind, schema, pos = _schema_id(data, "Confluent frame")
     indexes: tuple[int, ...] = ()
     if protobuf:
         indexes, pos = _confluent_indexes(data, pos)
     return Frame(kind, schema, bytes(data[pos:]), indexes)
+
+
+def header_value(headers: list[tuple[str, bytes | None]] | None, role: str) -> bytes | None:
+    """The schema id header of a record's ``role`` (``value``/``key``): the first of that
+    name, as Confluent's deserializer takes it; None without one."""
+    if headers:
+        name = HEADERS[role]
+        for key, value in headers:
+            if key == name:
+                return value
+    return None
+
+
+def parse_header(header: bytes, data: bytes | None, role: str = "value",
+                 protobuf: bool = False) -> Frame:
+    """A record whose schema id (and Protobuf message indexes) came in its ``role``'s header:
+    the record's bytes are the bare payload."""
+    what = f"header {HEADERS[role]}"
+    if not header:
+        raise FrameError(f"{what} is empty, expected a Confluent schema id")
+    if header[0] not in (0, 1):
+        raise FrameError(f"{what}: unknown magic byte 0x{header[0]:02x}, not a Confluent "
+                         "schema id (0x00 and a 4-byte id, 0x01 and a 16-byte GUID)")
+    kind, schema, pos = _schema_id(header, what)
+    indexes: tuple[int, ...] = ()
+    if protobuf:
+        indexes, pos = _confluent_indexes(header, pos)
+    if pos != len(header):
+        raise FrameError(f"{what}: {len(header) - pos} bytes after the schema id"
+                         + (" and message indexes" if protobuf else ""))
+    if data is None:
+        raise FrameError(f"{role} is null (a tombstone?), but {what} names its schema")
+    return Frame(kind, schema, bytes(data), indexes)
+
+
+def _schema_id(data: bytes, what: str) -> tuple[str, int | str, int]:
+    """Confluent's magic byte and schema id or GUID → (kind, schema, next position)."""
+    n, frame = len(data), what == "Confluent frame"
+    if data[0] == 0:
+        if n < 5:
+            raise FrameError(f"truncated {what}: {n} bytes, "
+                             + ("the header alone is 5" if frame else "a schema id takes 5"))
+        return CONFLUENT, int.from_bytes(data[1:5], "big"), 5
+    if n < 17:
+        raise FrameError(f"truncated {what}: {n} bytes, "
+                         + ("a GUID header is 17" if frame else "a GUID takes 17"))
+    return CONFLUENT_GUID, str(UUID(bytes=bytes(data[1:17]))), 17
 
 
 def _glue(data: bytes, protobuf: bool) -> Frame:

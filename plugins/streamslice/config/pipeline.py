@@ -18,10 +18,10 @@ from ..errors import ConfigError
 from ..formats import FormatSpec, format_class, formats_for
 from ..planning.plan import OutputTarget
 from ..sources import SOURCES, source_class
-from ..timeutil import parse_duration_ms, parse_timestamp_ms
+from ..timeutil import iso, parse_duration_ms, parse_timestamp_ms
 from . import yamlfile
 from .fields import Fields
-from .schedule import PRESETS, interval_width_ms, schedule_delta_ms
+from .schedule import PRESETS, interval_starts, interval_width_ms, schedule_delta_ms
 
 if TYPE_CHECKING:
     from ..sources import Source
@@ -69,6 +69,8 @@ class Output:
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg: pyiceberg properties
     conn_id: str | None = None  # iceberg: an Airflow connection with catalog properties
     aws: AwsAuth = AwsAuth()  # how every process reaches S3 / a Glue catalog (no secrets)
+    # strftime template of the interval's start: its folder (planning.layout); None: interval=…
+    partition_path: str | None = None
 
     def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
@@ -84,7 +86,7 @@ class Output:
         return OutputTarget(dataset=self.dataset(pipeline), format=self.format,
                             compression=self.compression, publisher=publisher, table=table,
                             catalog=dict(self.catalog), conn_id=self.conn_id,
-                            aws=self.aws.to_dict())
+                            aws=self.aws.to_dict(), partition_path=self.partition_path)
 
 
 @dataclass(frozen=True)
@@ -224,10 +226,39 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
             raise f.error(f"{cfg.allowed_lateness // 1000}s is longer than one interval "
                           f"({width // 1000}s); lateness may be at most one interval",
                           "allowed_lateness")
+        _check_partition_path(f, cfg)
     elif cfg.allowed_lateness:
         raise f.error("only applies to mode interval", "allowed_lateness")
+    elif cfg.output.partition_path:
+        raise f.child("output").error("only applies to mode interval (it is made of the "
+                                      "interval's time; a batch is named batch=…)",
+                                      "partition_path")
     f.done()
     return cfg
+
+
+def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:
+    """Every interval its own folder: the template names the time finely enough for the
+    schedule (checked on the schedule's first intervals, as Airflow will lay them out)."""
+    if not cfg.output.partition_path:
+        return
+    from ..planning.layout import check_template
+    assert cfg.schedule is not None and cfg.start_date is not None
+    starts = interval_starts(cfg.schedule, cfg.start_date, 400)
+    shortest = min(b - a for a, b in zip(starts, starts[1:]))
+    out = f.child("output")
+    try:
+        path = check_template(cfg.output.partition_path, shortest)
+    except ValueError as exc:
+        raise out.error(str(exc), "partition_path") from None
+    folders: dict[str, int] = {}
+    for start in starts:
+        folder = path.render(start)
+        if folder in folders:
+            raise out.error(f"{path.template!r} gives the intervals starting "
+                            f"{iso(folders[folder])} and {iso(start)} the same folder "
+                            f"{folder!r}", "partition_path")
+        folders[folder] = start
 
 
 def _interpolate(value: Any, file: str) -> Any:
@@ -325,6 +356,9 @@ def _output(f: Fields, root: str) -> Output:
             raise f.error("must map pyiceberg catalog properties, with type (sql, rest, glue)",
                           "catalog")
         catalog = {str(k): str(v) for k, v in catalog.items()}
+    if f.has("partition_path") and fmt in TABLE_FORMATS:
+        raise f.error(f"is for folder outputs (parquet, json, orc); a {fmt} table is "
+                      "partitioned by the table itself", "partition_path")
     aws_f = f.child("aws")
     aws = parse_auth(aws_f)
     aws_f.done()
@@ -333,7 +367,8 @@ def _output(f: Fields, root: str) -> Output:
         raise f.error("is for an output on S3 or in a Glue catalog (output.path is "
                       f"{path!r})", "aws")
     out = Output(path=path, format=fmt, compression=f.str("compression", "snappy"),
-                 table=table, catalog=catalog or {}, conn_id=conn_id, aws=aws)
+                 table=table, catalog=catalog or {}, conn_id=conn_id, aws=aws,
+                 partition_path=f.str("partition_path", None))
     f.done()
     return out
 

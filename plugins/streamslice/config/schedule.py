@@ -60,3 +60,14 @@ def intervals_between(cfg: PipelineConfig, start_ms: int, end_ms: int) -> list[I
         out.append(iv)
         iv = interval_containing(cfg, iv.end)
     return out
+
+
+def interval_starts(schedule: str, start_ms: int, count: int) -> list[int]:
+    """The starts of the schedule's first ``count`` intervals from ``start_ms``."""
+    delta = schedule_delta_ms(schedule)
+    if delta:
+        return [start_ms + i * delta for i in range(count)]
+    from croniter import croniter
+    it = croniter(PRESETS.get(schedule, schedule),
+                  datetime.fromtimestamp(start_ms / 1000 - 1, tz=timezone.utc))
+    return [int(it.get_next(datetime).timestamp() * 1000) for _ in range(count)]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     SplitReader = Callable[[str, dict[str, Any]], Split]  # (source kind, split JSON) → split
 
-PLAN_VERSION = 4
+PLAN_VERSION = 5
 
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
@@ -42,9 +42,18 @@ def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 5 added ``output.partition_path`` (a folder made of the interval's time); a
+    version 4 run published to the folder named as its partition, which ``None`` means."""
+    if data.get("output") is not None:
+        data = {**data, "output": {**data["output"], "partition_path": None}}
+    return data
+
+
 # version → the function turning a plan of that version into one of the next.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3,
-                                                                     3: _v3_to_v4}
+                                                                     3: _v3_to_v4,
+                                                                     4: _v4_to_v5}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}
@@ -76,6 +85,17 @@ class OutputTarget:
     # How every process reaches the output (S3, a Glue catalog): an ``AwsAuth`` as a dict,
     # region, endpoint, role to assume; no secret. {}: each library's own default chain.
     aws: dict[str, Any] = field(default_factory=dict)
+    # strftime template of an interval's start: the folder it lands in (planning.layout);
+    # None: the partition's name (interval=…, batch=…) is its folder
+    partition_path: str | None = None
+
+    def folder(self, partition: str, interval: Interval | None) -> str:
+        """Where a partition lives, relative to the dataset. Its identity stays ``partition``
+        (checkpoints, manifests, dead letters and staging key by that)."""
+        if self.partition_path is None or interval is None:
+            return partition
+        from .layout import PartitionPath
+        return PartitionPath(self.partition_path).render(interval.start)
 
     @property
     def auth(self) -> AwsAuth | None:

@@ -88,3 +88,20 @@ def check_columns(plan: ReadPlan) -> None:
                               "Spark's from_json gives it), or leave the field out of the "
                               "schema")
         seen.add(name.lower())
+    _check_folder_columns(plan, schema.names)
+
+
+def _check_folder_columns(plan: ReadPlan, names: list[str]) -> None:
+    """A partition path's ``key=value`` folders are columns to the engines that read them;
+    a record's column of the same name would be two columns to them under one name."""
+    from ..errors import ConfigError
+    from .layout import PartitionPath
+    if plan.output is None or not plan.output.partition_path:
+        return
+    lower = {n.lower(): n for n in names}
+    for key in PartitionPath(plan.output.partition_path).keys:
+        if key.lower() in lower:
+            raise ConfigError(f"output.partition_path: the folder column {key!r} has the name "
+                              f"of the records' column {lower[key.lower()]!r}; engines that "
+                              "read the folders as columns (DuckDB, Spark, Hive, Glue) would "
+                              "see two; name the folder otherwise (e.g. dt=%Y-%m-%d)")

@@ -78,10 +78,11 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
         # Our runs have all ended: close the backfill now so that the next one (ours, the UI's)
         # can start at once instead of after the scheduler's next sweep.
         _close_finished_backfills(cfg.name)
-    dataset = cfg.output.dataset(cfg.name)
+    target = cfg.output.target(cfg.name)
     rows = []
     for iv in intervals:
-        manifest = read_manifest(dataset, partition_name("interval", iv), cfg.output.aws) \
+        folder = target.folder(partition_name("interval", iv), iv)
+        manifest = read_manifest(target.dataset, folder, cfg.output.aws) \
             if runs[iv.start] == "success" else None
         rows.append({"interval": f"{iso(iv.start)} → {iso(iv.end)}", "state": runs[iv.start],
                      "records": manifest["records"] if manifest else None})

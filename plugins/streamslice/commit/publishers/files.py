@@ -39,13 +39,13 @@ class DirectoryRename:
         self.work = filesystem(output.work, output.auth)[1]
 
     def uri(self, plan: ReadPlan) -> str:
-        return f"{self.output.dataset.rstrip('/')}/{plan.partition}"
+        return f"{self.output.dataset.rstrip('/')}/{folder_of(plan)}"
 
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         return location_dataset(self.output.dataset), None
 
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
-        found = read_manifest(self.output.dataset, plan.partition, self.output.auth)
+        found = read_manifest(self.output.dataset, folder_of(plan), self.output.auth)
         return {**found, "published": {"uri": self.uri(plan)}} if found else None
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
@@ -56,7 +56,7 @@ class DirectoryRename:
             fs.create_dir(data, recursive=True)  # an empty run still publishes its partition
         with fs.open_output_stream(f"{data}/{MANIFEST}") as out:
             out.write(manifest_bytes(manifest))
-        target = f"{self.root}/{plan.partition}"
+        target = f"{self.root}/{folder_of(plan)}"
         fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
         name = plan.partition.replace("/", "_")
         trash_dir = f"{self.work}/trash"
@@ -82,7 +82,7 @@ class ObjectStoreCopy(DirectoryRename):
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         fs = staging.fs
         publish_dead_letters(self.output, plan, staging)
-        target = f"{self.root}/{plan.partition}"
+        target = f"{self.root}/{folder_of(plan)}"
         if fs.get_file_info(target).type != pafs.FileType.NotFound:
             fs.delete_dir(target)
         faults.check("publish_copy")  # the old partition gone, the new one not yet copied
@@ -103,6 +103,12 @@ def FilesPublisher(output: OutputTarget) -> DirectoryRename:
     """Rename where the file system can, copy with the manifest last where it cannot."""
     fs, _ = filesystem(output.dataset.rstrip("/"), output.auth)
     return DirectoryRename(output) if fs.type_name == "local" else ObjectStoreCopy(output)
+
+
+def folder_of(plan: ReadPlan) -> str:
+    """The partition's folder under the dataset: its name, or ``output.partition_path``."""
+    assert plan.output is not None
+    return plan.output.folder(plan.partition, plan.interval)
 
 
 def publish_dead_letters(output: OutputTarget, plan: ReadPlan, staging: Staging) -> None:

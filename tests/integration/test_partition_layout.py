@@ -1,0 +1,95 @@
+"""``output.partition_path`` through Airflow's dag.test(), real Spark and a real broker: each
+hourly interval lands in its Hive-style folder ``dt=…/hour=…``, which DuckDB
+(``hive_partitioning``) and Spark (partition discovery) read as columns and prune on: a filter
+on the hour reads only that hour's files. The manifest and a re-run work as with the default
+layout."""
+import re
+
+import pytest
+
+from devtools.duck import connect
+from devtools.services import create_topic
+from devtools.taxi import produce, trips
+from streamslice.commit.manifest import read_manifest
+from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
+
+pytestmark = pytest.mark.integration
+T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
+HOUR = 3_600_000
+
+
+def test_hive_folders_are_pruned_by_duckdb_and_spark(broker, spark, airflow_db, tmp_path):
+    topic = unique("layout")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 3, 60, seed=5, late_share=0),
+                   partitions=2)
+    by_hour = {}
+    for part, off, ts in sent:
+        by_hour.setdefault((ts - T0) // HOUR, set()).add((part, off))
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("layout"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
+                         format={"value": "json", "schema": {"trip_id": "string"}},
+                         output={"path": str(tmp_path), "format": "parquet",
+                                 "partition_path": "dt=%Y-%m-%d/hour=%H"})
+    for hour in range(3):
+        run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
+    dataset = cfg.output.dataset(cfg.name)
+    folders = sorted(p.relative_to(tmp_path).as_posix()
+                     for p in tmp_path.glob(f"pipeline={cfg.name}/*/*"))
+    assert folders == [f"pipeline={cfg.name}/dt=2024-05-01/hour={h:02d}" for h in range(3)]
+    first_run = read_manifest(dataset, "dt=2024-05-01/hour=00")["run_id"]
+    for hour in range(3):
+        manifest = read_manifest(dataset, f"dt=2024-05-01/hour={hour:02d}")
+        assert manifest["partition"] == f"interval=20240501T{hour:02d}0000Z"
+        assert manifest["records"] == len(by_hour[hour])
+    files = {h: sorted((tmp_path / f"pipeline={cfg.name}/dt=2024-05-01/hour={h:02d}")
+                       .glob("*.parquet")) for h in range(3)}
+    total = sum(len(f) for f in files.values())
+
+    # DuckDB reads the folders as columns (dt a date, hour the text '01': a leading zero keeps
+    # it text) and opens only hour 01's files
+    con = connect()
+    query = (f"SELECT partition, \"offset\", pipeline, dt, hour FROM read_parquet("
+             f"'{dataset}/**/*.parquet', hive_partitioning = true) "
+             "WHERE dt = DATE '2024-05-01' AND hour = 1")
+    rows = con.sql(query).fetchall()
+    assert {(p, o) for p, o, *_ in rows} == by_hour[1] and len(rows) == len(by_hour[1])
+    assert {tuple(r[2:]) for r in rows} == {(cfg.name, utc(2024, 5, 1).date(), "01")}
+    profile = "".join(r[1] for r in con.sql("EXPLAIN ANALYZE " + query).fetchall())
+    assert f"Scanning Files: {len(files[1])}/{total}" in profile, profile
+
+    # Spark's partition discovery: a partition filter, and only hour 1's files read
+    df = spark.read.parquet(str(tmp_path)).where(f"pipeline = '{cfg.name}' AND hour = 1")
+    got = {(r["partition"], r["offset"]) for r in df.select("partition", "offset").collect()}
+    assert got == by_hour[1]
+    assert re.search(r"PartitionFilters: \[.*hour", explained(df)), explained(df)
+    assert files_read(df) == len(files[1])
+
+    # a re-run of hour 0 replaces its folder: same records, once each
+    run_dag(cfg, logical_date=utc(2024, 5, 1, 1))
+    again = con.sql(f"SELECT hour, count(*), count(DISTINCT (partition, \"offset\")) FROM "
+                    f"read_parquet('{dataset}/**/*.parquet', hive_partitioning = true) "
+                    "GROUP BY hour ORDER BY hour").fetchall()
+    assert again == [(f"{h:02d}", len(by_hour[h]), len(by_hour[h])) for h in range(3)]
+    assert read_manifest(dataset, "dt=2024-05-01/hour=00")["run_id"] != first_run
+
+
+def explained(df):
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def files_read(df):
+    """The file scan's "number of files read" metric, after running ``df`` (its own query
+    execution: ``collect`` runs it, ``count`` would run another)."""
+    df.collect()
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.executedPlan()
+    nodes = [plan]
+    while nodes:
+        node = nodes.pop()
+        if node.nodeName().startswith("Scan parquet"):
+            return node.metrics().apply("numFiles").value()
+        children = node.children()
+        nodes.extend(children.apply(i) for i in range(children.size()))
+    raise AssertionError(f"no parquet scan in {plan}")

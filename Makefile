@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-.PHONY: ui demo test test-fast test-chaos lint venv tools lock bench clean
+.PHONY: ui demo test test-fast test-chaos lint docs docs-build venv tools lock bench clean
 
 demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
@@ -20,11 +20,11 @@ ui: venv
 # no tests (pytest's exit 5). The suite runs on TEST_WORKERS processes (pytest-xdist; the
 # grouping is in tests/conftest.py); TEST_WORKERS=0 runs it in this one process. Three on two
 # cores: much of a test's time is spent waiting on a service, and on a busy machine three
-# processes get a larger share of it (measured in the README).
+# processes get a larger share of it (measured in docs/development.md).
 TEST_WORKERS ?= 3
 XDIST = -n $(TEST_WORKERS) --dist loadgroup
 
-test: venv tools lint
+test: venv tools lint docs-build
 	$(BIN)/python -m pytest $(XDIST)
 
 # The unit tests alone (pure logic, no services): seconds.
@@ -38,6 +38,17 @@ test-chaos: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+# The documentation site (mkdocs.yml, docs/*.md): `make docs` serves it while you edit it
+# (DOCS_PORT, default 8000); `make test` first builds it in strict mode into a throw-away
+# folder, so a broken link, a missing anchor or a page left out of the navigation fails.
+DOCS_PORT ?= 8000
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:$(DOCS_PORT)
+
+docs-build: venv
+	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir "$$site"; \
+	  status=$$?; rm -rf "$$site"; exit $$status
 
 # Debian packages the tests and the benchmark use (a headless browser for the UI test, kcat
 # as a benchmark baseline, PostgreSQL for the Iceberg catalog test), and the pinned Node

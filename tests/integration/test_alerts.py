@@ -114,7 +114,7 @@ def test_consecutive_empty_intervals_alert(broker, spark, airflow_db, alerting):
 
 
 def test_a_class_notifier_gets_its_args(broker, spark, airflow_db, tmp_path):
-    """``{class: pkg.Notifier, args: {…}}`` as the README shows it: the notifier is built
+    """``{class: pkg.Notifier, args: {…}}`` as the operations page shows it: the notifier is built
     with the args and receives the alert through Airflow."""
     topic = unique("classy")
     create_topic(broker.bootstrap, topic, 1)

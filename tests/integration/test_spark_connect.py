@@ -86,7 +86,7 @@ def test_the_package_reaches_the_server_as_an_artifact(spark_connect):
 
 def test_spark_conf_is_session_settings_and_a_server_setting_is_refused_by_name(spark_connect):
     """With runner connect, ``spark.conf`` holds session settings (``spark.sql.*``); one only
-    a server start can set is refused naming it, as the README says."""
+    a server start can set is refused naming it, as the pipeline reference says."""
     from streamslice.errors import ConfigError
     from streamslice.spark.connect import connect_session
     with connect_session(spark_connect.remote, {"spark.sql.shuffle.partitions": "3"}) as spark:

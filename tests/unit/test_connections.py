@@ -96,7 +96,7 @@ def test_a_registry_connection_becomes_schema_registry_properties(monkeypatch, c
 
 
 def test_an_aws_connection_is_read_as_the_amazon_provider_reads_it(monkeypatch):
-    """The README's *Identity per process*: the amazon provider's extra (region_name,
+    """docs/aws.md's *Identity per process*: the amazon provider's extra (region_name,
     endpoint_url or service_config.<service>.endpoint_url, profile_name, role_arn with
     assume_role_kwargs, service_config.sts.endpoint_url) and its keys; the role is assumed by
     each process itself, so only its settings come out of here."""

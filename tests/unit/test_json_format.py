@@ -234,14 +234,14 @@ def test_the_columnar_path_takes_whole_batches_and_leaves_mixed_ones():
     assert fmt._columnar.batches == 1
 
 
-def test_the_readmes_format_examples_validate():
-    """The format: blocks the README shows parse, and their DDL is what it says it is."""
+def test_the_docs_format_examples_validate():
+    """The format: blocks the formats page shows parse, and their DDL is what it says it is."""
     import re
     from pathlib import Path
 
     from streamslice.config import parse_pipeline
-    readme = Path(__file__).resolve().parents[2].joinpath("README.md").read_text()
-    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    text = Path(__file__).resolve().parents[2].joinpath("docs", "formats.md").read_text()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S)
               if re.search(r"format:\n +value: json", b)]
     assert len(blocks) >= 2
     for block in blocks:

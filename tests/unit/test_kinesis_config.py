@@ -133,8 +133,9 @@ def test_flink_key_errors_name_the_key_the_user_wrote(key, value, message):
     assert "kinesis.polling" not in str(info.value)
 
 
-# Flink's Kinesis consumer defaults (ConsumerConfigConstants.DEFAULT_*), which the README's
-# "Flink's" default stands for: (retries, backoff base ms, backoff max ms, exponent).
+# Flink's Kinesis consumer defaults (ConsumerConfigConstants.DEFAULT_*), which the sources
+# page's (docs/sources.md) "Flink's" default stands for: (retries, backoff base ms, backoff max
+# ms, exponent).
 FLINK_DEFAULTS = {
     "get_records": (3, 300, 1000, 1.5),  # flink.shard.getrecords.*
     "get_shard_iterator": (3, 300, 1000, 1.5),  # flink.shard.getiterator.*

@@ -117,7 +117,7 @@ def test_unknown_topic_is_named():
 
 
 def test_topic_pattern_matches_whole_names_and_partitions_name_exactly_what_is_read():
-    """The README's topics / topic_pattern / partitions: a pattern must match the whole topic
+    """The sources page's topics / topic_pattern / partitions: a pattern must match the whole topic
     name (Flink's setTopicPattern; Spark's subscribePattern, which finds it anywhere, is
     tests/integration/test_spark_datasource.py's), and explicit partitions read only those."""
     logs = {("t", 0): [1], ("t", 1): [1, 2], ("t-dlq", 0): [1], ("xt", 0): [1]}

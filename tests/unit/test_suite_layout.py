@@ -1,8 +1,8 @@
-"""How ``make test`` lays the suite out over pytest-xdist workers (tests/conftest.py), as the
-README says: the Airflow-component tests run first, as one group, and their services stop
-after the last of them; an integration module is one group; a run that xdist does not group
-stops at once. The items, nodes and services here are stand-ins (our own hooks' logic only);
-the full run exercises the real thing."""
+"""How ``make test`` lays the suite out over pytest-xdist workers (tests/conftest.py), as
+docs/development.md says: the Airflow-component tests run first, as one group, and their
+services stop after the last of them; an integration module is one group; a run that xdist
+does not group stops at once. The items, nodes and services here are stand-ins (our own
+hooks' logic only); the full run exercises the real thing."""
 from types import SimpleNamespace
 
 import pytest

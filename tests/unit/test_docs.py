@@ -1,0 +1,442 @@
+"""The documentation as a user reads it (README.md, the front door, and the site's pages in
+docs/): every pipeline example validates, every ``streamslice`` command parses, every file it
+names exists, the Layout and Extending pages match the tree and the contracts, its example
+reasons are what the decoder says, and the site builds strictly with every page in its
+navigation. When one of these fails, the documentation or the code has drifted from the
+other."""
+import ast
+import json
+import re
+import shlex
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+PAGES = {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
+EVERYTHING = {"README.md": README, **{f"docs/{name}": text for name, text in PAGES.items()}}
+ALL_TEXT = "\n".join(EVERYTHING.values())
+# A format block needs a source around it to make a pipeline file.
+MODE = "mode: incremental\n"
+SOURCE = "kafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
+
+
+def page(name):
+    assert name in PAGES, f"docs/{name} is missing"
+    return PAGES[name]
+
+
+def section(name, title):
+    """The text of docs/``name`` under ``## title`` up to the next ``## `` heading."""
+    text = page(name)
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, f"docs/{name} has no section {title!r}"
+    return match.group(1)
+
+
+def code_blocks(text, language=""):
+    """The fenced blocks opened with ```` ```language ````, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, re.S | re.M)
+
+
+def yaml_examples():
+    """Each YAML document of each ```yaml block of every page, with its file and line."""
+    out = []
+    for file, text in EVERYTHING.items():
+        for m in re.finditer(r"```yaml\n(.*?)```", text, re.S):
+            line = text[:m.start()].count("\n") + 2
+            for doc in m.group(1).split("\n---\n"):
+                out.append((file, line, doc))
+                line += doc.count("\n") + 2
+    return out
+
+
+def as_pipeline(doc):
+    """A block as a pipeline file: a mode and a source added where the example has none."""
+    keys = set(re.findall(r"^(\w+):", doc, re.M))
+    return ("" if "mode" in keys else MODE) + \
+        ("" if keys & {"kafka", "kinesis", "files"} else SOURCE) + doc
+
+
+def schema_files(folder):
+    """The files the plain Avro and Protobuf examples name, relative to the pipeline file
+    (schemas/trip.avsc, and trip.desc as ``protoc --include_imports -o`` writes it)."""
+    from google.protobuf import descriptor_pb2
+    (folder / "schemas").mkdir(parents=True, exist_ok=True)
+    (folder / "schemas" / "trip.avsc").write_text(json.dumps(
+        {"type": "record", "name": "Trip", "fields": [{"name": "id", "type": "long"}]}))
+    trip = descriptor_pb2.DescriptorProto(name="Trip", field=[descriptor_pb2.FieldDescriptorProto(
+        name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)])
+    (folder / "schemas" / "trip.desc").write_bytes(descriptor_pb2.FileDescriptorSet(file=[
+        descriptor_pb2.FileDescriptorProto(name="trip.proto", package="demo", syntax="proto3",
+                                           message_type=[trip])]).SerializeToString())
+
+
+def test_every_yaml_example_is_a_valid_pipeline_through_streamslice_validate(tmp_path, capsys):
+    """Each example is written as a pipeline file (with a mode and a source around a block
+    that has none) and checked by ``streamslice validate``, as a user would."""
+    from streamslice.cli import main
+    folder = tmp_path / "dags" / "pipelines"
+    folder.mkdir(parents=True)
+    schema_files(folder)
+    examples = yaml_examples()
+    for file, line, doc in examples:
+        name = re.sub(r"\W", "_", file.removeprefix("docs/").removesuffix(".md"))
+        (folder / f"{name}_line_{line}.yaml").write_text(as_pipeline(doc))
+    assert main(["--dir", str(folder), "validate", "--json"]) == 0, capsys.readouterr().out
+    result = json.loads(capsys.readouterr().out)
+    assert result["errors"] == [] and len(result["valid"]) == len(examples) >= 20
+    # every page about pipeline files shows some
+    shown = {file for file, _, _ in examples}
+    assert shown >= {f"docs/{p}" for p in ("getting-started.md", "pipelines.md", "sources.md",
+                                            "formats.md", "outputs.md", "operations.md",
+                                            "deployment.md", "aws.md")} | {"README.md"}
+
+
+def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
+    """The README's pipeline file, which the pipeline reference shows too, word for word."""
+    from streamslice.config import parse_pipeline
+    from streamslice.formats.types import parse_schema
+    shown = [(f, d) for f, _, d in yaml_examples() if d.startswith("description:")]
+    assert {f for f, _ in shown} == {"README.md", "docs/pipelines.md"}
+    assert len({d for _, d in shown}) == 1
+    text = shown[0][1]
+    cfg = parse_pipeline(text, file=str(tmp_path / "dags" / "pipelines" / "taxi_trips.yaml"),
+                         default_name="taxi_trips")
+    assert (cfg.name, cfg.mode, cfg.schedule, cfg.allowed_lateness) == \
+        ("taxi_trips", "interval", "@hourly", 600_000)
+    assert (cfg.source.conn_id, cfg.source.subscriber.topics) == \
+        ("streamslice_kafka", ("taxi-trips",))
+    assert (cfg.decode.value.name, cfg.decode.key.name) == ("json", "string")
+    assert parse_schema(cfg.decode.value.schema).names == \
+        ["trip_id", "fare_amount", "event_time", "rider", "tags"]
+    assert (cfg.alerts.lag_records, cfg.alerts.dead_letters) == (1_000_000, 1)
+    assert cfg.output.path == str(tmp_path / "output")  # relative to the project root
+
+
+def test_the_inline_avro_schema_the_example_mentions_works_too():
+    """``# or schema: {type: record, name: Trip, fields: […]}`` (a YAML mapping, not text)."""
+    from streamslice.config import parse_pipeline
+    assert "schema: {type: record, name: Trip, fields: [" in page("formats.md")
+    cfg = parse_pipeline(MODE + SOURCE + "format:\n  value: avro\n  schema: {type: record, "
+                         "name: Trip, fields: [{name: id, type: long}]}\n")
+    assert cfg.decode.value.schema == "id BIGINT"
+
+
+def commands():
+    """Every ``streamslice …`` command line shown, in blocks or inline (a bare
+    ``streamslice backfill`` names a command rather than running one)."""
+    found = []
+    for text in EVERYTHING.values():
+        found += re.findall(r"^streamslice [^\n#]*", "\n".join(code_blocks(text)), re.M)
+        found += re.findall(r"`(streamslice [a-z]+ [^`]*)`", text)
+    return sorted({" ".join(c.split()) for c in found})
+
+
+def test_every_streamslice_command_in_the_docs_parses():
+    from streamslice.cli import parser
+    lines = commands()
+    assert {c.split()[1] for c in lines} >= {"offsets", "backfill", "efo", "plan", "validate"}
+    for line in lines:
+        words = [w for w in shlex.split(line.replace("…", "x")) if w != "\\"]
+        try:
+            args = parser().parse_args(words[1:])
+        except SystemExit:
+            pytest.fail(f"the docs' {line!r} does not parse")
+        assert callable(args.run), line
+    named = set(re.findall(r"`streamslice ([a-z]+)`", ALL_TEXT))
+    assert named >= {"validate", "backfill"}
+    choices = next(a for a in parser()._actions if a.dest == "command").choices
+    assert named <= set(choices)
+
+
+def test_json_works_on_every_command():
+    """"``--json`` works on every command" (``demo`` only runs the demo)."""
+    import argparse
+
+    from streamslice.cli import parser
+    assert "`--json` works on every command" in page("operations.md")
+
+    def leaves(p, path=()):
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield path, p
+        for action in subs:
+            for name, child in action.choices.items():
+                yield from leaves(child, (*path, name))
+    checked = [path for path, p in leaves(parser()) if path != ("demo",)]
+    assert len(checked) >= 7
+    for path, p in leaves(parser()):
+        if path != ("demo",):
+            assert "--json" in p._option_string_actions, path
+
+
+def test_the_airflow_backfill_command_is_airflows():
+    from airflow.cli.cli_parser import get_parser
+    line = re.search(r"^airflow backfill create .*?(?=\n```)", page("operations.md"),
+                     re.S | re.M).group(0)
+    args = get_parser().parse_args(shlex.split(line.replace("\\\n", " "))[1:])
+    assert (args.dag_id, args.reprocess_behavior) == ("taxi_trips", "completed")
+
+
+def test_the_getting_started_airflow_commands_are_airflows():
+    """``airflow dags test DAG DATE`` as the page runs its interval."""
+    from airflow.cli.cli_parser import get_parser
+    text = page("getting-started.md")
+    line, = re.findall(r"^airflow dags test .*$", text, re.M)
+    args = get_parser().parse_args(shlex.split(line)[1:])
+    assert args.dag_id == "orders"
+    assert args.logical_date == datetime(2024, 5, 1, 1, tzinfo=timezone.utc)
+
+
+def test_every_file_the_docs_name_exists():
+    """Paths such as ``tests/unit/test_avro_codec.py`` or ``bench/read_cpu.py``, and test
+    modules named alone (``test_avro_registry.py``)."""
+    paths = set(re.findall(r"(?<![\w/.])((?:tests|bench|devtools|plugins|dags|jobs|docs)"
+                           r"/[\w./-]*\w)(?![\w.]*:\d)", ALL_TEXT))  # not file:line in a message
+    assert len(paths) > 20
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert missing == []
+    names = set(re.findall(r"\b(test_\w+\.py)\b", ALL_TEXT))
+    test_files = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    assert names - test_files == set()
+
+
+def test_the_layout_names_every_module_and_each_module_it_names_exists():
+    layout = section("development.md", "Layout")
+    words = set(re.findall(r"[\w]+", layout))
+    package = ROOT / "plugins" / "streamslice"
+    modules = [p for p in package.rglob("*.py") if p.name != "__init__.py"]
+    assert [str(p.relative_to(package)) for p in modules if p.stem not in words] == []
+    folders = [p.name for p in package.iterdir() if (p / "__init__.py").exists()]
+    assert [f for f in folders if f"{f}/" not in layout] == []
+    for name in set(re.findall(r"\b([\w]+\.(?:py|js|css))\b", layout)):
+        assert any(list((ROOT / top).glob(f"**/{name}"))
+                   for top in ("plugins", "dags", "jobs")), name
+
+
+def test_extending_names_the_source_contract_and_the_contract_has_what_it_names():
+    from streamslice import formats, sources, splits
+    from streamslice.commit import publishers
+    from streamslice.planning import plan
+    from streamslice.reading.loop import SplitReader
+    text = page("extending.md")
+    named = set(re.findall(r"`([a-z_]+)`", text))
+    source_api = {n for n in dir(sources.Source) if not n.startswith("_")} | \
+        set(sources.Source.__annotations__)
+    # Every hook of the contract is on the page (describe_* as ``describe*``) …
+    undocumented = sorted(n for n in source_api - named
+                          if not (n.startswith("describe") and "`describe*`" in text))
+    assert undocumented == []
+    # … and every name it lists for a source exists on it.
+    hooks = text[text.index("implements `sources.Source`"):text.index("Register it in")]
+    listed = set(re.findall(r"`([a-z_]+)`", hooks)) - {"shard"}
+    assert sorted(n for n in listed if n not in source_api and not hasattr(SplitReader, n)) == []
+    split_api = set(splits.Split.__annotations__) | set(dir(splits.Split))
+    split_text = text[text.index("`splits.Split` contract"):text.index("implements")]
+    assert set(re.findall(r"`([a-z_]+)`", split_text)) <= split_api
+    for name in ("publish", "published_manifest", "lineage_dataset"):
+        assert f"`{name}`" in text and hasattr(publishers.Publisher, name)
+    for name in ("parse", "from_options", "prepare", "fields", "decode"):
+        assert f"`{name}`" in text and hasattr(formats.Format, name)
+    assert "PUBLISHERS" in text and publishers.PUBLISHERS
+    assert "MIGRATIONS" in text and "PLAN_VERSION" in text and plan.MIGRATIONS
+    assert all(hasattr(m, n) for m, n in ((sources, "position_text"), (sources, "PageAction"),
+                                          (sources, "SourcePlan"), (splits, "PositionText")))
+
+
+def test_the_docs_json_dead_letter_reasons_are_what_the_decoder_says():
+    """The reasons the formats page lists, each made by a record under the page's own example
+    schema (the first ``value: json`` block of *Record formats and types*)."""
+    from streamslice.formats import FormatSpec
+    from streamslice.formats.json import Json
+    text = section("formats.md", "Record formats and types")
+    ddl = re.search(r"schema: >-\n(.*?)\n  on_error", text, re.S).group(1)
+    listed = re.search(r"names the field's path.*?```\n(.*?)```", text, re.S).group(1)
+    records = {
+        b'{"order_id": 1, "customer": {"tags": ["a", "b", "c", 7]}}',
+        b'{"order_id": 1, "amount": 123.456}',
+        b'{"order_id": 1, "attributes": {"channel": 1}}',
+        b'{"customer": {"id": 2}}',
+        b'{"order_id": 123 4}',
+        b'{"order_id": 1, "attributes": "\xe9"}',
+        b'{"order_id": 1, "x": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b"[1, 2]",
+    }
+    _, errors = Json(FormatSpec("json", " ".join(ddl.split()))).decode(sorted(records))
+    assert sorted(errors.values()) == sorted(listed.strip().splitlines())
+
+
+def test_the_reference_table_lists_every_registered_format():
+    from streamslice.formats import formats_for
+    for role in ("value", "key"):
+        row = re.search(rf"^\| `format\.{role}` \|.*$", page("pipelines.md"), re.M).group(0)
+        meaning = row.split(" | ")[2]
+        assert set(re.findall(r"`(\w+)`", meaning)) >= set(formats_for(role)), role
+
+
+def test_the_outputs_page_names_every_output_format():
+    from streamslice.commit import publishers
+    from streamslice.config.pipeline import OUTPUT_FORMATS
+    text = page("outputs.md")
+    for fmt in OUTPUT_FORMATS:
+        assert re.search(rf"\b{fmt}\b", text, re.I), fmt
+    assert set(publishers.PUBLISHERS) <= set(OUTPUT_FORMATS) | {"files"}
+
+
+def test_make_bench_runs_what_the_docs_say_and_every_benchmark_is_described():
+    makefile = (ROOT / "Makefile").read_text()
+    target = re.search(r"^bench:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    run = set(re.findall(r"(bench/\w+\.py)", target))
+    perf = page("performance.md")
+    text = perf[perf.index("`make bench` runs"):] + "\n\n"
+    text = text[:text.index("\n\n")]
+    alone = text[text.index("(figures"):text.index("run on their own")]
+    said = set(re.findall(r"`(bench/\w+\.py)", text))
+    assert said - set(re.findall(r"`(bench/\w+\.py)", alone)) == run
+    scripts = {f"bench/{p.name}" for p in (ROOT / "bench").glob("*.py")
+               if p.stem not in ("__init__", "children")}
+    assert scripts <= set(re.findall(r"(bench/\w+\.py)", ALL_TEXT))
+
+
+def test_the_compose_deployment_is_what_the_docs_say():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    text = section("deployment.md", "`docker-compose.yml`")
+    env = compose["services"]["airflow-scheduler"]["environment"]
+    preset = {k.removeprefix("AIRFLOW_CONN_").lower() for k in env if k.startswith("AIRFLOW_CONN_")}
+    assert set(re.findall(r"`(streamslice_\w+)`", text)) == preset
+    assert "schema-registry" in compose["services"] and "schema registry" in text
+    assert "http://localhost:8080 (admin/admin)" in " ".join(text.split())
+    assert "8080:8080" in compose["services"]["airflow-apiserver"]["ports"]
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].startswith("admin:")
+    init = " ".join(compose["services"]["airflow-init"]["command"])
+    assert """'{"admin": "admin"}' > /opt/airflow/passwords.json""" in init
+
+
+def test_every_python_example_is_python():
+    """A Python block that does not even parse cannot be run by a reader."""
+    blocks = [(f, b) for f, text in EVERYTHING.items() for b in code_blocks(text, "python")]
+    assert len(blocks) >= 6
+    for file, block in blocks:
+        try:
+            ast.parse(block)
+        except SyntaxError as e:
+            pytest.fail(f"{file}: a python block does not parse: {e}\n{block}")
+
+
+def test_getting_started_puts_the_dag_factory_file_in_the_dags_folder():
+    """The DAGs folder's one file, as the page shows it, is the repository's."""
+    text = page("getting-started.md")
+    shown = [b for b in code_blocks(text, "python") if "build_dags" in b]
+    assert shown == [(ROOT / "dags" / "streamslice_pipelines.py").read_text()]
+
+
+# The site: a MkDocs build in strict mode (what `make test` runs first), every page in its
+# navigation, and the README a short front door that links every page.
+
+def nav_pages():
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    out = []
+
+    def walk(entries):
+        for entry in entries:
+            for value in (entry.values() if isinstance(entry, dict) else [entry]):
+                walk(value) if isinstance(value, list) else out.append(value)
+    walk(config["nav"])
+    return config, out
+
+
+def test_every_page_is_in_the_navigation_once_and_every_entry_is_a_page():
+    config, pages = nav_pages()
+    assert config["strict"] is True and config["docs_dir"] == "docs"
+    assert config["theme"]["name"] == "material"
+    assert sorted(pages) == sorted(PAGES) and len(pages) == len(set(pages))
+    # the topics issue #29 asks for, each a page
+    assert set(PAGES) >= {"index.md", "getting-started.md", "pipelines.md", "sources.md",
+                          "formats.md", "outputs.md", "exactly-once.md", "operations.md",
+                          "streamslice-page.md", "deployment.md", "aws.md", "spark.md",
+                          "performance.md", "extending.md", "development.md"}
+    # links that leave the pages would not be checked by the build: none but the web's
+    assert all(name.endswith(".md") for name in PAGES)
+
+
+def test_validation_turns_every_broken_link_into_a_warning_that_strict_fails():
+    config, _ = nav_pages()
+    assert {k: config["validation"][k] for k in ("not_found", "anchors", "omitted_files",
+                                                 "unrecognized_links")} == \
+        dict.fromkeys(("not_found", "anchors", "omitted_files", "unrecognized_links"), "warn")
+
+
+def mkdocs_build(config_file, site):
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                           "-f", str(config_file), "--site-dir", str(site)],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+
+
+def test_the_site_builds_strictly_and_a_broken_link_or_anchor_fails_it(tmp_path):
+    built = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert built.returncode == 0, built.stderr
+    assert (tmp_path / "site" / "getting-started" / "index.html").exists()
+    assert (tmp_path / "site" / "streamslice-page.png").exists()
+    # The same site with one broken link, then one missing anchor: the build fails naming it.
+    for broken, said in (("[x](no-such-page.md)", "no-such-page.md"),
+                         ("[x](pipelines.md#no-such-field)", "no-such-field")):
+        copy = tmp_path / f"docs-{said}"
+        copy.mkdir()
+        for name, text in PAGES.items():
+            (copy / name).write_text(text + (f"\n{broken}\n" if name == "index.md" else ""))
+        (copy / "streamslice-page.png").write_bytes((ROOT / "docs/streamslice-page.png")
+                                                    .read_bytes())
+        config = tmp_path / f"mkdocs-{said}.yml"
+        config.write_text((ROOT / "mkdocs.yml").read_text()
+                          .replace("docs_dir: docs", f"docs_dir: {copy}"))
+        failed = mkdocs_build(config, tmp_path / f"site-{said}")
+        assert failed.returncode != 0 and said in failed.stderr, failed.stderr
+
+
+def test_make_test_builds_the_site_strictly_and_make_docs_serves_it():
+    makefile = (ROOT / "Makefile").read_text()
+    test_deps = re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
+    assert "docs-build" in test_deps
+    build = re.search(r"^docs-build:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    assert "mkdocs build --strict" in build
+    # --quiet hides the warnings that --strict counts: the build would pass with broken links
+    assert "--quiet" not in build
+    serve = re.search(r"^docs:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    assert "mkdocs serve" in serve
+    # what the build needs is installed by `make venv`
+    pins = (ROOT / "requirements.txt").read_text() + (ROOT / "constraints.txt").read_text()
+    assert re.search(r"^mkdocs==", pins, re.M) and re.search(r"^mkdocs-material==", pins, re.M)
+
+
+def test_the_readme_is_a_short_front_door_that_links_every_page():
+    lines = README.splitlines()
+    assert len(lines) <= 200
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)(?:#[\w-]+)?\)", README))
+    assert linked >= set(PAGES) - {"index.md"}
+    assert "make demo" in README and "make test" in README
+    assert "## What `make demo` shows" in README
+
+
+def slug(heading):
+    """The anchor MkDocs' toc gives a heading (its default slugify)."""
+    text = re.sub(r"[^\w\s-]", "", heading.strip().lower())
+    return re.sub(r"[-\s]+", "-", text).strip("-")
+
+
+def test_the_readmes_links_into_the_docs_reach_their_headings():
+    """The README is not part of the site, so its links are checked here, not by the build."""
+    links = re.findall(r"\]\(docs/([\w-]+\.(?:md|png))(?:#([\w-]+))?\)", README)
+    assert len(links) >= 14
+    for name, anchor in links:
+        assert (ROOT / "docs" / name).exists(), name
+        if anchor:
+            headings = re.findall(r"^#+ (.*)$", page(name), re.M)
+            assert anchor in {slug(h) for h in headings}, (name, anchor)

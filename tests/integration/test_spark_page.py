@@ -1,0 +1,51 @@
+"""docs/spark.md's examples, run as a reader runs them against a real broker and Spark: only
+the broker's address and the topics are replaced. The first reads a topic from earliest to
+latest; the second reads JSON into the columns of its DDL and shows two of them."""
+import json
+import re
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from devtools.services import create_topic
+from devtools.taxi import Trip, produce
+from tests.support.pipelines import unique
+
+pytestmark = pytest.mark.integration
+
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "spark.md").read_text()
+EXAMPLES = re.findall(r"^```python\n(.*?)^```$", PAGE, re.S | re.M)
+
+
+def run(example, broker, topics, scope):
+    for shown, ours in topics.items():
+        example = example.replace(f'"{shown}"', f'"{ours}"')
+    exec(example.replace("127.0.0.1:9092", broker.bootstrap), scope)
+    return scope
+
+
+def test_the_spark_pages_examples_read_what_they_say(broker, spark, capsys):
+    assert len(EXAMPLES) == 2
+    trips, orders = unique("taxi-trips"), unique("orders")
+    create_topic(broker.bootstrap, trips, 2)
+    create_topic(broker.bootstrap, orders, 1)
+    sent = produce(broker.bootstrap, trips,
+                   [Trip(b"k%d" % i, b"{}", 1_714_521_600_000 + i) for i in range(25)])
+    scope = run(EXAMPLES[0], broker, {"taxi-trips": trips}, {})
+    df = scope["df"]
+    assert sorted((r.partition, r.offset) for r in df.collect()) == sorted(
+        (p, o) for p, o, _ in sent)
+    assert df.columns[:3] == ["key", "value", "topic"]
+
+    record = {"id": 7, "user": {"name": "ann", "tags": ["a", "b"]}, "amount": "12.50",
+              "day": "2024-05-01", "attrs": {"channel": "web"}}
+    produce(broker.bootstrap, orders, [Trip(b"7", json.dumps(record).encode(), 0)])
+    capsys.readouterr()
+    scope = run(EXAMPLES[1], broker, {"orders": orders}, scope)
+    shown = capsys.readouterr().out
+    assert "ann" in shown and "12.50" in shown
+    row, = scope["df"].select("id", "user", "amount", "day", "attrs").collect()
+    assert (row.id, row.user.name, row.user.tags, row.amount, row.day, row.attrs) == \
+        (7, "ann", ["a", "b"], Decimal("12.50"), date(2024, 5, 1), {"channel": "web"})

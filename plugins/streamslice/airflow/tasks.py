@@ -13,6 +13,7 @@ from .. import faults
 from ..commit.checkpoint import advance
 from ..commit.protocol import publish_once, staging_for
 from ..config import load_pipeline
+from ..metrics import run_figures, step_timing
 from ..planning.plan import Interval
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
@@ -21,6 +22,7 @@ from ..splits import summary_lag, total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
 from .hooks import registry_properties, source_properties, with_catalog_connection
+from .metrics import emit
 from .operators import remember
 from .store import TaskCheckpointStore, output_asset
 
@@ -31,6 +33,7 @@ log = logging.getLogger("streamslice")
 
 
 def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
+    started = time.monotonic()
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         saved = context["task_state_store"].get("plan")
@@ -60,6 +63,7 @@ def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         data = plan.to_dict()
         context["task_state_store"].set("plan", data)
         faults.check("plan")
+        emit([step_timing("plan", time.monotonic() - started)], cfg.name, cfg.source.kind)
         return data
 
 
@@ -85,13 +89,14 @@ def read_task(pipeline_file: str, **context: Any) -> str:
         setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
                  for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
         from .runners import run_spark_read
-        started = time.time()
+        started = time.monotonic()
         run_spark_read(cfg, plan, staging.uri, {**source_properties(cfg.source),
                                                 **registry_properties(cfg.decode)},
                        cfg.source.read_options(setup),
                        started=lambda job: _job_started(context, job))
-        log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri,
-                 time.time() - started)
+        took = time.monotonic() - started
+        log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri, took)
+        emit([step_timing("read", took)], cfg.name, cfg.source.kind)
         remember(context, staging=staging.uri)
         return staging.uri
 
@@ -127,6 +132,7 @@ def _read_staging(plan: ReadPlan, context: dict[str, Any]) -> Staging:
 
 
 def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
+    started = time.monotonic()
     with operator_errors():
         cfg = load_pipeline(pipeline_file)
         plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
@@ -154,6 +160,8 @@ def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         after_commit(cfg, manifest, context, context["asset_state_store"][asset])
         extra = run_metrics(manifest, checkpoint.positions)
         context["outlet_events"][asset].extra = extra
+        emit([*run_figures(manifest, int(time.time() * 1000), checkpoint.interval_end),
+              step_timing("commit", time.monotonic() - started)], cfg.name, cfg.source.kind)
         log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
                  manifest["partition"], manifest["records"], manifest["dead_letters"])
         return {**extra, "checkpoint": checkpoint.to_dict()}

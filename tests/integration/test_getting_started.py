@@ -66,3 +66,13 @@ def test_the_getting_started_page_lands_its_interval(broker, spark, airflow_db, 
     exec(reading, {})
     said = re.search(r"print\(.*\)\s+# (.*)$", reading, re.M).group(1)
     assert capsys.readouterr().out.strip() == said
+
+    # and as docs/outputs.md reads a dataset with DuckDB: the folders' keys are columns
+    import duckdb
+    outputs = (Path(__file__).resolve().parents[2] / "docs" / "outputs.md").read_text()
+    query = " ".join(re.search(r"`(SELECT \* FROM read_parquet\(.*?\))`", outputs,
+                               re.S).group(1).split())
+    query = re.sub(r"'output/pipeline=\w+/", f"'{output}/pipeline={name}/", query)
+    rows = duckdb.sql(f"SELECT count(*), min(id), max(id), any_value(interval), "
+                      f"any_value(pipeline) FROM ({query})").fetchall()
+    assert rows == [(515, 0, 514, "20240501T000000Z", name)]

@@ -290,6 +290,21 @@ def test_the_outputs_page_names_every_output_format():
     assert set(publishers.PUBLISHERS) <= set(OUTPUT_FORMATS) | {"files"}
 
 
+def test_the_manifest_holds_what_the_outputs_page_says(tmp_path):
+    from streamslice.commit.protocol import publish_once
+    from tests.unit.test_commit import GOOD_ROWS, good_summaries, make_plan, stage
+    text = section("outputs.md", "Parquet datasets")
+    said = text[text.index("`_manifest.json` names"):text.index("Work areas")]
+    said = set(re.findall(r"`([a-z_]+)`", said)) - {"on_data_loss", "skip"}
+    assert len(said) >= 12
+    plan = make_plan(dataset=str(tmp_path / "ds"))
+    manifest = publish_once(plan, stage(tmp_path, GOOD_ROWS, good_summaries(plan)),
+                            run_id="r1", now_ms=1)
+    written = json.loads((tmp_path / "ds" / "batch=00000001" / "_manifest.json").read_text())
+    assert said - set(written) == set()
+    assert written["plan_id"] == manifest["plan_id"] and written["splits"]
+
+
 def test_make_bench_runs_what_the_docs_say_and_every_benchmark_is_described():
     makefile = (ROOT / "Makefile").read_text()
     target = re.search(r"^bench:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)

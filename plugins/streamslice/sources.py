@@ -209,6 +209,9 @@ class Source(ABC, Generic[SplitT]):
     # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
     ambient_secrets: ClassVar[tuple[str, ...]] = ()
     split_noun: ClassVar[tuple[str, str]] = ("partition", "partitions")  # what people call one
+    # The dead letters' columns that hold a record's raw bytes (a DataFrame read's
+    # corrupt-record column holds them, ``reading.malformed``)
+    raw_columns: ClassVar[tuple[str, ...]] = ("value",)
     conn_id: str | None
 
     # -- configuration ----------------------------------------------------------------------

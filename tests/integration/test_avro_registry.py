@@ -123,8 +123,10 @@ def test_spark_options_read_avro_through_the_registry(broker, spark, registry):
     df = reader.load()
     assert df.columns[:5] == ["key", "trip_id", "fare", "pickup", "tip"]
     assert str(df.schema["fare"].dataType) == "DecimalType(8,2)"
-    rows = sorted((r.trip_id, r.tip) for r in df.collect())
+    rows = sorted((r.trip_id, r.tip) for r in df.where("_corrupt_record IS NULL").collect())
     assert rows == [(f"s{i}", 0.5) for i in range(4)]
+    corrupt = df.where("_corrupt_record IS NOT NULL").collect()  # the extra record, kept
+    assert [r._corrupt_record.value for r in corrupt] == [b"\x00\x00\x00"]
     with pytest.raises(Exception, match="subject 'nope-value' version latest does not exist"):
         reader.option("subject", "nope-value").load()
 

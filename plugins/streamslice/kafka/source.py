@@ -51,6 +51,7 @@ class KafkaSource(Source["KafkaSplit"]):
     conn_type = "kafka"
     connection_hook = "streamslice.airflow.hooks.kafka_properties"
     lag_unit = "records"
+    raw_columns = ("key", "value")
     verify_columns = (("topic", "partition"), "offset")
 
     # -- configuration ----------------------------------------------------------------------

@@ -58,6 +58,7 @@ class KinesisSource(Source["KinesisSplit"]):
     lag_unit = "ms"
     ambient_secrets = ("access_key_id", "secret_access_key", "session_token")
     split_noun = ("shard", "shards")
+    raw_columns = ("data",)
     verify_columns = (("stream", "shardId"), None)
 
     # -- configuration ----------------------------------------------------------------------

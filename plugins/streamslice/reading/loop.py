@@ -100,6 +100,15 @@ class SplitReader(ABC):
         self.stats.dead_letters(batch.num_rows)
         self._dead.append(batch)
 
+    def take_dead_letters(self) -> pa.RecordBatch:
+        """The dead letters so far, no longer kept for the staging area (a DataFrame read
+        without one takes them as they come: ``reading.malformed``)."""
+        import pyarrow as pa
+        dead, self._dead = self._dead, []
+        if not dead:
+            return pa.RecordBatch.from_pylist([], schema=self.dead_letter_schema)
+        return pa.concat_batches(dead)
+
 
 @contextmanager
 def gc_paused() -> Iterator[None]:

@@ -11,6 +11,10 @@ them write each split's records to a Parquet file there themselves and return no
 reads several small splits one after the other (``planning.packing``: ``taskSlots`` is the
 session's parallelism, ``packSplits`` false keeps one split a task), each into its own file
 and summary as before; a DataFrame read keeps one input partition per split.
+
+Without ``staging`` (a DataFrame read) there are no dead-letter files: a record that does not
+decode is a row of the corrupt-record column, dropped, or the query's failure, as Spark's
+``mode`` says (``reading.malformed``), and each task logs how many there were.
 """
 from __future__ import annotations
 
@@ -26,7 +30,11 @@ from ..sources import SOURCES
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    import pyarrow as pa
+
     from ..planning.plan import ReadPlan
+    from ..reading.loop import SplitReader
+    from ..reading.malformed import Malformed, ParseMode
     from ..reading.sink import ParquetSink
     from ..sources import ReadRequest, Source
 
@@ -51,19 +59,43 @@ class PlannedSource(DataSource):
             self._cached_plan = plan_from_options(dict(self.options), self.kind)
         return self._cached_plan
 
+    def _mode(self) -> ParseMode | None:
+        """Spark's parse mode for a DataFrame read; None on the DAG's path (``staging``),
+        which stages dead letters instead."""
+        from streamslice.spark.options import parse_mode
+        options = {k.lower(): v for k, v in self.options.items()}
+        return None if options.get("staging") else parse_mode(options, self._plan())
+
+    def _schema(self) -> pa.Schema:
+        if not hasattr(self, "_cached_schema"):
+            self._cached_schema = dataframe_schema(self._plan(), self._mode())
+        return self._cached_schema
+
     def schema(self) -> Any:
-        from streamslice.reading.decode import Decoder
-        from streamslice.sources import source_class
-        plan = self._plan()
-        return from_arrow_schema(source_class(plan.source).record_schema(
-            Decoder.from_dict(plan.decode), plan))
+        return from_arrow_schema(self._schema())
 
     def reader(self, schema: Any) -> PlanReader:
-        return PlanReader(self._plan(), dict(self.options))
+        return PlanReader(self._plan(), dict(self.options), self._mode(), self._schema())
+
+
+def dataframe_schema(plan: ReadPlan, mode: ParseMode | None) -> pa.Schema:
+    """The source's columns for the plan's decoding, and the corrupt-record column where
+    ``mode`` wants one."""
+    import pyarrow as pa
+
+    from streamslice.reading.decode import Decoder
+    from streamslice.sources import source_class
+    decoder, cls = Decoder.from_dict(plan.decode), source_class(plan.source)
+    records = cls.record_schema(decoder, plan)
+    if mode is None:
+        return records
+    can_fail = "raw" != decoder.value_format_name or "raw" != decoder.key_format_name
+    return mode.schema(records, [pa.field(n, pa.binary()) for n in cls.raw_columns], can_fail)
 
 
 class PlanReader(DataSourceReader):
-    def __init__(self, plan: ReadPlan, options: dict[str, str]) -> None:
+    def __init__(self, plan: ReadPlan, options: dict[str, str], mode: ParseMode | None = None,
+                 schema: pa.Schema | None = None) -> None:
         from streamslice.config.options import client_properties
         from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
@@ -78,6 +110,7 @@ class PlanReader(DataSourceReader):
         self.codec: str = (options.get("directwrite") or "") if self.staging else ""
         self.pack = bool(self.codec) and options.get("packsplits", "true") != "false"
         self.slots = int(options.get("taskslots") or os.cpu_count() or 1)
+        self.mode, self.schema = (mode, schema) if not self.staging else (None, None)
 
     def partitions(self) -> list[SplitPartition]:
         if not self.splits:
@@ -94,6 +127,7 @@ class PlanReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from streamslice.errors import StreamsliceError
         from streamslice.reading.decode import Decoder
+        from streamslice.reading.malformed import Malformed
         from streamslice.reading.staging import Staging
         from streamslice.registry.base import split_properties
         from streamslice.sources import ReadRequest, read_plan, source_class
@@ -102,8 +136,11 @@ class PlanReader(DataSourceReader):
         from streamslice.secrets import with_secrets
         try:
             props = with_secrets(self.properties, _spark_file)
+            decoder = Decoder.from_dict(plan.decode, props)
+            if self.mode is not None:  # records that do not decode are the mode's to handle
+                decoder.on_error = "dead_letter"
             request = ReadRequest(plan=plan, properties=split_properties(props)[0],
-                                  decoder=Decoder.from_dict(plan.decode, props),
+                                  decoder=decoder,
                                   staging=Staging(self.staging, plan.output.auth
                                                   if plan.output else None)
                                   if self.staging else None,
@@ -117,7 +154,12 @@ class PlanReader(DataSourceReader):
                 reader = source.open_reader(split, request)
                 if self.codec:
                     reader.sink = self._sink(source, request, split.id)
-                yield from reader.batches()
+                if self.mode is None:
+                    yield from reader.batches()
+                else:
+                    assert self.schema is not None
+                    yield from _with_malformed(reader, Malformed(self.mode, self.schema,
+                                                                 split.key))
         except StreamsliceError as exc:  # crosses to the driver as one line with its kind
             raise RuntimeError(exc.to_line()) from None
 
@@ -132,6 +174,20 @@ class PlanReader(DataSourceReader):
         return ParquetSink(request.staging, split_id,
                            source.record_schema(request.decoder, request.plan), self.codec,
                            constants=staged_constants(request.plan), keep_empty=split_id == first)
+
+
+def _with_malformed(reader: SplitReader, malformed: Malformed) -> Iterator[Any]:
+    """A split's batches, and its records that did not decode as ``malformed`` says; then
+    the split's count of them in a log line."""
+    for batch in reader.batches():
+        yield malformed.rows(batch)
+        corrupt = malformed.dead(reader.take_dead_letters())
+        if corrupt is not None:
+            yield corrupt
+    corrupt = malformed.dead(reader.take_dead_letters())  # batches without a decoded record
+    if corrupt is not None:
+        yield corrupt
+    malformed.log(reader.stats.d["scanned"])
 
 
 def _spark_file(name: str) -> str | None:

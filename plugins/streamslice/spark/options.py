@@ -4,8 +4,10 @@ Either ``plan`` (a ReadPlan as JSON, as the Airflow DAG passes it: it stays fixe
 a DAG run reads exactly what it planned) or a source's own options (``Source.from_options``:
 Spark's Kafka option names for Kafka), plus the decoding options every source shares:
 ``valueFormat``, ``keyFormat``, ``schema`` and ``keySchema`` (Spark DDL, or JSON
-``{"field": "type"}``), ``onDecodeError`` and ``flatten``. Option names are checked strictly: a
-misspelt one would silently read another range, so it fails naming the closest known option.
+``{"field": "type"}``), ``flatten``, and Spark's ``mode`` and ``columnNameOfCorruptRecord``
+(``parse_mode``: what a DataFrame read does with a record that does not decode; ``onDecodeError``
+is the older name). Option names are checked strictly: a misspelt one would silently read
+another range, so it fails naming the closest known option.
 """
 from __future__ import annotations
 
@@ -18,13 +20,15 @@ from ..errors import ConfigError, PlanError, PlanVersionError
 if TYPE_CHECKING:
     from ..config.pipeline import Decoding
     from ..planning.plan import ReadPlan
+    from ..reading.malformed import ParseMode
 
 __all__ = ["client_properties", "plan_from_options", "check_names"]
 
 DECODING = ("valueFormat", "keyFormat", "schema", "keySchema", "onDecodeError", "flatten",
             "avroSchema", "keyAvroSchema", "schemaRegistryKind", "schemaRegistryName",
             "subject", "schemaVersion", "keySubject", "keySchemaVersion", "descFilePath",
-            "messageName", "keyDescFilePath", "keyMessageName")
+            "messageName", "keyDescFilePath", "keyMessageName", "mode",
+            "columnNameOfCorruptRecord")
 REGISTRY_PREFIX = "schema.registry."  # a schema registry's client properties
 INTERNAL = ("plan", "staging", "readOptions", "injectFault", "pipeline")
 
@@ -77,6 +81,28 @@ def decoding_from_options(opts: dict[str, str]) -> Decoding:
                     on_error=_choice(opts, "onDecodeError", ("fail", "dead_letter"), "fail"),
                     flatten=_choice({k: v.lower() for k, v in opts.items()}, "flatten",
                                     ("true", "false"), "true") == "true")
+
+
+def parse_mode(options: dict[str, str], plan: ReadPlan) -> ParseMode:
+    """Spark's ``mode`` (any case, as Spark's ``ParseMode.fromString``) and
+    ``columnNameOfCorruptRecord``. ``onDecodeError``, the older option, maps onto it: ``fail``
+    is ``FAILFAST``, ``dead_letter`` ``PERMISSIVE`` (the record stays, as a corrupt row: a
+    DataFrame read has no dead-letter files). Without either, a ``plan`` says it by its
+    ``on_error``; else ``PERMISSIVE``, Spark's default."""
+    from ..reading.malformed import DEFAULT_COLUMN, ParseMode
+    opts = {k.lower(): v for k, v in options.items()}
+    mode, older = opts.get("mode"), opts.get("ondecodeerror")
+    if mode is not None and older is not None:
+        raise ConfigError("options mode and onDecodeError say the same thing: give mode "
+                          "(onDecodeError fail is mode FAILFAST, dead_letter is PERMISSIVE)")
+    if mode is None:
+        on_error = older if older is not None else \
+            (plan.decode or {}).get("on_error", "dead_letter") if "plan" in opts else "dead_letter"
+        if on_error not in ("fail", "dead_letter"):
+            raise ConfigError(f"option onDecodeError: {on_error!r} is not one of: fail, "
+                              "dead_letter")
+        mode = "FAILFAST" if on_error == "fail" else "PERMISSIVE"
+    return ParseMode(mode.upper(), opts.get("columnnameofcorruptrecord", DEFAULT_COLUMN))
 
 
 def _choice(opts: dict[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:

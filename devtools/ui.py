@@ -1,7 +1,7 @@
 """`make ui`: the Airflow api-server over the demo's metadata database, with the streamslice
 plugin, on 127.0.0.1 (all users admins: a local demo only). Then open
 http://127.0.0.1:8080/plugin/streamslice — or the Streamslice entry in Airflow's navigation.
-  python -m devtools.ui [--port 8080] [--screenshot FILE]
+  python -m devtools.ui [--port 8080] [--screenshot FILE [--overview FILE] [--runs FILE]]
 """
 import argparse
 import os
@@ -17,6 +17,8 @@ def main():
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--screenshot", help="save the taxi_trips page (opened from the overview "
                     "inside the Airflow UI) and exit")
+    ap.add_argument("--overview", help="with --screenshot: also save the overview")
+    ap.add_argument("--runs", help="with --screenshot: also save the page's Runs section")
     args = ap.parse_args()
     if not (DEMO / "airflow" / "airflow.db").exists():
         sys.exit("no demo database yet: run `make demo` first")
@@ -36,12 +38,12 @@ def main():
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
-        _screenshot(f"{url}/plugin/streamslice", args.screenshot)
+        _screenshot(f"{url}/plugin/streamslice", args.screenshot, args.overview, args.runs)
     finally:
         server.terminate()
 
 
-def _screenshot(url, path):
+def _screenshot(url, path, overview=None, runs=None):
     import urllib.request
 
     from playwright.sync_api import sync_playwright
@@ -59,10 +61,16 @@ def _screenshot(url, path):
         page = browser.new_page(viewport={"width": 1400, "height": 1250})
         page.goto(url)
         frame = page.frame_locator("iframe")
-        frame.locator('tr[data-pipeline="taxi_trips"] a').first.click(timeout=60_000)
+        link = frame.locator('tr[data-pipeline="taxi_trips"] a').first
+        link.wait_for(timeout=60_000)
+        if overview:
+            page.screenshot(path=overview)
+        link.click(timeout=60_000)
         frame.locator("#coverage").wait_for(timeout=60_000)
         # The output location is a path on this machine: kept out of the picture.
         page.screenshot(path=path, mask=[frame.locator("code.output")])
+        if runs:
+            frame.locator("#runs").screenshot(path=runs)
         browser.close()
 
 

@@ -455,3 +455,48 @@ def test_the_readmes_links_into_the_docs_reach_their_headings():
         if anchor:
             headings = re.findall(r"^#+ (.*)$", page(name), re.M)
             assert anchor in {slug(h) for h in headings}, (name, anchor)
+
+
+def test_the_extending_pages_record_format_works_once_registered(monkeypatch, tmp_path):
+    """The page's ``Long`` format, registered as the page says, runs through the same
+    contract checks as the built-in formats, parses in a pipeline file and decodes keys."""
+    import types
+
+    from streamslice import formats
+    from streamslice.config import parse_pipeline
+    from tests.unit.test_formats_contract import test_every_format_keeps_the_contract
+    text = page("extending.md")
+    example, = [b for b in code_blocks(text, "python") if "class Long(BaseFormat)" in b]
+    line = re.search(r'`("long": "streamslice\.formats\.long:Long")` in `FORMATS`', text)
+    assert line
+    module = types.ModuleType("streamslice.formats.long")
+    exec(compile(example, "docs/extending.md", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, "streamslice.formats.long", module)
+    monkeypatch.setitem(formats.FORMATS, "long", "streamslice.formats.long:Long")
+    for role in ("value", "key"):
+        test_every_format_keeps_the_contract("long", role)
+    cfg = parse_pipeline(MODE + SOURCE + "format: {key: long}\n")
+    fmt = formats.make_format(cfg.decode.key, "key")
+    arrays, errors = fmt.decode([(42).to_bytes(8, "big"), (-1).to_bytes(8, "big", signed=True),
+                                 None, b"\x01"])
+    assert arrays[0].to_pylist() == [42, -1, None, None]
+    assert errors == {3: "key: expected 8 bytes, got 1"}
+    from streamslice.spark.options import decoding_from_options
+    assert decoding_from_options({"keyformat": "long"}).key.name == "long"
+
+
+def test_the_performance_pages_commands_use_each_scripts_own_options():
+    """Each ``bench/…py --option`` line is checked against the options the script (or the
+    shared ``bench/children.py`` parser it uses) declares, and every script has a line."""
+    text = page("performance.md")
+    lines = re.findall(r"^\.venv/bin/python (bench/\w+\.py)([^#\n]*)", text, re.M)
+    scripts = {f"bench/{p.name}" for p in (ROOT / "bench").glob("*.py")
+               if p.stem not in ("__init__", "children")}
+    assert {script for script, _ in lines} | set(
+        re.findall(r"(bench/\w+\.py)", (ROOT / "Makefile").read_text())) >= scripts
+    for script, args in lines:
+        source = (ROOT / script).read_text()
+        if "bench.children import" in source:
+            source += (ROOT / "bench" / "children.py").read_text()
+        declared = set(re.findall(r'add_argument\(\s*"(--[\w-]+)"', source))
+        assert set(re.findall(r"(--[\w-]+)", args)) <= declared, script

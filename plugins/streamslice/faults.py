@@ -6,7 +6,8 @@ whose environment a test can set only once).
 
 A no-op unless the variable is set. Points: ``plan`` (after the plan is saved), ``read``
 (inside a reader, after M records of split N), ``before_publish``, ``publish_swap`` (the old
-partition set aside, the new one not yet in place), ``publish_copy`` (object stores: once the
+partition set aside, the new one not yet in place), ``publish_renamed`` (the new partition
+in place, the old one still in the trash), ``publish_copy`` (object stores: once the
 old partition is removed, or with ``after=M`` once M files are copied in),
 ``after_publish`` and ``after_checkpoint``.
 The default action raises ``InjectedFault``; ``kill`` sends SIGKILL to every process of this

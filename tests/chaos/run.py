@@ -5,6 +5,9 @@ the staging area (a local folder or an object store such as S3) as the Spark job
 The chaos tests start it in a new process group and let a fault SIGKILL the whole group.
 
   python -m tests.chaos.run PIPELINE.yaml STATE_DIR RUN_ID TRY [INTERVAL_START_MS]
+
+TRY ``2:commit`` retries the commit alone on try 1's staging area, as Airflow retries a failed
+commit task (its read task succeeded, so the read is not run again).
 """
 import json
 import os
@@ -64,13 +67,15 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
         write_atomic(plan_file, plan.to_json())
         faults.check("plan")
 
-    staging = staging_for(plan, f"{run_id}-try{try_number}")
+    try_number, _, only = str(try_number).partition(":")
+    staging = staging_for(plan, f"{run_id}-try{1 if only == 'commit' else try_number}")
     source = source_class(plan.source)
     request = ReadRequest(plan=plan, properties=cfg.source.client_properties(),
                           decoder=Decoder.from_dict(plan.decode), staging=staging,
                           fault=faults.current(), options=options)
-    staging.clear_data()
-    for split in plan.splits:  # as the Spark job's tasks do on the direct write path
+    if only != "commit":
+        staging.clear_data()
+    for split in plan.splits if only != "commit" else ():  # as the Spark job's tasks do
         reader = source.open_reader(split, request)
         reader.sink = ParquetSink(staging, split.id, source.record_schema(request.decoder, plan),
                                   "snappy", constants=staged_constants(plan),

@@ -1,9 +1,11 @@
 """Chaos: a run is SIGKILLed (its whole process group) at each phase — after planning, in the
 middle of a read, before the publish, between setting the old partition aside and renaming
-the new one in, after the publish, after the checkpoint — then recovered the two ways Airflow
-would: a retry of the same run (same saved plan) or a new run. Afterwards the output read by
-pyarrow and by DuckDB's ``**/*.parquet`` glob is the source range exactly once, nothing but
-data is under the dataset, and the checkpoint is what was published.
+the new one in, right after renaming it in (the old one still in the trash), after the
+publish, after the checkpoint — then recovered the two ways Airflow would: a retry of the same
+run (same saved plan) or a new run. Afterwards the output read by pyarrow and by DuckDB's
+``<output>/**/*.parquet`` glob of the whole output folder (the work area included) is the
+source range exactly once, nothing but data is under the dataset, nothing a crash left is in
+the work area, and the checkpoint is what was published.
 
 Real broker over TCP, real process kills; the runs go through streamslice's planner, split
 readers, commit protocol and files publisher (tests/chaos/run.py), without Airflow and Spark
@@ -26,8 +28,8 @@ from tests.support.pipelines import kafka_pipeline, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
-POINTS = ["plan", "read:split=1:after=1", "before_publish", "publish_swap", "after_publish",
-          "after_checkpoint"]
+POINTS = ["plan", "read:split=1:after=1", "before_publish", "publish_swap", "publish_renamed",
+          "after_publish", "after_checkpoint"]
 
 
 class Pipeline:
@@ -113,12 +115,17 @@ def test_kill_a_table_commit_then_recover_exactly_once(broker, tmp_path, fmt, po
     assert p.checkpoint()["interval_end"] == T0 + 3_600_000
 
 
-@pytest.mark.parametrize("recovery", ["retry", "new_run"])
-@pytest.mark.parametrize("point", POINTS)
+# Airflow retries a commit task alone, on the staging area its read task left
+COMMIT_POINTS = ["before_publish", "publish_swap", "publish_renamed", "after_publish"]
+
+
+@pytest.mark.parametrize("point, recovery", [
+    *((point, recovery) for point in POINTS for recovery in ("retry", "new_run")),
+    *((point, "commit_retry") for point in COMMIT_POINTS)])
 @pytest.mark.parametrize("mode", ["incremental", "interval"])
 def test_kill_then_recover_exactly_once(broker, tmp_path, mode, point, recovery):
     p = Pipeline(broker, tmp_path, mode)
-    if point == "publish_swap":  # the partition must exist for a swap to happen
+    if point in ("publish_swap", "publish_renamed"):  # a swap needs the partition to exist
         if mode == "interval":
             succeeded(p.run("first"))
         else:  # published, but killed before the checkpoint: the next run replaces it
@@ -126,6 +133,8 @@ def test_kill_then_recover_exactly_once(broker, tmp_path, mode, point, recovery)
     killed(p.run("victim", fault=point))
     if recovery == "retry":
         succeeded(p.run("victim", try_number=2))
+    elif recovery == "commit_retry":
+        succeeded(p.run("victim", try_number="2:commit"))
     else:
         succeeded(p.run("rescue"))
 
@@ -134,7 +143,8 @@ def test_kill_then_recover_exactly_once(broker, tmp_path, mode, point, recovery)
         columns=["partition", "offset"])
     got = sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
     assert got == expected  # every record, once
-    glob = f"{p.dataset}/**/*.parquet"
+    # the whole output folder, work area included: nothing there reads as data
+    glob = f"{p.tmp / 'lake'}/**/*.parquet"
     seen = duckdb.sql(f"SELECT count(*), count(DISTINCT (partition, \"offset\")) "
                       f"FROM read_parquet('{glob}')").fetchone()
     assert seen == (len(expected), len(expected))

@@ -41,7 +41,8 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
     (``published``: the partition's URI, a table's snapshot or version), or recognise that an
     earlier try of the same plan already published it. A complete staging area is always
     published (a cleared or reprocessed run replaces its partition); one a crash left
-    incomplete after the publish yields to the manifest that try published."""
+    incomplete after the publish yields to the manifest that try published, and the clean-up
+    that try did not reach (``Publisher.finish``) is done now."""
     publisher = publisher_for(target_of(plan))
 
     def ours() -> dict[str, Any] | None:  # looked up only when the staging area cannot publish
@@ -57,6 +58,7 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
                 raise
             log.info("%s was published by an earlier try of this run; its staging area was "
                      "left incomplete by a crash.", plan.partition)
+            publisher.finish(plan)
             clean_attempts(plan)
             return earlier
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
@@ -67,6 +69,7 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
     earlier = ours()
     if earlier is not None:
         log.info("%s was already published by an earlier try of this run.", plan.partition)
+        publisher.finish(plan)
         clean_attempts(plan)
         return earlier
     raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "

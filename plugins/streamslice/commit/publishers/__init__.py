@@ -44,6 +44,10 @@ class Publisher(Protocol):
         """The manifest the plan's partition was published with, if any, with where it
         landed under ``published``."""
 
+    def finish(self, plan: ReadPlan) -> None:
+        """What ``publish`` does after the partition is in place (removing what it
+        replaced), for a retry that finds the partition published by a try that crashed."""
+
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         """The output as lineage names it (``streamslice.lineage``): its location, and the
         table's name in its catalog where it has one."""

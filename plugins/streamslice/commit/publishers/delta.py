@@ -63,6 +63,9 @@ class DeltaPublisher:
                                                 "version": entry.get("version")}}
         return None
 
+    def finish(self, plan: ReadPlan) -> None:
+        """Nothing: the table's commit is the publish's last step."""
+
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
         schema = table_schema(plan)

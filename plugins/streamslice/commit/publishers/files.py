@@ -2,8 +2,10 @@
 
 ``DirectoryRename`` (file systems): the old partition is set aside in the work area's trash,
 the new one renamed in, then the old one removed. Readers see the old or the new, never a mix;
-a crash in between leaves the partition absent until the retry re-publishes it, and trash a
-crash left behind is removed by the next publish of that partition.
+a crash in between leaves the partition absent until the retry re-publishes it. Trash a crash
+left behind (the replaced files, Parquet a glob of the output would read) is removed by the
+next publish of that partition, or by ``finish`` when a retry finds the partition already
+published by the try that crashed.
 
 ``ObjectStoreCopy`` (S3 and other stores that cannot rename a directory): the old partition
 is removed and the new files copied in with ``_manifest.json`` last, so the manifest marks a
@@ -67,10 +69,16 @@ class DirectoryRename:
             fs.move(target, trash)
             faults.check("publish_swap")
         fs.move(data, target)
+        faults.check("publish_renamed")
         if fs.get_file_info(trash).type != pafs.FileType.NotFound:
             fs.delete_dir(trash)
         fs.delete_dir(staging.root)
         return {"uri": self.uri(plan)}
+
+    def finish(self, plan: ReadPlan) -> None:
+        """The clean-up of a publish a crash interrupted after the new partition was in
+        place: the partition's trash."""
+        self.empty_trash(f"{self.work}/trash", plan.partition.replace("/", "_"))
 
     def empty_trash(self, trash_dir: str, name: str) -> None:
         for info in self.fs.get_file_info(pafs.FileSelector(trash_dir, allow_not_found=True)):

@@ -95,6 +95,9 @@ class IcebergPublisher:
                                                 "snapshot_id": snapshot.snapshot_id}}
         return None
 
+    def finish(self, plan: ReadPlan) -> None:
+        """Nothing: the table's commit is the publish's last step."""
+
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         table = self._table(plan, create=True)
         assert table is not None  # created when missing

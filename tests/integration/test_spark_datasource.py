@@ -116,9 +116,11 @@ def test_a_starting_timestamp_with_no_match(spark, broker, topic):
 
 def test_range_errors_as_spark_reports_them(spark, broker, topic):
     name, _ = topic
-    fails(reader(spark, broker, name, startingOffsets=json.dumps({name: {"0": 9, "1": 0}}),
-                 endingOffsets=json.dumps({name: {"0": 3, "1": 1}})).load(),
-          f"Beginning offset 9 is after the ending offset 3 for topic {name} partition 0.")
+    fails(lambda: reader(spark, broker, name,  # as Spark: when the DataFrame is defined
+                         startingOffsets=json.dumps({name: {"0": 9, "1": 0}}),
+                         endingOffsets=json.dumps({name: {"0": 3, "1": 1}})).load(),
+          f"The specified start offset 9 is greater than the end offset 3 for topic {name} "
+          "partition 0.")
     fails(lambda: reader(spark, broker, name,
                          startingOffsets=json.dumps({name: {"0": 1}})).load(),
           "If startingOffsets contains specific offsets, you must specify all TopicPartitions.")

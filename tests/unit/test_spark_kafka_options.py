@@ -166,3 +166,60 @@ def test_spark_range_division(ranges, min_parts, max_records, expected):
     r = SparkRead(Side("earliest"), Side("latest"), min_partitions=min_parts,
                   max_records_per_partition=max_records)
     assert divide(ranges, r) == expected
+
+
+def bare(**kw):
+    """The options alone, without kafka.bootstrap.servers or a subscription, as Spark's
+    KafkaRelationSuite "bad batch query options" gives them."""
+    return KafkaSource.from_options({k.lower(): v for k, v in kw.items()})
+
+
+# Spark's validateBatchOptions order: starting side, ending side, then the general options
+# (strategy, minPartitions, maxRecordsPerPartition, refused properties, bootstrap servers),
+# then checkOffsetLimitValidity; the first that fails is the one reported.
+@pytest.mark.parametrize("given, message", [
+    ({"startingOffsets": "latest"}, "starting offset can't be latest for batch queries"),
+    ({"startingOffsets": json.dumps({"t": {"0": -1}}), "endingOffsets": "earliest"},
+     "startingOffsets for t-0 can't be latest"),
+    ({"endingOffsets": "earliest", "subscribe": "t", "assign": "x"},
+     "ending offset can't be earliest for batch queries"),
+    ({}, "One of the following options must be specified for Kafka source"),
+    ({"subscribe": "t", "subscribePattern": "t.*"}, "Only one of the following options"),
+    ({"assign": ""}, "No topicpartitions to assign as specified value for option 'assign' is ''"),
+    ({"subscribe": ""}, "No topics to subscribe to"),
+    ({"subscribePattern": ""}, "Pattern to subscribe is empty"),
+    ({"subscribe": "t", "minPartitions": "0"}, "minPartitions must be positive"),
+    ({"subscribe": "t", "kafka.auto.offset.reset": "x"},
+     "Kafka option 'auto.offset.reset' is not supported"),
+    ({"subscribe": "t"}, "Option 'kafka.bootstrap.servers' must be specified"),
+])
+def test_batch_options_are_checked_in_sparks_order_before_the_bootstrap_servers(given, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        bare(**given)
+
+
+@pytest.mark.parametrize("start, end, message", [
+    ({"0": 1, "1": 1, "2": 1}, {"0": 0, "1": 0},
+     "The specified start offset and end offset should have the same topic-partitions. "
+     "Topic-partitions for start offset: Set(test-0, test-1, test-2), topic-partitions for "
+     "end offset: Set(test-0, test-1)."),
+    ({"0": 1, "1": 1, "2": 1}, {"0": 0, "1": 0, "2": 0},
+     "The specified start offset 1 is greater than the end offset 0 for topic test "
+     "partition 0."),
+])
+def test_check_offset_limit_validity(start, end, message):
+    """KafkaRelationSuite: "topic-partition for start offset and end offset must match",
+    "unresolved start offset greater than end offset"; checked after the bootstrap servers
+    and before any broker is asked."""
+    opts = {"kafka.bootstrap.servers": "b:9092", "subscribe": "test",
+            "startingOffsets": json.dumps({"test": start}),
+            "endingOffsets": json.dumps({"test": end})}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        bare(**opts)
+    # -2 and -1 are not compared; by-timestamp sides are compared as timestamps
+    bare(**{**opts, "startingOffsets": json.dumps({"test": {"0": -2}}),
+            "endingOffsets": json.dumps({"test": {"0": -1}})})
+    with pytest.raises(ConfigError, match="The specified start timestamp 9 is greater than "
+                                          "the end timestamp 5 for topic test partition 0."):
+        bare(**{**opts, "startingOffsetsByTimestamp": json.dumps({"test": {"0": 9}}),
+                "endingOffsetsByTimestamp": json.dumps({"test": {"0": 5}})})

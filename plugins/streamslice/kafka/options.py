@@ -4,6 +4,11 @@ texts (``KafkaSourceProvider``); no PySpark imports.
 Precedence per side, as Spark's ``getKafkaOffsetRangeLimit``: ``startingTimestamp`` over
 ``startingOffsetsByTimestamp`` over ``startingOffsets`` (default ``earliest``); the same for
 ending (default ``latest``). Offsets JSON uses -2 for earliest and -1 for latest.
+
+Checked in Spark's order, before any broker is asked anything (``validateBatchOptions``, then
+``checkOffsetLimitValidity``): the starting side, the ending side, the subscription, the
+partition options, the client properties (refusals, then ``kafka.bootstrap.servers``), then
+the two sides against each other. So a user meets the error Spark would show first.
 """
 from __future__ import annotations
 
@@ -91,22 +96,25 @@ class SparkRead:
 
 def kafka_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``opts`` has lower-cased keys. Returns the KafkaSource's fields and the client
-    properties."""
+    properties, checked in Spark's order (the module's docstring)."""
+    no_match = choice(opts, "startingOffsetsByTimestampStrategy", ("error", "latest"), "error")
+    start = side(opts, "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets",
+                 "earliest")
+    check_start(start)
+    stop = side(opts, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets", "latest")
+    check_stop(stop)
+    subscription = subscriber(opts)
+    min_partitions = positive(opts, "minPartitions")
+    max_records = positive(opts, "maxRecordsPerPartition")
     props = kafka_properties(opts)
+    check_limits(start, stop)
     read = SparkRead(
-        start=side(opts, "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets",
-                   "earliest"),
-        stop=side(opts, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets",
-                  "latest"),
-        no_match=choice(opts, "startingOffsetsByTimestampStrategy", ("error", "latest"),
-                        "error"),  # type: ignore[arg-type]
+        start=start, stop=stop, no_match=no_match,  # type: ignore[arg-type]
         fail_on_data_loss=boolean(opts, "failOnDataLoss", True),
-        min_partitions=positive(opts, "minPartitions"),
-        max_records_per_partition=positive(opts, "maxRecordsPerPartition"),
+        min_partitions=min_partitions, max_records_per_partition=max_records,
         include_headers=boolean(opts, "includeHeaders", False))
-    check_batch_sides(read)
     fields = dict(
-        subscriber=subscriber(opts), start=None, stop=None,
+        subscriber=subscription, start=None, stop=None,
         bootstrap_servers=props["bootstrap.servers"],
         properties={k: v for k, v in props.items() if k != "bootstrap.servers"},
         client=choice(opts, "client", ("confluent-kafka", "kafka-python"), "confluent-kafka"),
@@ -167,20 +175,49 @@ def side(opts: dict[str, str], ts_name: str, by_ts_name: str, offsets_name: str,
     return Side("offsets", offsets=partition_map(text, offsets_name), option=offsets_name)
 
 
-def check_batch_sides(read: SparkRead) -> None:
-    """Spark's ``validateBatchOptions``."""
-    if read.start.kind == "latest":
+def check_start(start: Side) -> None:
+    """Spark's ``validateBatchOptions``, starting side."""
+    if start.kind == "latest":
         raise ConfigError("starting offset can't be latest for batch queries on Kafka")
-    if read.stop.kind == "earliest":
-        raise ConfigError("ending offset can't be earliest for batch queries on Kafka")
-    for key, off in read.start.offsets.items():
-        if read.start.kind == "offsets" and off == LATEST:
+    for key, off in start.offsets.items():
+        if start.kind == "offsets" and off == LATEST:
             raise ConfigError(f"startingOffsets for {spark_tp(key)} can't be latest for batch "
                               "queries on Kafka")
-    for key, off in read.stop.offsets.items():
-        if read.stop.kind == "offsets" and off == EARLIEST:
+
+
+def check_stop(stop: Side) -> None:
+    """Spark's ``validateBatchOptions``, ending side."""
+    if stop.kind == "earliest":
+        raise ConfigError("ending offset can't be earliest for batch queries on Kafka")
+    for key, off in stop.offsets.items():
+        if stop.kind == "offsets" and off == EARLIEST:
             raise ConfigError(f"ending offset for {spark_tp(key)} can't be earliest for batch "
                               "queries on Kafka")
+
+
+def check_limits(start: Side, stop: Side) -> None:
+    """Spark's ``checkOffsetLimitValidity``: two sides given per partition, both as offsets
+    or both as timestamps, name the same partitions, and no start is after its end (-2 and
+    -1 are not compared), before anything is resolved."""
+    if start.kind != stop.kind or start.kind not in ("offsets", "timestamps"):
+        return
+    if set(start.offsets) != set(stop.offsets):
+        raise ConfigError(
+            "The specified start offset and end offset should have the same topic-partitions. "
+            f"Topic-partitions for start offset: {_tp_set(start.offsets)}, topic-partitions "
+            f"for end offset: {_tp_set(stop.offsets)}.")
+    what = "offset" if start.kind == "offsets" else "timestamp"
+    for key, first in sorted(start.offsets.items()):
+        last = stop.offsets[key]
+        if first > last and first >= 0 and last >= 0:
+            topic, _, part = key.rpartition(":")
+            raise ConfigError(f"The specified start {what} {first} is greater than the end "
+                              f"{what} {last} for topic {topic} partition {part}.")
+
+
+def _tp_set(offsets: dict[str, int]) -> str:
+    """A set of topic-partitions as Scala prints it: ``Set(t-0, t-1)``."""
+    return f"Set({', '.join(sorted(spark_tp(k) for k in offsets))})"
 
 
 def kafka_properties(opts: dict[str, str]) -> dict[str, str]:

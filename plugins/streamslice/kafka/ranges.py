@@ -53,10 +53,15 @@ def lost(key: str, start: int, low: int) -> str:
 
 def check_range(key: str, start: int, stop: int, high: int) -> None:
     topic, _, part = key.rpartition(":")
-    if start > stop:
-        raise PlanError(f"Beginning offset {start} is after the ending offset {stop} for topic "
-                        f"{topic} partition {part}. You either provided an invalid fromOffset, "
-                        "or the Kafka topic has been damaged")
+    if start > stop:  # Spark's RESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET
+        raise PlanError(
+            f"The resolved start offset {start} is greater than the resolved end offset {stop} "
+            f"for topic {topic} partition {part}. There may be multiple reasons: 1. Start "
+            "offset is set to too big a value that after resolution, end offset is smaller "
+            "than it. There are multiple input cases: (a) Start offset is set to a timestamp, "
+            "and the end offset is set to an index. (b) Start offset is set to an index, and "
+            "the end offset is set to a timestamp. (c) Start offset is set, and the end offset "
+            "is set to latest. 2. The Kafka topic partition is broken.")
     if stop > high:
         raise PlanError(f"{key}: ending offset {stop} is beyond the latest offset {high}; a "
                         "batch read cannot wait for records not yet written")

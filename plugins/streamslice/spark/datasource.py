@@ -18,9 +18,10 @@ decode is a row of the corrupt-record column, dropped, or the query's failure, a
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -28,7 +29,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from ..sources import SOURCES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     import pyarrow as pa
 
@@ -37,6 +38,30 @@ if TYPE_CHECKING:
     from ..reading.malformed import Malformed, ParseMode
     from ..reading.sink import ParquetSink
     from ..sources import ReadRequest, Source
+
+
+F = TypeVar("F", bound="Callable[..., Any]")
+_HIDE = "SPARK_HIDE_TRACEBACK"
+
+
+def user_errors(method: F) -> F:
+    """A streamslice error met while Spark plans the read (a bad option, a topic that is not
+    there) reaches the user as its one line, as Spark's own option errors do, not under a
+    Python traceback: PySpark's worker prints only the exception when SPARK_HIDE_TRACEBACK
+    is set in its environment. Set for that error only: the next call in the same planner
+    worker starts without it, so an unexpected error keeps its traceback."""
+    @functools.wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if os.environ.get(_HIDE) == "streamslice":
+            del os.environ[_HIDE]
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            from streamslice.errors import StreamsliceError
+            if isinstance(exc, StreamsliceError) and _HIDE not in os.environ:
+                os.environ[_HIDE] = "streamslice"
+            raise
+    return run  # type: ignore[return-value]
 
 
 class SplitPartition(InputPartition):
@@ -71,9 +96,11 @@ class PlannedSource(DataSource):
             self._cached_schema = dataframe_schema(self._plan(), self._mode())
         return self._cached_schema
 
+    @user_errors
     def schema(self) -> Any:
         return from_arrow_schema(self._schema())
 
+    @user_errors
     def reader(self, schema: Any) -> PlanReader:
         return PlanReader(self._plan(), dict(self.options), self._mode(), self._schema())
 
@@ -112,6 +139,7 @@ class PlanReader(DataSourceReader):
         self.slots = int(options.get("taskslots") or os.cpu_count() or 1)
         self.mode, self.schema = (mode, schema) if not self.staging else (None, None)
 
+    @user_errors
     def partitions(self) -> list[SplitPartition]:
         if not self.splits:
             return [SplitPartition([None])]

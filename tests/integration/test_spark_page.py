@@ -39,13 +39,24 @@ def test_the_spark_pages_examples_read_what_they_say(broker, spark, capsys):
         (p, o) for p, o, _ in sent)
     assert df.columns[:3] == ["key", "value", "topic"]
 
-    record = {"id": 7, "user": {"name": "ann", "tags": ["a", "b"]}, "amount": "12.50",
-              "day": "2024-05-01", "attrs": {"channel": "web"}}
-    produce(broker.bootstrap, orders, [Trip(b"7", json.dumps(record).encode(), 0)])
+    records = [{"id": 7, "user": {"name": "ann", "tags": ["a", "b"]}, "amount": "12.50",
+                "day": "2024-05-01", "attrs": {"channel": "web"}}, {"id": 8, "user": None}]
+    produce(broker.bootstrap, orders,
+            [Trip(b"k", json.dumps(r).encode(), i) for i, r in enumerate(records)])
     capsys.readouterr()
     scope = run(EXAMPLES[1], broker, {"orders": orders}, scope)
     shown = capsys.readouterr().out
     assert "ann" in shown and "12.50" in shown
-    row, = scope["df"].select("id", "user", "amount", "day", "attrs").collect()
+    df = scope["df"]
+    row, other = df.orderBy("id").select("id", "user", "amount", "day", "attrs").collect()
     assert (row.id, row.user.name, row.user.tags, row.amount, row.day, row.attrs) == \
         (7, "ann", ["a", "b"], Decimal("12.50"), date(2024, 5, 1), {"channel": "web"})
+    assert (other.id, other.user, other.amount) == (8, None, None)
+    # "the same rows from_json(value, schema) gives": Spark's own parse of the same values
+    from pyspark.sql.functions import col, from_json
+    ddl = re.search(r'\.option\("schema", (".*?")\)\n', EXAMPLES[1], re.S).group(1)
+    ddl = "".join(json.loads(part) for part in re.findall(r'"[^"]*"', ddl))
+    theirs = spark.createDataFrame([(json.dumps(r),) for r in records], "value STRING") \
+        .select(from_json(col("value"), ddl).alias("v")).select("v.user.name", "v.amount")
+    assert sorted(map(tuple, df.select("user.name", "amount").collect()), key=str) == \
+        sorted(map(tuple, theirs.collect()), key=str)

@@ -41,6 +41,14 @@ def test_the_getting_started_page_lands_its_interval(broker, spark, airflow_db, 
     scope = {"__file__": str(dags / "streamslice_pipelines.py")}
     exec(compile((dags / "streamslice_pipelines.py").read_text(), "factory", "exec"), scope)
     assert scope["orders"].dag_id == "orders"
+    # `streamslice validate` as the page runs it: no --dir, from the folder above dags/
+    from streamslice.cli import main
+    command, = [c for _, c in BLOCKS if c.startswith("streamslice validate")]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        mp.delenv("STREAMSLICE_PIPELINES", raising=False)
+        assert main([*command.split()[1:], "--json"]) == 0
+    assert '"orders"' in capsys.readouterr().out
     assert [t.task_id for t in scope["orders"].tasks] == ["plan", "read", "commit"]
     # (run under a name of its own: the session's Airflow keeps every test's checkpoints)
     cfg = write_pipeline(name, pipeline_text)

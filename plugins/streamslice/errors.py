@@ -96,6 +96,17 @@ class DecodeError(StreamsliceError):
               "set on_error: dead_letter, then re-run.")
 
 
+class AllDeadLettersError(DecodeError):
+    """A run read records and not one of them decoded: far more often a format that does not
+    match the topic (schema, Protobuf message, registry subject) than bad data, so it is not
+    published as a success."""
+
+    kind = "all_dead_letters"
+    advice = ("Every record of the run was a dead letter (the first reasons are in the "
+              "message): fix the format (schema, message, subject), or set "
+              "format.allow_all_dead_letters: true if such runs are expected, then re-run.")
+
+
 class InjectedFault(StreamsliceError):
     """A crash made on purpose by a test (``STREAMSLICE_INJECT_FAULT``)."""
 
@@ -107,7 +118,7 @@ class InjectedFault(StreamsliceError):
 KINDS: dict[str, type[StreamsliceError]] = {
     cls.kind: cls for cls in (StreamsliceError, ConfigError, SourceError, DataLossError,
                               PlanError, PlanVersionError, CommitError, DecodeError,
-                              InjectedFault)}
+                              AllDeadLettersError, InjectedFault)}
 _LINE = re.compile(r"streamslice\[(\w+)(?:@(\d+))?\]: (.*?)(?:\\n|\n|$)")
 
 

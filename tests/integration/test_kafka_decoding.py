@@ -129,3 +129,39 @@ def test_json_keys_land_as_spark_from_json_reads_them(broker, spark, airflow_db)
     assert {r.offset: r.key.asDict(recursive=True) if r.key else None
             for r in nested.collect()} == {o: spark_keys[o] if o != 3 else None
                                            for o in range(10)}
+
+
+def test_a_run_whose_every_record_is_a_dead_letter_fails_unless_expected(broker, spark,
+                                                                           airflow_db, capfd):
+    """A schema that matches none of the records dead-letters them all: the run fails with
+    the first reasons and publishes nothing, unless format.allow_all_dead_letters says such
+    runs are expected. A run with no records at all is not such a run."""
+    from streamslice.airflow.store import OfflineCheckpointStore
+    topic = unique("alldead")
+    create_topic(broker.bootstrap, topic, 1)
+    name = unique("alldead")
+
+    def pipeline(**fmt):
+        return kafka_pipeline(broker.bootstrap, topic, name=name, retries=0,
+                              format={"value": "json", "schema": "id BIGINT NOT NULL", **fmt})
+    run_dag(pipeline())  # nothing to read: an empty run is a success
+    with producer(broker.bootstrap) as p:
+        for i in range(5):
+            p.produce(topic, value=json.dumps({"order": i}).encode(), partition=0)
+    store = OfflineCheckpointStore(f"streamslice/{name}")
+    before = store.get().to_dict()
+    capfd.readouterr()
+    run_dag(pipeline(), expect="failed")
+    out, err = capfd.readouterr()
+    assert ("AllDeadLettersError: batch=00000002: all 5 records the run read are dead "
+            "letters, none decoded (first reasons: field 'id': is NOT NULL, got nothing; "
+            "field 'id': is NOT NULL, got nothing; field 'id': is NOT NULL, got nothing); the "
+            "format most likely does not match the records.") in out + err
+    dataset = pipeline().output.dataset(name)
+    assert sorted(os.listdir(dataset)) == ["batch=00000001"]  # nothing of the run published
+    assert store.get().to_dict() == before
+    cfg = pipeline(allow_all_dead_letters=True)
+    run_dag(cfg)
+    from streamslice.commit.manifest import read_manifest
+    manifest = read_manifest(dataset, "batch=00000002")
+    assert (manifest["records"], manifest["dead_letters"]) == (0, 5)

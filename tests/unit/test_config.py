@@ -204,6 +204,8 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
         ((), "", (), None)
     assert (cfg.decode.value.name, cfg.decode.key.name, cfg.decode.on_error,
             cfg.decode.flatten) == ("raw", "raw", "dead_letter", True)
+    assert cfg.decode.allow_all_dead_letters is False
+    assert "allow_all_dead_letters" not in cfg.decode.to_dict()  # plans stay as they were
     out = cfg.output
     assert (out.path, out.format, out.compression, out.table, out.catalog, out.conn_id) == \
         ("/project/output", "parquet", "snappy", None, {}, None)
@@ -247,3 +249,11 @@ def test_emr_serverless_defaults_the_readme_lists():
     with pytest.raises(ConfigError, match="spark.emr_serverless: is only used with runner: "
                                           "emr-serverless"):
         parse(GOOD.replace("output:", "spark:\n  emr_serverless: {application_id: a}\noutput:"))
+
+
+def test_allow_all_dead_letters_reaches_the_plan():
+    cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
+                         "format: {value: string, allow_all_dead_letters: true}\n",
+                         default_name="orders")
+    assert cfg.decode.to_dict()["allow_all_dead_letters"] is True
+    assert cfg.decode.prepared().allow_all_dead_letters is True

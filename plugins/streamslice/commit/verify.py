@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
-from ..errors import CommitError
+from ..errors import AllDeadLettersError, CommitError
 from ..reading.staging import DATA
 from ..sources import source_class
 
@@ -52,8 +52,24 @@ def verify(plan: ReadPlan, staging: Staging) -> dict[str, Any]:
         problems.append(f"{dead} dead letters staged, readers reported {dead_expected}")
     if problems:
         raise CommitError("staged output failed verification: " + "; ".join(problems))
+    check_some_decoded(plan, staging, sum(expected.values()), dead)
     return {"summaries": [summaries[s.id] for s in plan.splits], "per_key": staged,
             "records": sum(expected.values()), "dead_letters": dead}
+
+
+def check_some_decoded(plan: ReadPlan, staging: Staging, records: int, dead: int) -> None:
+    """A run that read records and decoded none is not a success, unless the pipeline says
+    such runs are expected (``format.allow_all_dead_letters``): a format that does not match
+    the topic (a schema, a Protobuf message, a subject) dead-letters everything while the
+    run would otherwise pass."""
+    if records or not dead or (plan.decode or {}).get("allow_all_dead_letters"):
+        return
+    first = "; ".join(staging.dead_letter_reasons())
+    raise AllDeadLettersError(
+        f"{plan.partition}: all {dead} records the run read are dead letters, none decoded "
+        f"(first reasons: {first}); the format most likely does not match the records. "
+        "Nothing is published. If such runs are expected, set "
+        "format.allow_all_dead_letters: true")
 
 
 def staged_counts(plan: ReadPlan, staging: Staging) -> dict[str, dict[str, Any]]:

@@ -47,17 +47,23 @@ class Decoding:
     # A record's fields as top-level columns; False: in one struct column named as the
     # record part (``value``, Kinesis' ``data``, ``key``), as Spark's from_json(value) gives.
     flatten: bool = True
+    # A run whose every record is a dead letter fails unless the pipeline expects such runs
+    allow_all_dead_letters: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value.to_dict(), "key": self.key.to_dict(),
-                "on_error": self.on_error, "flatten": self.flatten}
+        out = {"value": self.value.to_dict(), "key": self.key.to_dict(),
+               "on_error": self.on_error, "flatten": self.flatten}
+        if self.allow_all_dead_letters:  # only then, so plans of other pipelines stay as they were
+            out["allow_all_dead_letters"] = True
+        return out
 
     def prepared(self, properties: dict[str, Any] | None = None) -> Decoding:
         """As the plan records it: each format's ``prepare`` ran (on the driver, per run;
         ``properties``: the client properties, a schema registry's among them)."""
         from ..formats import prepare_format
         return Decoding(prepare_format(self.value, properties),
-                        prepare_format(self.key, properties), self.on_error, self.flatten)
+                        prepare_format(self.key, properties), self.on_error, self.flatten,
+                        self.allow_all_dead_letters)
 
 
 @dataclass(frozen=True)
@@ -318,7 +324,8 @@ def _decoding(f: Fields) -> Decoding:
     dec = Decoding(value=format_class(value).parse(f, "value"),
                    key=format_class(key).parse(f, "key"),
                    on_error=f.str("on_error", "dead_letter", choices=("dead_letter", "fail")),
-                   flatten=f.bool("flatten", True))
+                   flatten=f.bool("flatten", True),
+                   allow_all_dead_letters=f.bool("allow_all_dead_letters", False))
     f.done()
     return dec
 

@@ -119,6 +119,18 @@ class Staging:
         files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(".parquet")]
         return sum(pq.read_metadata(p, filesystem=self.fs).num_rows for p in files)
 
+    def dead_letter_reasons(self, limit: int = 3) -> list[str]:
+        """The first ``limit`` dead letters' reasons, by split."""
+        reasons: list[str] = []
+        files = sorted(i.path for i in self._list(DEAD_LETTER)
+                       if i.base_name.endswith(".parquet"))
+        for path in files:
+            if len(reasons) >= limit:
+                break
+            table = pq.read_table(path, filesystem=self.fs, columns=["error"])
+            reasons += table.column("error").to_pylist()[:limit - len(reasons)]
+        return reasons
+
     def _list(self, sub: str) -> list[pafs.FileInfo]:
         sel = pafs.FileSelector(self._path(sub), allow_not_found=True)
         return self.fs.get_file_info(sel)

@@ -500,3 +500,18 @@ def test_the_performance_pages_commands_use_each_scripts_own_options():
             source += (ROOT / "bench" / "children.py").read_text()
         declared = set(re.findall(r'add_argument\(\s*"(--[\w-]+)"', source))
         assert set(re.findall(r"(--[\w-]+)", args)) <= declared, script
+
+
+def test_the_home_pages_words_name_real_contracts():
+    """The vocabulary table's code names (``module.Name`` or ``Class.method``) exist."""
+    import importlib
+    rows = re.findall(r"^\| \w+ \(`([\w.]+)`\) \|", page("index.md"), re.M)
+    assert len(rows) == 5
+    for dotted in rows:
+        parts = dotted.split(".")
+        if parts[0] == "Source":
+            from streamslice.sources import Source
+            assert callable(getattr(Source, parts[1])), dotted
+            continue
+        module = importlib.import_module("streamslice." + ".".join(parts[:-1]))
+        assert isinstance(getattr(module, parts[-1]), type), dotted

@@ -57,6 +57,7 @@ def test_a_dead_jvm_is_replaced_on_the_retry_in_the_same_process(broker, airflow
     assert run.returncode == 0, run.stderr[-3000:]
     assert faults.read_text().strip() == "", "the JVM was never killed"
     assert "the Spark JVM is gone" in run.stderr + run.stdout
+    assert "(task read, try 1 of 2: Airflow retries it)" in run.stderr + run.stdout
     assert "EOFError" not in run.stderr  # PySpark's accumulator server stays quiet
     exactly_once(cfg, topic, sent)
 

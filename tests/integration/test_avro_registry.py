@@ -156,3 +156,25 @@ def test_on_error_fail_fails_the_run_naming_the_record_and_publishes_nothing(
     assert not os.path.exists(f"{tmp_path}/lake/_streamslice/pipeline={cfg.name}/dead_letter/"
                               "batch=00000002")
     assert store.get().to_dict() == before  # the next run reads the same records again
+
+
+def test_a_registry_down_at_plan_time_names_the_task_and_its_retries(
+        broker, airflow_db, tmp_path, capfd):
+    """retries: 0 and a registry that does not answer: the plan task fails saying the
+    registry cannot be reached, which task failed and that it is not retried (it used to say
+    "the read will be retried")."""
+    from devtools.services import free_port
+    topic = unique("avro-down")
+    create_topic(broker.bootstrap, topic, 1)
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    cfg = kafka_pipeline(broker.bootstrap, topic, retries=0, output=f"{tmp_path}/lake",
+                         format={"value": "avro", "registry": {"url": url},
+                                 "subject": f"{topic}-value"})
+    capfd.readouterr()
+    run = run_dag(cfg, expect="failed")
+    out, err = capfd.readouterr()  # the task's log, as dag.test() prints it
+    assert {ti.task_id: str(ti.state) for ti in run.get_task_instances()}["plan"] == "failed"
+    assert (f"SourceError: the Confluent Schema Registry at {url} cannot be reached for "
+            f"subject '{topic}-value' version latest: ") in out + err
+    assert "(task plan, try 1 of 1: not retried, retries: 0)" in out + err
+    assert "will be retried" not in out + err

@@ -131,3 +131,33 @@ def test_only_transient_source_errors_are_retried(error, retried):
             raise exc
     assert isinstance(info.value, AirflowFailException) is not retried
     assert str(info.value) == f"{error}: {exc}" and original_error(info.value) is exc
+
+
+@pytest.mark.parametrize("try_number, max_tries, retries, note", [
+    (1, 2, 2, " (task read, try 1 of 3: Airflow retries it)"),
+    (3, 2, 2, " (task read, try 3 of 3: not retried, no retries left)"),
+    (1, 0, 0, " (task read, try 1 of 1: not retried, retries: 0)"),
+    (4, 5, 2, " (task read, try 4 of 6: Airflow retries it)"),  # cleared: 2 more tries
+])
+def test_a_transient_error_says_which_task_failed_and_whether_it_is_retried(
+        try_number, max_tries, retries, note):
+    """The note follows Airflow's own rule (retried while try_number <= max_tries). The task
+    instance is a stand-in for the one Airflow passes (our logic only); a real run with
+    retries: 0 is in tests/integration/test_schema_registries.py."""
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    from streamslice.airflow.errors import operator_errors
+    from streamslice.errors import ConfigError, SourceError
+    ti = SimpleNamespace(task_id="read", try_number=try_number, max_tries=max_tries,
+                         task=SimpleNamespace(retries=retries))
+    with pytest.raises(AirflowException) as info:
+        with operator_errors({"ti": ti}):
+            raise SourceError("the Spark JVM is gone (killed, or out of memory?): x")
+    assert str(info.value) == ("SourceError: the Spark JVM is gone (killed, or out of "
+                               f"memory?): x{note}")
+    with pytest.raises(AirflowFailException) as failed:  # never retried: nothing to say
+        with operator_errors({"ti": ti}):
+            raise ConfigError("bad")
+    assert str(failed.value) == "ConfigError: bad"

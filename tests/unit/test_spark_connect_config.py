@@ -90,8 +90,8 @@ def test_a_lost_server_is_a_retryable_source_error():
             'error: UNKNOWN: ipv4:127.0.0.1:1: Connection refused"\n>')
     err = unwrap(RuntimeError(text))
     assert isinstance(err, SourceError) and err.transient
-    assert str(err) == ("the Spark Connect server cannot be reached or was restarted; the read "
-                        "will be retried: failed to connect to all addresses; last error: "
+    assert str(err) == ("the Spark Connect server cannot be reached or was restarted: "
+                        "failed to connect to all addresses; last error: "
                         "UNKNOWN: ipv4:127.0.0.1:1: Connection refused")
 
 
@@ -99,5 +99,5 @@ def test_a_restarted_server_is_a_retryable_source_error():
     err = unwrap(RuntimeError("[RESPONSE_ALREADY_RECEIVED] INVALID_HANDLE.SESSION_NOT_FOUND on "
                               "the server but responses were already received from it."))
     assert isinstance(err, SourceError) and str(err).startswith(
-        "the Spark Connect server cannot be reached or was restarted; the read will be "
-        "retried: [RESPONSE_ALREADY_RECEIVED] INVALID_HANDLE.SESSION_NOT_FOUND")
+        "the Spark Connect server cannot be reached or was restarted: "
+        "[RESPONSE_ALREADY_RECEIVED] INVALID_HANDLE.SESSION_NOT_FOUND")

@@ -14,7 +14,7 @@ from .hooks import source_properties
 def lifecycle_task(pipeline_file: str, step: str, **context: Any) -> Any:
     """Run ``step`` (a LifecycleTask's ``callable``) for this run; its result is the task's
     XCom (a setup's result reaches the read through ``Source.read_options``)."""
-    with operator_errors():
+    with operator_errors(context):
         cfg = load_pipeline(pipeline_file)
         run = LifecycleRun(run_id=context["run_id"],
                            properties=lambda: source_properties(cfg.source))

@@ -34,7 +34,7 @@ log = logging.getLogger("streamslice")
 
 def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
     started = time.monotonic()
-    with operator_errors():
+    with operator_errors(context):
         cfg = load_pipeline(pipeline_file)
         saved = context["task_state_store"].get("plan")
         if saved:
@@ -80,7 +80,7 @@ def _wait_until_closed(interval: Interval) -> None:
 def read_task(pipeline_file: str, **context: Any) -> str:
     """Runs the read job and returns the staging URI; a job that runs elsewhere and is waited
     for by a trigger (EMR Serverless) defers instead, and ``read_done`` returns it."""
-    with operator_errors():
+    with operator_errors(context):
         cfg = load_pipeline(pipeline_file)
         ti = context["ti"]
         plan = read_plan(ti.xcom_pull(task_ids="plan"))
@@ -104,7 +104,7 @@ def read_task(pipeline_file: str, **context: Any) -> str:
 def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Any) -> str:
     """The read task resumed by its trigger: the job run's outcome, then the same staging
     URI the read task would have returned (the same try, so the same staging area)."""
-    with operator_errors():
+    with operator_errors(context):
         cfg = load_pipeline(pipeline_file)
         from .emr import finish_job_run
         finish_job_run(cfg, event, context["task_state_store"].get(JOB_RUN))
@@ -133,7 +133,7 @@ def _read_staging(plan: ReadPlan, context: dict[str, Any]) -> Staging:
 
 def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
     started = time.monotonic()
-    with operator_errors():
+    with operator_errors(context):
         cfg = load_pipeline(pipeline_file)
         plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
         plan.output = with_catalog_connection(plan.output)

@@ -97,16 +97,15 @@ class ConfluentRegistry(Registry):
                 raise ConfigError(f"format.registry: {self.where} rejected the request for "
                                   f"{name} ({status}: {exc.error_message})") from None
             raise SourceError(f"{self.where} failed for {name} ({status}: "
-                              f"{exc.error_message}); the read will be retried") from None
+                              f"{exc.error_message})") from None
         except (OSError, ValueError) as exc:
-            raise SourceError(f"{self.where} cannot be reached for {name}: {exc}; "
-                              "the read will be retried") from None
+            raise SourceError(f"{self.where} cannot be reached for {name}: {exc}"
+                              ) from None
         except Exception as exc:  # httpx's transport errors (timeouts, refused, TLS)
             if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore",
                                                          "httpcore2", "ssl"):
                 raise SourceError(f"{self.where} cannot be reached for {name}: "
-                                  f"{type(exc).__name__}: {exc}; the read will be retried"
-                                  ) from None
+                                  f"{type(exc).__name__}: {exc}") from None
             raise
 
 

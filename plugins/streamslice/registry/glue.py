@@ -81,16 +81,16 @@ class GlueRegistry(Registry):
                                   f"{message}") from None
             if code in _RETRYABLE or exc.response.get("ResponseMetadata", {}).get(
                     "HTTPStatusCode", 500) >= 500:
-                raise SourceError(f"{self.where} failed for {name}: {code}: {message}; the "
-                                  "read will be retried") from None
+                raise SourceError(f"{self.where} failed for {name}: {code}: {message}"
+                                  ) from None
             raise ConfigError(f"format.registry: {self.where} refused {name}: {code}: "
                               f"{message}") from None
         except NoCredentialsError:
             raise ConfigError(f"format.registry: no AWS credentials for {self.where} (set the "
                               "registry's aws_conn_id)") from None
         except BotoCoreError as exc:
-            raise SourceError(f"{self.where} cannot be reached for {name}: {exc}; the read "
-                              "will be retried") from None
+            raise SourceError(f"{self.where} cannot be reached for {name}: {exc}"
+                              ) from None
 
 
 def _client(props: dict[str, Any]) -> Any:

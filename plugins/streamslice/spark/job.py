@@ -106,11 +106,11 @@ def unwrap(exc: BaseException) -> StreamsliceError:
     if _CONNECT_GONE.search(text):
         detail = _GRPC_DETAILS.search(text)
         first = detail.group(1) if detail else text.splitlines()[0] if text else ""
-        return SourceError("the Spark Connect server cannot be reached or was restarted; the "
-                           f"read will be retried: {first[:200]}")
+        return SourceError("the Spark Connect server cannot be reached or was restarted: "
+                           f"{first[:200]}")
     if _JVM_GONE.search(text) or type(exc).__name__.startswith("Py4JNetwork"):
-        return SourceError("the Spark JVM is gone (killed, or out of memory?); the read will be "
-                           f"retried: {text.splitlines()[0][:200] if text else type(exc).__name__}")
+        return SourceError("the Spark JVM is gone (killed, or out of memory?): "
+                           f"{text.splitlines()[0][:200] if text else type(exc).__name__}")
     python = [m for m in _PYTHON_ERROR.findall(text)
               if not m[0].startswith(("org.", "java.", "py4j.", "scala."))]
     if python:

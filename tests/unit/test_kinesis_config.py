@@ -1,4 +1,6 @@
 """The kinesis block: native keys, Flink consumer properties mapped onto them, clear errors."""
+import re
+
 import pytest
 
 from streamslice.config import parse_pipeline
@@ -123,14 +125,71 @@ output:
      "flink.shard.getrecords.backoff.expconst: 'abc' is not a number"),
     ("flink.stream.initpos.timestamp", "yesterday",
      "flink.stream.initpos.timestamp: 'yesterday' does not match the date format"),
+    # every other key's value is checked when the file is validated, not when the plan first
+    # calls AWS, and named as the user wrote it
+    ("aws.region", "not a region", "aws.region: 'not a region' is not an AWS region name"),
+    ("aws.endpoint", "not a url", "aws.endpoint: 'not a url' is not an endpoint URL"),
+    ("aws.endpoint", "ftp://kinesis", "aws.endpoint: 'ftp://kinesis' is not an endpoint URL"),
+    ("aws.endpoint", "http://host:99999", "aws.endpoint: 'http://host:99999' is not an"),
+    ("flink.shard.getrecords.intervalmillis", "-1",
+     "flink.shard.getrecords.intervalmillis: -1 is negative; give milliseconds, 0 or more"),
+    ("flink.shard.getrecords.intervalmillis", "1s",
+     "flink.shard.getrecords.intervalmillis: '1s' is not a whole number"),
+    ("flink.shard.getrecords.maxrecordcount", "0",
+     "flink.shard.getrecords.maxrecordcount: must be at least 1"),
+    ("flink.shard.getrecords.maxretries", "-1",
+     "flink.shard.getrecords.maxretries: must be at least 0"),
+    ("flink.shard.getiterator.backoff.base", "-5",
+     "flink.shard.getiterator.backoff.base: -5 is negative"),
+    ("flink.list.shards.backoff.max", "abc", "flink.list.shards.backoff.max: 'abc' is not a"),
+    ("flink.stream.describestreamconsumer.backoff.expconst", "0.5",
+     "flink.stream.describestreamconsumer.backoff.expconst: 0.5 is outside 1..10"),
+    ("flink.stream.efo.consumername", "bad name",
+     "flink.stream.efo.consumername: 'bad name' may hold only letters"),
+    ("flink.stream.efo.consumerarn.s", "not-an-arn",
+     "flink.stream.efo.consumerarn.s: 'not-an-arn' is not a Kinesis stream consumer ARN"),
+    ("flink.stream.efo.consumerarn.t",
+     "arn:aws:kinesis:eu-west-1:123456789012:stream/t/consumer/c:1",
+     "flink.stream.efo.consumerarn.t: names stream 't', which the pipeline does not read"),
+    ("flink.stream.timestamp.date.format", "yyyy-MM-dd'T",
+     "flink.stream.timestamp.date.format: unclosed quote in date format"),
+    ("flink.stream.timestamp.date.format", "qqq",
+     "flink.stream.timestamp.date.format: date format 'qqq': pattern letter 'q' is not"),
+    ("aws.credentials.provider.role.arn", "x",
+     "aws.credentials.provider.role.arn: 'x' is not an IAM role ARN"),
+    ("aws.credentials.provider.role.externalId", "x",
+     "aws.credentials.provider.role.externalId: 'x' is not an external id"),
+    ("aws.credentials.provider.role.sessionName", "a b",
+     "aws.credentials.provider.role.sessionName: 'a b' is not a role session name"),
+    ("aws.credentials.provider.profile.name", "",
+     "aws.credentials.provider.profile.name: must be a non-empty string"),
+    ("aws.credentials.provider.basic.accesskeyid", "",
+     "aws.credentials.provider.basic.accesskeyid: must be a non-empty string"),
 ])
 def test_flink_key_errors_name_the_key_the_user_wrote(key, value, message):
     extra = "    flink.stream.initpos: AT_TIMESTAMP\n" if "initpos" in key else ""
+    if key in ("aws.credentials.provider.role.externalId",
+               "aws.credentials.provider.role.sessionName"):
+        extra = "    aws.credentials.provider.role.arn: arn:aws:iam::123456789012:role/r\n"
     text = ("mode: incremental\nkinesis:\n  stream: s\n  flink_properties:\n"
             f"    {key}: \"{value}\"\n{extra}output: {{path: /x}}\n")
-    with pytest.raises(ConfigError, match=message) as info:
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
         parse(text)
-    assert "kinesis.polling" not in str(info.value)
+    assert str(info.value).startswith("k.yaml:4: kinesis.flink_properties: ")
+    for native in ("kinesis.polling", "endpoint_url", "is not a duration", "kinesis.efo"):
+        assert native not in str(info.value)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("region", "eu west 1", "kinesis.region: 'eu west 1' is not an AWS region name"),
+    ("endpoint_url", "localhost:4567", "kinesis.endpoint_url: 'localhost:4567' is not an "
+                                       "endpoint URL"),
+])
+def test_native_aws_keys_are_checked_too(key, value, message):
+    text = (f"mode: incremental\nkinesis:\n  stream: s\n  {key}: \"{value}\"\n"
+            "output: {path: /x}\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse(text)
 
 
 # Flink's Kinesis consumer defaults (ConsumerConfigConstants.DEFAULT_*), which the sources

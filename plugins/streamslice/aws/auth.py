@@ -14,6 +14,34 @@ SECRET_KEYS = re.compile(r"(?i)password|secret|token|jaas|access[._]?key|key\.pe
                          r"credential|user[._]?info")  # a registry's basic.auth.user.info
 ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+")
 MIN_SESSION_S, MAX_SESSION_S = 900, 43_200  # what STS AssumeRole accepts
+# botocore's own checks (utils.validate_region_name, is_valid_endpoint_url), made at validate
+# time so a bad value names the pipeline's key instead of failing the plan inside boto3.
+REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?")
+EXTERNAL_ID = re.compile(r"[\w+=,.@:/-]{2,1224}")  # what STS AssumeRole accepts
+
+
+def region_name(value: Any) -> str:
+    """An AWS region name, as botocore accepts one (``eu-west-1``)."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not REGION.fullmatch(text):
+        raise ValueError(f"{value!r} is not an AWS region name (e.g. eu-west-1)")
+    return text
+
+
+def endpoint_url(value: Any) -> str:
+    """An endpoint URL as botocore accepts one: http(s), a host, an optional port."""
+    from urllib.parse import urlsplit
+    text = value.strip() if isinstance(value, str) else ""
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or \
+            not port_ok:
+        raise ValueError(f"{value!r} is not an endpoint URL (http:// or https://, a host and "
+                         "an optional port, e.g. https://kinesis.eu-west-1.amazonaws.com)")
+    return text
 
 
 def is_secret(name: str) -> bool:
@@ -73,6 +101,10 @@ def parse_auth(f: Any, *, keys: tuple[str, ...] = ()) -> AwsAuth:
                 if not MIN_SESSION_S * 1000 <= ms <= MAX_SESSION_S * 1000:
                     raise f.error("must be between 15m and 12h (what STS allows)", key)
                 got["session_duration_s"] = ms // 1000
+        elif key == "region" and f.has(key):
+            got[key] = f.parse(key, region_name)
+        elif key in ("endpoint_url", "sts_endpoint_url") and f.has(key):
+            got[key] = f.parse(key, endpoint_url)
         elif f.has(key):
             got[key] = f.str(key)
     role = got.get("role_arn")
@@ -82,6 +114,10 @@ def parse_auth(f: Any, *, keys: tuple[str, ...] = ()) -> AwsAuth:
     if ("external_id" in got or "session_name" in got) and not role:
         raise f.error("needs role_arn (it qualifies the role to assume)",
                       "external_id" if "external_id" in got else "session_name")
+    external = got.get("external_id")
+    if external and not EXTERNAL_ID.fullmatch(external):
+        raise f.error(f"{external!r} is not an external id (2-1224 of letters, digits and "
+                      "+=,.@:/-_)", "external_id")
     name = got.get("session_name")
     if name and not re.fullmatch(r"[\w+=,.@-]{2,64}", name):
         raise f.error(f"{name!r} is not a role session name (2-64 of letters, digits and "

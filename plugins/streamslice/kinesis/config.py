@@ -5,6 +5,7 @@ import re
 from typing import Any
 
 from ..aws import parse_auth
+from ..aws.auth import endpoint_url, region_name
 from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
 from ..errors import ConfigError
@@ -33,6 +34,8 @@ from .positions import (
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER",
              "AFTER_SEQUENCE_NUMBER")
 REGISTRATIONS = ("per_run", "keep", "none")
+CONSUMER_ARN = re.compile(r"arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d+:stream/[\w.-]+/"
+                          r"consumer/[\w.-]+:\d+")
 # Besides region and endpoint_url: how the process that calls Kinesis gets its identity.
 AUTH_KEYS = ("profile", "role_arn", "external_id", "session_name", "session_duration",
              "sts_endpoint_url")
@@ -52,7 +55,8 @@ def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
         if origin is None:
             raise
         # Name the key the user wrote, not the native field it was translated to.
-        raise ConfigError(f"{origin}: {exc.reason}", file=exc.file, line=exc.line,
+        raise ConfigError(f"{origin}: {exc.reason}", file=exc.file,
+                          line=exc.line or line_of(f.mapping, "flink_properties"),
                           field=f"{f.path}.flink_properties") from None
 
 
@@ -77,7 +81,7 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
     for s in streams:
         if not isinstance(s, str) or not s.strip():
             raise f.error(f"{s!r} is not a stream name or ARN", "streams")
-    date_format = f.str("timestamp_format", DEFAULT_JAVA_DATE_FORMAT)
+    date_format = f.parse("timestamp_format", _date_format, DEFAULT_JAVA_DATE_FORMAT)
     if mode == "interval":
         for key in ("start", "stop"):
             if f.has(key):
@@ -104,6 +108,17 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
             raise efo.error("give a map of stream → consumer ARN for several streams",
                             "consumer_arn")
         arns = {streams[0]: arns}
+    if not isinstance(arns, dict):
+        raise efo.error("must be a consumer ARN, or a map of stream → consumer ARN",
+                        "consumer_arn")
+    for stream, arn in arns.items():
+        if stream not in streams:
+            raise efo.error(f"names stream {stream!r}, which the pipeline does not read "
+                            f"({', '.join(streams)})", "consumer_arn")
+        if not isinstance(arn, str) or not CONSUMER_ARN.fullmatch(arn):
+            raise efo.error(f"{arn!r} is not a Kinesis stream consumer ARN (arn:aws:kinesis:"
+                            "<region>:<account>:stream/<stream>/consumer/<name>:<time>)",
+                            "consumer_arn")
     if reader == "efo" and registration == "none":
         missing = [s for s in streams if s not in arns]
         if missing:
@@ -111,7 +126,8 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
                             "consumer_arn")
     fields = dict(
         streams=tuple(streams), start=start, stop=stop,
-        region=f.str("region", None), endpoint_url=f.str("endpoint_url", None),
+        region=f.parse("region", region_name, None),
+        endpoint_url=f.parse("endpoint_url", endpoint_url, None),
         conn_id=f.str("conn_id", None), credentials=_credentials(f),
         aws=parse_auth(f, keys=AUTH_KEYS),
         reader=reader, efo_registration=registration,
@@ -209,6 +225,16 @@ def _consumer_name(efo: Fields, pipeline_name: str) -> str:
         raise efo.error(f"is {len(name)} characters; at most 117 (Kinesis allows 128, and "
                         "per-run consumers add an 11-character suffix)", "consumer_name")
     return name
+
+
+def _date_format(value: Any) -> str:
+    """A Java date format this reader can parse, checked even where no date uses it yet."""
+    from ..javadate import compile_pattern
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a Java date format (e.g. {DEFAULT_JAVA_DATE_FORMAT}), got "
+                         f"{value!r}")
+    compile_pattern(value)
+    return value
 
 
 def _exponent(value: Any) -> float:

@@ -84,7 +84,7 @@ def flink_to_native(props: Any) -> dict[str, Any]:
         elif key == "flink.shard.getrecords.maxrecordcount":
             polling["max_records"] = _int(key, value_s)
         elif key == "flink.shard.getrecords.intervalmillis":
-            polling["interval"] = f"{_int(key, value_s)}ms"
+            polling["interval"] = f"{_millis(key, value_s)}ms"
         elif _retry(key, value_s, retries):
             pass
         elif key in _NOT_FOR_BOUNDED:
@@ -126,7 +126,7 @@ def _retry(key: str, value: Any, retries: dict[str, dict[str, Any]]) -> bool:
                 except ValueError:
                     raise ValueError(f"{key}: {value!r} is not a number") from None
             else:
-                retries.setdefault(api, {})[field] = f"{_int(key, value)}ms"
+                retries.setdefault(api, {})[field] = f"{_millis(key, value)}ms"
             return True
     return False
 
@@ -138,11 +138,23 @@ def _int(key: str, value: Any) -> int:
         raise ValueError(f"{key}: {value!r} is not a whole number") from None
 
 
+def _millis(key: str, value: Any) -> int:
+    """A Flink duration in milliseconds (a whole number, 0 or more)."""
+    ms = _int(key, value)
+    if ms < 0:
+        raise ValueError(f"{key}: {ms} is negative; give milliseconds, 0 or more")
+    return ms
+
+
 _ORIGINS = {"region": "aws.region", "role_arn": "aws.credentials.provider.role.arn",
             "session_name": "aws.credentials.provider.role.sessionName",
             "external_id": "aws.credentials.provider.role.externalId",
             "endpoint_url": "aws.endpoint",
-            "credentials": "aws.credentials.provider", "start": "flink.stream.initpos",
+            "credentials": "aws.credentials.provider",
+            "credentials.access_key_id": "aws.credentials.provider.basic.accesskeyid",
+            "credentials.secret_access_key": "aws.credentials.provider.basic.secretkey",
+            "profile": "aws.credentials.provider.profile.name",
+            "start": "flink.stream.initpos",
             "timestamp_format": "flink.stream.timestamp.date.format",
             "reader": "flink.stream.recordpublisher",
             "efo.registration": "flink.stream.efo.registration",

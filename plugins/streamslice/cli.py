@@ -69,6 +69,9 @@ def parser() -> argparse.ArgumentParser:
                         "a timestamp (ISO-8601, epoch s/ms)")
     target.add_argument("--offsets", help='JSON {"topic:partition": offset} (Kinesis: '
                         '{"stream:shardId-…": "sequence number"})')
+    reset.add_argument("--yes", action="store_true", help="do what the reset does beyond "
+                       "the positions given without asking (Kinesis: shards --offsets does "
+                       "not name go back to TRIM_HORIZON)")
     reset.add_argument("--json", action="store_true")
     reset.set_defaults(run=cmd_offsets_reset)
 
@@ -225,9 +228,20 @@ def cmd_offsets_reset(args: Args) -> None:
             to = {"timestamp": parse_flexible_ms(args.to)}
         except ValueError as exc:
             raise ConfigError(f"--to: {exc}") from None
-    cp = reset_checkpoint(cfg, to)
+    cp = reset_checkpoint(cfg, to, lambda what: _confirm(args, what))
     emit(args, cp.to_dict(), f"{cfg.name}: checkpoint reset ({cp.run_id})\n" +
          table(["key", "next position"], sorted(cp.positions.items())))
+
+
+def _confirm(args: Args, what: str) -> bool:
+    """--yes, or a yes at the terminal; said on stderr either way (stdout stays --json's)."""
+    print(f"warning: {what}", file=sys.stderr)
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        return False
+    answer = input("Reset anyway? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
 
 
 def cmd_backfill(args: Args) -> int:

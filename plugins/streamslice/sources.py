@@ -135,6 +135,9 @@ class ResetTarget:
 
     positions: dict[str, Any]
     source_state: dict[str, Any] = field(default_factory=dict)
+    # What the reset does beyond what the user named (Kinesis: the shards it does not name
+    # start over from the trim horizon), for the user to confirm before it is done.
+    confirm: str | None = None
 
 
 @dataclass(frozen=True)

@@ -169,3 +169,60 @@ def test_kinesis_offsets_reset_then_runs_read_from_there(kinesis, spark, airflow
 
     bad = cli("offsets", "reset", cfg.name, "--offsets", json.dumps({f"{stream}:nope": "1"}))
     assert bad.returncode == 1 and "is not a shard this pipeline reads" in bad.stderr
+
+
+def test_kinesis_offsets_reset_checks_sequence_numbers_and_asks_about_other_shards(
+        kinesis, airflow_db, tmp_path):
+    """--offsets for Kinesis: a sequence number not in its shard is refused (asked of the
+    stream, not only checked for its format); naming some shards only sends the others back
+    to TRIM_HORIZON, which the command says and does only with --yes (or a yes at the
+    terminal), leaving the checkpoint as it was otherwise."""
+    from streamslice.airflow.checkpoints import show_checkpoint
+    client = kinesis.client()
+    stream, name = unique("reset2"), unique("kreset2")
+    create_stream(client, stream, 2)
+
+    def pipeline(stream):
+        return kinesis_pipeline(stream, name=name, retries=0, output=tmp_path, kinesis={
+            "region": "us-east-1", "endpoint_url": kinesis.endpoint,
+            "credentials": {"access_key_id": "test", "secret_access_key": "test"}})
+    # Airflow learns the pipeline's asset (where its checkpoint lives) from a DAG run: one
+    # whose plan fails at once, on a stream that does not exist, needs no Spark
+    run_dag(pipeline(unique("nope")), expect="failed")
+    cfg = pipeline(stream)
+    shards = sorted(s["ShardId"] for s in client.list_shards(StreamName=stream)["Shards"])
+    seqs = {}
+    for i in range(40):  # until both shards hold a record
+        r = client.put_record(StreamName=stream, Data=b"x", PartitionKey=f"k{i}")
+        seqs.setdefault(r["ShardId"], r["SequenceNumber"])
+        if len(seqs) == 2:
+            break
+    one, other = (f"{stream}:{sid}" for sid in shards)
+    bogus = str(int(seqs[shards[0]]) + 10 ** 20)
+    bad = cli("offsets", "reset", cfg.name, "--yes", "--offsets", json.dumps({one: bogus}))
+    assert bad.returncode == 1, bad.stderr
+    assert (f"--offsets: sequence number {bogus} is not in shard {shards[0]} of {stream}"
+            in bad.stderr) and "Traceback" not in bad.stderr
+    # the other shard's number, given for this one, is not in it either
+    bad = cli("offsets", "reset", cfg.name, "--yes", "--offsets",
+              json.dumps({one: seqs[shards[1]]}))
+    assert bad.returncode == 1 and "is not in shard" in bad.stderr, bad.stderr
+
+    good = json.dumps({one: seqs[shards[0]]})
+    asked = cli("offsets", "reset", cfg.name, "--offsets", good)  # stdin is not a terminal
+    assert asked.returncode == 1
+    assert (f"1 shard(s) not named in --offsets go back to the trim horizon (TRIM_HORIZON) "
+            f"and read, and publish again, what they already published: {other}") in \
+        asked.stderr
+    assert "reset not done" in asked.stderr and "--yes" in asked.stderr
+    assert show_checkpoint(cfg) is None  # nothing was reset
+    done = cli("offsets", "reset", cfg.name, "--offsets", good, "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "warning: 1 shard(s) not named in --offsets go back to the trim horizon" in \
+        done.stderr
+    cp = json.loads(done.stdout)
+    assert cp["positions"] == {one: {"at": seqs[shards[0]]}}
+    assert cp["source_state"]["initial_position"] == {"type": "TRIM_HORIZON"}
+    every = json.dumps({one: seqs[shards[0]], other: seqs[shards[1]]})
+    quiet = cli("offsets", "reset", cfg.name, "--offsets", every)  # nothing beyond: no ask
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr

@@ -220,9 +220,23 @@ output: {{path: /tmp/unused}}
     bogus = str(int(seq) + 10 ** 20)
     with pytest.raises(ConfigError, match=f"sequence number {bogus} is not in shard"):
         plan(f"{{AFTER_SEQUENCE_NUMBER: {{shardId-000000000000: '{bogus}'}}}}")
+    # the same found only when the read starts (a checkpoint written around the checks) is
+    # a configuration error too, not a source error Airflow would retry to no purpose
+    from streamslice.kinesis.polling import PollingSettings, shard_iterator
+    from streamslice.kinesis.positions import AfterSequenceNumber, AtSequenceNumber
+    from streamslice.kinesis.split import KinesisSplit
+    split = KinesisSplit(0, stream, "shardId-000000000000", {}, 2**62)
+    for position in (AtSequenceNumber(bogus), AfterSequenceNumber(bogus)):
+        with pytest.raises(ConfigError) as info:
+            shard_iterator(client, split, position, PollingSettings())
+        assert not info.value.transient
+        assert str(info.value).startswith(f"{stream}:shardId-000000000000: sequence number "
+                                          f"{bogus} is not in shard shardId-000000000000 (")
+    assert shard_iterator(client, split, AtSequenceNumber(seq), PollingSettings())
     with pytest.raises(PlanError, match="Kinesis stream 'nope-123' does not exist"):
         plan(name="nope-123")
-    with pytest.raises(ConfigError, match="kinesis.endpoint_url: Invalid endpoint"):
+    with pytest.raises(ConfigError, match="kinesis.endpoint_url: 'not-a-url' is not an "
+                                          "endpoint URL"):
         plan(endpoint="not-a-url")
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     monkeypatch.delenv("AWS_REGION", raising=False)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SourceError
+from ..errors import SourceError, StreamsliceError
 from .client import call, error_code
-from .polling import emit, records_args, resume_from, shard_iterator
+from .polling import NOT_IN_SHARD, emit, not_in_shard, records_args, resume_from, shard_iterator
 from .positions import AfterSequenceNumber
 
 if TYPE_CHECKING:
@@ -31,9 +31,13 @@ def subscribe(client: Any, split: KinesisSplit, consumer_arn: str, settings: Pol
     failures = 0
     while True:
         try:
-            resp = call(client.subscribe_to_shard, f"SubscribeToShard({split.shard_id})",
-                        backoff, retry_on=RECOVERABLE, sleep=sleep, ConsumerARN=consumer_arn,
-                        ShardId=split.shard_id, StartingPosition=position.starting_position())
+            try:
+                resp = call(client.subscribe_to_shard, f"SubscribeToShard({split.shard_id})",
+                            backoff, retry_on=RECOVERABLE, sleep=sleep, passthrough=NOT_IN_SHARD,
+                            ConsumerARN=consumer_arn, ShardId=split.shard_id,
+                            StartingPosition=position.starting_position())
+            except Exception as exc:
+                raise not_in_shard(exc, split, position) from None
             stream = resp["EventStream"]
             try:
                 for event in stream:
@@ -51,7 +55,7 @@ def subscribe(client: Any, split: KinesisSplit, consumer_arn: str, settings: Pol
             finally:
                 stream.close()
             failures = 0
-        except SourceError:
+        except StreamsliceError:  # ours (an unreachable stream, a start not in the shard)
             raise
         except Exception as exc:  # the event stream broke: resubscribe where we were
             code = error_code(exc)

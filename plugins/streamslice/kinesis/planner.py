@@ -160,12 +160,14 @@ _NOT_IN_SHARD = ("InvalidArgumentException", "ResourceNotFoundException")
 
 
 def check_sequence_numbers(client: Any, seqs: dict[str, str], shards: dict[str, str],
-                           arns: dict[str, str] | None = None) -> None:
+                           arns: dict[str, str] | None = None,
+                           what: str = "kinesis.start") -> None:
     """Sequence numbers a user gave must name shards that exist and lie in them: a mistyped
-    shard id would otherwise be read from its start, a wrong number fail only mid-read."""
+    shard id would otherwise be read from its start, a wrong number fail only mid-read.
+    ``what`` names where the user gave them (``kinesis.start``, a reset's ``--offsets``)."""
     for sid, seq in sorted(seqs.items()):
         if sid not in shards:
-            raise ConfigError(f"kinesis.start: {sid!r} is not a shard of "
+            raise ConfigError(f"{what}: {sid!r} is not a shard of "
                               f"{', '.join(sorted(set(shards.values())))} (shards: "
                               f"{', '.join(sorted(shards)[:10])})")
         try:
@@ -176,7 +178,7 @@ def check_sequence_numbers(client: Any, seqs: dict[str, str], shards: dict[str, 
         except Exception as exc:
             if error_code(exc) not in _NOT_IN_SHARD:
                 raise
-            raise ConfigError(f"kinesis.start: sequence number {seq} is not in shard {sid} of "
+            raise ConfigError(f"{what}: sequence number {seq} is not in shard {sid} of "
                               f"{shards[sid]}") from None
 
 

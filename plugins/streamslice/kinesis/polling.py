@@ -86,11 +86,37 @@ def split_ref(split: KinesisSplit) -> str:
 
 def shard_iterator(client: Any, split: KinesisSplit, position: Position,
                    settings: PollingSettings) -> str:
-    resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
-                settings.backoff["get_shard_iterator"],
-                **iterator_args(split_ref(split), split.shard_id, position))
+    try:
+        resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
+                    settings.backoff["get_shard_iterator"], passthrough=NOT_IN_SHARD,
+                    **iterator_args(split_ref(split), split.shard_id, position))
+    except Exception as exc:
+        raise not_in_shard(exc, split, position) from None
     iterator: str = resp["ShardIterator"]
     return iterator
+
+
+# A sequence number that is not in the shard: AWS answers InvalidArgumentException, some
+# servers ResourceNotFoundException ("Unable to find record with provided SequenceNumber").
+NOT_IN_SHARD = ("InvalidArgumentException", "ResourceNotFoundException")
+
+
+def not_in_shard(exc: Exception, split: KinesisSplit, position: Position) -> Exception:
+    """What a NOT_IN_SHARD answer to a start at ``position`` is: a sequence number the user or
+    a reset gave that is not in the shard is a configuration error (retrying cannot help);
+    anything else (the stream or shard gone) a source error."""
+    from ..errors import ConfigError
+    response = getattr(exc, "response", None)
+    code = error_code(exc)
+    if not isinstance(response, dict) or code not in NOT_IN_SHARD:
+        return exc
+    message = str(response.get("Error", {}).get("Message", ""))
+    seq = getattr(position, "seq", None)
+    if seq is not None and "sequencenumber" in message.lower().replace(" ", ""):
+        return ConfigError(f"{split.key}: sequence number {seq} is not in shard "
+                           f"{split.shard_id} ({code}: {message}); give one that is "
+                           "(kinesis.start, or streamslice offsets reset)")
+    return SourceError(f"{split.key}: Kinesis {code}: {message}".rstrip(": "))
 
 
 def records_args(split: KinesisSplit) -> dict[str, Any]:

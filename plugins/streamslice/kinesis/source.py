@@ -104,22 +104,48 @@ class KinesisSource(Source["KinesisSplit"]):
     # -- planning ---------------------------------------------------------------------------
     def split_keys(self, properties: dict[str, Any]) -> list[str]:
         from .client import make_client
+        return list(self._shards(make_client(properties))[0])
+
+    def _shards(self, client: Any) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+        """({"stream:shardId-…": (stream name, shard id)}, {stream name: ARN})."""
         from .planner import list_shards, stream_names
-        client = make_client(properties)
-        keys = []
+        keys, arns = {}, {}
         for ref in self.streams:
             name, arn = stream_names(client, ref)
-            keys += [f"{name}:{s['ShardId']}" for s in list_shards(client, arn)]
-        return keys
+            arns[name] = arn
+            keys.update({f"{name}:{s['ShardId']}": (name, s["ShardId"])
+                         for s in list_shards(client, arn)})
+        return keys, arns
 
     def plan(self, request: PlanRequest) -> SourcePlan:
         from .planner import plan_kinesis
         return plan_kinesis(self, request)
 
     def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+        """Sequence numbers are checked against their shards (GetShardIterator
+        AT_SEQUENCE_NUMBER), so a wrong one is refused now rather than failing the next read;
+        the shards they do not name start over from the trim horizon, which the reset asks
+        the user to confirm."""
         from .checkpoint import reset_target
-        keys = self.split_keys(properties) if isinstance(to, dict) and "offsets" in to else []
-        return reset_target(to, keys, int(time.time() * 1000))
+        if not (isinstance(to, dict) and "offsets" in to):
+            return reset_target(to, [], int(time.time() * 1000))
+        from .client import make_client
+        from .planner import check_sequence_numbers
+        client = make_client(properties)
+        shards, arns = self._shards(client)
+        target = reset_target(to, list(shards), int(time.time() * 1000))
+        for stream in arns:
+            named = {shards[k][1]: v["at"] for k, v in target.positions.items()
+                     if shards[k][0] == stream}
+            check_sequence_numbers(client, named, {sid: name for name, sid in shards.values()
+                                                   if name == stream}, arns, "--offsets")
+        unnamed = sorted(set(shards) - set(target.positions))
+        if not unnamed:
+            return target
+        return ResetTarget(target.positions, target.source_state, confirm=(
+            f"{len(unnamed)} shard(s) not named in --offsets go back to the trim horizon "
+            f"(TRIM_HORIZON) and read, and publish again, what they already published: "
+            f"{', '.join(unnamed)}"))
 
     def lifecycle_tasks(self) -> list[LifecycleTask]:
         if self.reader != "efo" or self.efo_registration == "none":

@@ -2,6 +2,7 @@
 Schema Registry (devtools/schema_registry.py; basic auth, TLS, injected slowness and
 failures) and moto_server's Glue API. Records are written by the libraries' own serializers
 (confluent-kafka's AvroSerializer, the aws-glue-schema-registry package's KafkaSerializer)."""
+import base64
 import datetime
 import json
 import ssl
@@ -324,3 +325,40 @@ format:
     assert [d["offset"] for d in dead] == [3]
     assert dead[0]["error"] == ("schema GUID 11111111-1111-1111-1111-111111111111 is not in "
                                 f"the Confluent Schema Registry at {confluent.url}")
+
+
+def test_a_protobuf_subject_of_two_messages_without_message_fails_the_plan(confluent, tls):
+    """#28: a subject whose schema holds two messages, read without format.message, read
+    the first and dead-lettered every record of the second. The plan fails listing them;
+    naming the message reads it."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from google.protobuf import descriptor_pb2 as d
+
+    from streamslice.config.pipeline import parse_pipeline
+    from streamslice.errors import ConfigError
+    client = SchemaRegistryClient({"url": confluent.url, **confluent_props(tls)})
+    def message(name, field, typ):
+        return d.DescriptorProto(name=name, field=[
+            d.FieldDescriptorProto(name=field, number=1, type=typ, label=1)])
+    two = d.FileDescriptorProto(name="two.proto", package="two", syntax="proto3", message_type=[
+        message("Click", "id", 3), message("View", "page", 9)])
+    # as confluent-kafka's ProtobufSerializer registers a schema: the descriptor, base64
+    client.register_schema("two-value", Schema(
+        base64.b64encode(two.SerializeToString()).decode(), "PROTOBUF"))
+    props = {f"schema.registry.{k}": v for k, v in confluent_props(tls).items()}
+
+    def decode(extra=""):
+        return parse_pipeline(f"""
+mode: incremental
+kafka: {{bootstrap_servers: "127.0.0.1:9", topics: [t]}}
+format:
+  value: protobuf
+  registry: {{url: "{confluent.url}"}}
+  subject: two-value{extra}
+""").decode.prepared(props)
+    with pytest.raises(ConfigError, match=r"format protobuf: subject 'two-value' version 1 "
+                                          r"\(schema id \d+\) holds 2 messages \(two\.Click, "
+                                          r"two\.View\): name the one the records hold "
+                                          r"\(format\.message"):
+        decode()
+    assert decode("\n  message: two.View").value.schema == "page STRING"

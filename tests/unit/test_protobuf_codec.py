@@ -2,6 +2,7 @@
 ProtobufSerializer writes them (against the client's own in-memory ``mock://`` registry) and
 as AWS's Java encoder writes them for Glue, and bad records as dead letters."""
 import base64
+import re
 import uuid
 
 import pyarrow as pa
@@ -96,7 +97,7 @@ def serialized(text=TRIP_PROTO):
 
 
 def test_types_as_spark_maps_them():
-    codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), None)
+    codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), "demo.Trip")
     assert pa.schema(codec.fields()) == pa.schema([
         ("id", pa.string()), ("count", pa.int64()), ("big", pa.decimal128(20, 0)),
         ("tags", pa.list_(pa.string())), ("m", pa.map_(pa.string(), pa.int32())),
@@ -106,6 +107,23 @@ def test_types_as_spark_maps_them():
         ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(LOOP_PROTO), "s"), None)
     with pytest.raises(ProtobufSchemaError, match="message 'demo.Nope' is not in"):
         ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), "demo.Nope")
+
+
+def test_a_schema_of_several_messages_needs_the_message_named():
+    """Reading the first of two messages made every record of the second a dead letter
+    (#28): with several top-level messages and none named, it fails listing them; nested
+    messages do not count, and one message needs no name."""
+    with pytest.raises(ProtobufSchemaError, match=re.escape(
+            "s holds 2 messages (demo.Trip, demo.Other): name the one the records hold "
+            "(format.message, key_message for a key; Spark option messageName, "
+            "keyMessageName)")):
+        ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), None)
+    solo = ('name: "solo.proto" package: "demo" syntax: "proto3"\n'
+            'message_type { name: "Solo" field { name: "n" number: 1 type: TYPE_INT32\n'
+            '  label: LABEL_OPTIONAL } nested_type { name: "Inner" field { name: "x"\n'
+            '  number: 1 type: TYPE_DOUBLE label: LABEL_OPTIONAL } } }')
+    one = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(solo), "s"), None)
+    assert one.fields() == [pa.field("n", pa.int32())]
 
 
 def test_confluent_frames_from_the_libraries_serializer():
@@ -173,7 +191,7 @@ def test_bad_frames_and_indexes_are_dead_letters():
     _, cls = classes()
     good = confluent_serialize(cls["Trip"](id="ok"))
     registry = DictRegistry({1: serialized(), 2: "not base64 at all!"})
-    codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), None)
+    codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), "demo.Trip")
     out_of_range = good[:5] + b"\x02\x0a" + good[6:]  # path [5]: two top-level messages
     unknown = b"\x00\x00\x00\x00\x09" + good[5:]
     bad_schema = b"\x00\x00\x00\x00\x02" + good[5:]
@@ -193,7 +211,7 @@ def test_fuzz_every_record_is_a_row_or_a_dead_letter():
     trip = cls["Trip"](id="f", count=-5, big=7, tags=["x"] * 3, kind=1)
     trip.m["a"] = 1
     values = list(mutations([confluent_serialize(trip)], 3000, seed=3))
-    codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), None)
+    codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), "demo.Trip")
     columns, errors = Framed(codec, DictRegistry({1: serialized()})).decode(values)
     assert all(len(c) == len(values) for c in columns) and errors
     good = [i for i in range(len(values)) if i not in errors]

@@ -2,6 +2,7 @@
 keys with their own schema, and a pinned reader schema that a retry does not re-resolve
 (the registry here is a fake behind ``open_registry``: what is tested is our pinning)."""
 import json
+import re
 
 import pyarrow as pa
 import pytest
@@ -101,9 +102,11 @@ def test_a_registry_that_does_not_answer_fails_within_10_s_by_default():
         open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {"timeout": "soon"})
 
 
-def test_protobuf_without_message_reads_the_compiled_files_first_message(tmp_path):
+def test_protobuf_without_message_reads_the_compiled_files_only_message(tmp_path):
     """``protoc --include_imports -o trip.desc trip.proto`` puts the imports first and
-    trip.proto last: without ``message`` the run reads that file's first message."""
+    trip.proto last: the run reads that file's message; with two there and no ``message``,
+    the pipeline fails listing them (reading the first read the second's records as dead
+    letters)."""
     from google.protobuf import descriptor_pb2 as d
     field = d.FieldDescriptorProto
 
@@ -118,9 +121,21 @@ def test_protobuf_without_message_reads_the_compiled_files_first_message(tmp_pat
     (tmp_path / "trip.desc").write_bytes(
         d.FileDescriptorSet(file=[imported, compiled]).SerializeToString())
     fields = {}
-    for extra in ("", "  message: demo.Other\n"):
+    for extra in ("  message: demo.Trip\n", "  message: demo.Other\n"):
         cfg = parse_pipeline(HEAD + "  value: protobuf\n  descriptor_set: trip.desc\n" + extra,
                              file=str(tmp_path / "p.yaml"))
         fields[extra] = Decoder.from_dict(cfg.decode.prepared().to_dict()).value_fields()
-    assert fields[""] == [pa.field("trip", pa.int64())]
+    assert fields["  message: demo.Trip\n"] == [pa.field("trip", pa.int64())]
     assert fields["  message: demo.Other\n"] == [pa.field("other", pa.int32())]
+    with pytest.raises(ConfigError, match=re.escape(
+            "format.descriptor_set: format protobuf: the descriptor set holds 2 messages "
+            "(demo.Trip, demo.Other): name the one the records hold (format.message")):
+        parse_pipeline(HEAD + "  value: protobuf\n  descriptor_set: trip.desc\n",
+                       file=str(tmp_path / "p.yaml"))
+    (tmp_path / "one.desc").write_bytes(d.FileDescriptorSet(file=[imported, d.FileDescriptorProto(
+        name="trip.proto", package="demo", syntax="proto3", dependency=["dep.proto"],
+        message_type=[message("Trip", field.TYPE_INT64)])]).SerializeToString())
+    cfg = parse_pipeline(HEAD + "  value: protobuf\n  descriptor_set: one.desc\n",
+                         file=str(tmp_path / "p.yaml"))
+    assert Decoder.from_dict(cfg.decode.prepared().to_dict()).value_fields() == \
+        [pa.field("trip", pa.int64())]

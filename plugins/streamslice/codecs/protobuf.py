@@ -362,12 +362,21 @@ def _is_text(text: str) -> bool:
 
 
 def _pick(pool: Any, files: list[Any], message: str | None, where: str) -> Any:
+    """The message the run reads: the one named, else the schema's only top-level message.
+    With several and none named there is no right guess (the first one read every record of
+    another message as a dead letter), so it fails listing them, as Spark's from_protobuf
+    always wants its messageName."""
     if message:
         try:
             return pool.FindMessageTypeByName(message)
         except KeyError:
             raise ProtobufSchemaError(f"message {message!r} is not in {where}") from None
-    for file in files:
-        for d in file.message_types_by_name.values():
-            return d
-    raise ProtobufSchemaError(f"{where} has no message")
+    found = [d for file in files for d in file.message_types_by_name.values()]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ProtobufSchemaError(f"{where} has no message")
+    raise ProtobufSchemaError(
+        f"{where} holds {len(found)} messages ({', '.join(d.full_name for d in found)}): "
+        "name the one the records hold (format.message, key_message for a key; Spark option "
+        "messageName, keyMessageName)")

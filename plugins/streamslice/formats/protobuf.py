@@ -6,7 +6,8 @@ into Arrow (``codecs.protobuf``: types, message indexes, dead letters).
     format:
       value: protobuf
       descriptor_set: trip.desc        # protoc --include_imports -o trip.desc trip.proto
-      message: demo.Trip               # default: the first message of the (last) file
+      message: demo.Trip               # default: the (last) file's only message; with
+                                       # several, the plan fails listing them
       # or registry: {...} + subject (+ version, + message): see formats.registered
 
 The Confluent registry serves the schema as a descriptor (``format=serialized``); Glue keeps

@@ -139,6 +139,25 @@ def test_trash_a_crash_left_is_removed_and_dead_letters_live_outside_the_dataset
         ["_manifest.json", "part-0.parquet"]
 
 
+def test_any_publish_removes_the_trash_of_partitions_in_place_again(tmp_path):
+    """A run killed after renaming its partition in and never retried (retries used up, or
+    incremental: its batch is never published again) leaves the replaced files in the trash;
+    the next publish of any partition removes them, but keeps the trash of a partition that
+    was set aside and not yet replaced (its only copy until a retry publishes it)."""
+    first = make_plan(1, dataset=str(tmp_path / "ds"))
+    publish_once(first, stage(tmp_path, GOOD_ROWS, good_summaries(first)), run_id="r",
+                 now_ms=0)
+    trash = tmp_path / "_streamslice" / "ds" / "trash"
+    left = {"batch=00000001-0badf00d": True, "batch=00000003-0badf00d": False}
+    for name in left:
+        (trash / name).mkdir(parents=True)
+        pq.write_table(pa.table({"offset": [1]}), trash / name / "part-0.parquet")
+    second = make_plan(2, dataset=str(tmp_path / "ds"))
+    publish_once(second, stage(tmp_path, GOOD_ROWS, good_summaries(second)), run_id="r",
+                 now_ms=0)
+    assert sorted(p.name for p in trash.iterdir()) == ["batch=00000003-0badf00d"]
+
+
 def test_checkpoint_advances_only_from_the_planned_base():
     first = advance(None, make_plan(1), now_ms=1, run_id="r1")
     assert first.positions == {"t:0": 5, "t:1": 12} and first.batch == 1

@@ -4,8 +4,9 @@
 the new one renamed in, then the old one removed. Readers see the old or the new, never a mix;
 a crash in between leaves the partition absent until the retry re-publishes it. Trash a crash
 left behind (the replaced files, Parquet a glob of the output would read) is removed by the
-next publish of that partition, or by ``finish`` when a retry finds the partition already
-published by the try that crashed.
+next publish of that partition, by ``finish`` when a retry finds the partition already
+published by the try that crashed, and by any later publish once its partition is in place
+again (an incremental batch is never published twice, and a failed run may not be retried).
 
 ``ObjectStoreCopy`` (S3 and other stores that cannot rename a directory): the old partition
 is removed and the new files copied in with ``_manifest.json`` last, so the manifest marks a
@@ -70,8 +71,7 @@ class DirectoryRename:
             faults.check("publish_swap")
         fs.move(data, target)
         faults.check("publish_renamed")
-        if fs.get_file_info(trash).type != pafs.FileType.NotFound:
-            fs.delete_dir(trash)
+        _delete(fs, trash)  # (a concurrent publish's sweep may have done it)
         fs.delete_dir(staging.root)
         return {"uri": self.uri(plan)}
 
@@ -81,9 +81,22 @@ class DirectoryRename:
         self.empty_trash(f"{self.work}/trash", plan.partition.replace("/", "_"))
 
     def empty_trash(self, trash_dir: str, name: str) -> None:
+        """``name``'s trash, and the trash of every partition that is in place again (its
+        publish got past the rename, so what it replaced is garbage; a partition set aside
+        and not yet replaced keeps its trash)."""
         for info in self.fs.get_file_info(pafs.FileSelector(trash_dir, allow_not_found=True)):
-            if info.base_name.startswith(f"{name}-"):
-                self.fs.delete_dir(info.path)
+            owner = info.base_name.rpartition("-")[0]
+            if owner == name or (owner and self.fs.get_file_info(
+                    f"{self.root}/{owner}/{MANIFEST}").type == pafs.FileType.File):
+                _delete(self.fs, info.path)
+
+
+def _delete(fs: pafs.FileSystem, path: str) -> None:
+    """A directory, if it is (still) there."""
+    try:
+        fs.delete_dir(path)
+    except FileNotFoundError:
+        pass
 
 
 class ObjectStoreCopy(DirectoryRename):

@@ -15,6 +15,9 @@ class Cfg:
     def __init__(self, schedule, start_date=MAY1, lateness=0):
         self.schedule, self.start_date, self.allowed_lateness = schedule, start_date, lateness
 
+    def interval(self, start, end):  # as PipelineConfig.interval, without an event time
+        return Interval(start, end, self.allowed_lateness)
+
 
 @pytest.mark.parametrize("schedule, at, start, end", [
     ("@hourly", MAY1 + 90 * 60_000, MAY1 + H, MAY1 + 2 * H),

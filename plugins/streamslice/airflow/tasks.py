@@ -14,7 +14,6 @@ from ..commit.checkpoint import advance
 from ..commit.protocol import publish_once, staging_for
 from ..config import load_pipeline
 from ..metrics import run_figures, step_timing
-from ..planning.plan import Interval
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
 from ..sources import read_plan, source_class
@@ -27,7 +26,7 @@ from .operators import remember
 from .store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
-    from ..planning.plan import ReadPlan
+    from ..planning.plan import Interval, ReadPlan
 
 log = logging.getLogger("streamslice")
 
@@ -46,8 +45,8 @@ def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
             return dict(saved)
         interval = None
         if cfg.mode == "interval":
-            interval = Interval(to_ms(context["data_interval_start"]),
-                                to_ms(context["data_interval_end"]), cfg.allowed_lateness)
+            interval = cfg.interval(to_ms(context["data_interval_start"]),
+                                    to_ms(context["data_interval_end"]))
             _wait_until_closed(interval)
         checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
         plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
@@ -182,6 +181,8 @@ def run_metrics(manifest: dict[str, Any],
                lag_unit=units.pop() if len(units) == 1 else None, gaps=len(manifest["gaps"]),
                lag_by_split={s["key"]: summary_lag(s)[0] for s in splits},
                positions=positions or {})
+    if "early_records" in manifest:  # an event-time pipeline's
+        out["early_records"] = manifest["early_records"]
     if manifest["dead_letters"]:
         out["dead_letter_uri"] = manifest.get("dead_letter_uri")
     if manifest.get("published"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,7 +16,8 @@ from ..alerts import AlertRules, parse_alerts
 from ..aws import AwsAuth, parse_auth
 from ..errors import ConfigError
 from ..formats import FormatSpec, format_class, formats_for
-from ..planning.plan import OutputTarget
+from ..planning.plan import Interval, OutputTarget
+from ..reading.event_time import UNITS, EventTime
 from ..sources import SOURCES, source_class
 from ..timeutil import iso, parse_duration_ms, parse_timestamp_ms
 from . import yamlfile
@@ -124,6 +125,14 @@ class PipelineConfig:
     retry_delay: int = 30_000  # ms
     tags: tuple[str, ...] = ()
     alerts: AlertRules | None = None
+    event_time: EventTime | None = None  # interval mode: own records by a field's time
+    allowed_earliness: int = 0  # ms a field's time may lie after the record's arrival
+
+    def interval(self, start: int, end: int) -> Interval:
+        """The data interval ``[start, end)`` of a run, with this pipeline's bounds."""
+        return Interval(start, end, self.allowed_lateness,
+                        self.event_time.to_dict() if self.event_time else None,
+                        self.allowed_earliness)
 
 
 def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
@@ -213,6 +222,9 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
         spark=_spark(f.child("spark")),
         alerts=parse_alerts(f.child("alerts")),
     )
+    if f.has("event_time"):
+        et, early = _event_time(f.child("event_time"))
+        cfg = replace(cfg, event_time=et, allowed_earliness=early)
     if cfg.start_date is not None and cfg.end_date is not None \
             and cfg.end_date <= cfg.start_date:
         raise f.error("must be after start_date (otherwise no run would ever be scheduled)",
@@ -232,9 +244,17 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
             raise f.error(f"{cfg.allowed_lateness // 1000}s is longer than one interval "
                           f"({width // 1000}s); lateness may be at most one interval",
                           "allowed_lateness")
+        if cfg.allowed_earliness > width:
+            raise f.child("event_time").error(
+                f"{cfg.allowed_earliness // 1000}s is longer than one interval "
+                f"({width // 1000}s); earliness may be at most one interval",
+                "allowed_earliness")
         _check_partition_path(f, cfg)
     elif cfg.allowed_lateness:
         raise f.error("only applies to mode interval", "allowed_lateness")
+    elif cfg.event_time:
+        raise f.error("only applies to mode interval (an incremental run takes what "
+                      "arrived since the last one)", "event_time")
     elif cfg.output.partition_path:
         raise f.child("output").error("only applies to mode interval (it is made of the "
                                       "interval's time; a batch is named batch=…)",
@@ -316,6 +336,26 @@ def _schedule(f: Fields, mode: str) -> str | None:
     if not croniter.is_valid(cron):
         raise f.error(f"{value!r} is not a valid cron expression", "schedule")
     return value.strip()
+
+
+def _event_time(f: Fields) -> tuple[EventTime, int]:
+    """``event_time: {field, unit, format, allowed_earliness}``."""
+    field_path = f.str("field")
+    if not re.fullmatch(r"[^.\s]+(\.[^.\s]+)*", field_path):
+        raise f.error(f"{field_path!r} is not a field path such as event_time or meta.ts",
+                      "field")
+    et = EventTime(field=field_path, unit=f.str("unit", "ms", choices=tuple(UNITS)),
+                   format=f.str("format", None))
+    if et.format:
+        from ..javadate import compile_pattern
+        try:
+            compile_pattern(et.format)
+        except ValueError as exc:
+            raise f.error(f"{et.format!r} is not a Java date pattern: {exc}", "format") \
+                from None
+    early = f.parse("allowed_earliness", parse_duration_ms, 0)
+    f.done()
+    return et, early
 
 
 def _decoding(f: Fields) -> Decoding:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from ..planning.plan import Interval
 from ..timeutil import parse_duration_ms
 
 if TYPE_CHECKING:
+    from ..planning.plan import Interval
     from .pipeline import PipelineConfig
 
 PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
@@ -43,12 +43,12 @@ def interval_containing(cfg: PipelineConfig, at_ms: int) -> Interval:
     if delta:
         base = cfg.start_date or 0
         start = base + (at_ms - base) // delta * delta
-        return Interval(start, start + delta, cfg.allowed_lateness)
+        return cfg.interval(start, start + delta)
     from croniter import croniter
     it = croniter(PRESETS.get(cfg.schedule, cfg.schedule),
                   datetime.fromtimestamp(at_ms / 1000 + 0.001, tz=timezone.utc))
     start = int(it.get_prev(datetime).timestamp() * 1000)
-    return Interval(start, start + interval_width_ms(cfg.schedule, start), cfg.allowed_lateness)
+    return cfg.interval(start, start + interval_width_ms(cfg.schedule, start))
 
 
 def intervals_between(cfg: PipelineConfig, start_ms: int, end_ms: int) -> list[Interval]:

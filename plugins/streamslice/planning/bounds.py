@@ -48,6 +48,11 @@ class IntervalBounds:
         return self.interval.end
 
     @property
+    def read_from(self) -> int:
+        """With an event-time field, reading starts early by the allowed earliness."""
+        return self.interval.start - self.interval.allowed_earliness
+
+    @property
     def read_until(self) -> int:
         """Event-time sources read past the end by the lateness."""
         return self.interval.end + self.interval.allowed_lateness
@@ -61,12 +66,19 @@ class IntervalBounds:
         return self.interval.end
 
     def time(self, symbol: str) -> int:
-        """``data_interval_start`` / ``data_interval_end`` as epoch ms."""
+        """``data_interval_start`` / ``data_interval_end`` as epoch ms: with an event-time
+        field, the read range widened by its bounds."""
+        if self.interval.event_time is not None:
+            return self.read_from if symbol == INTERVAL_START else self.read_until
         return self.start if symbol == INTERVAL_START else self.end
 
     def ownership(self) -> dict[str, int]:
         """The timestamps whose positions an event-time plan needs."""
-        return {"late_from": self.late_from, "owned_until": self.owned_until}
+        owned = {"late_from": self.late_from, "owned_until": self.owned_until}
+        if self.interval.event_time is not None:  # see classify_event_time
+            owned.update(home_from=self.start,
+                         early_until=self.end - self.interval.allowed_earliness)
+        return owned
 
 
 def bounds_for(interval: Interval | None) -> IntervalBounds | None:
@@ -94,3 +106,41 @@ def classify(timestamps: pa.Array | list[int], offsets: pa.Array | list[int],
     late = pc.and_(pc.and_(pc.less(ts, s), pc.less(off, owned_until)), arrived_late)
     return on_time, late
 
+
+
+def classify_event_time(event_ms: pa.Array, positions: pa.Array, interval: Interval,
+                        at: dict[str, int]) -> dict[str, pa.Array]:
+    """Which records of a run's read range it publishes, by the event time in the record.
+
+    ``positions`` are where records arrived, comparable with the positions in ``at``: Kafka
+    offsets, with ``at`` the offsets b(T) of the times below (``offset >= b(T)`` exactly when
+    the partition's progress had reached ``T``, see above); or arrival times themselves (a
+    Kinesis shard), with ``at`` the times. For an interval ``[s, e)`` of width ``w``,
+    lateness ``L`` and earliness ``E`` (each at most ``w``), a run reads ``[b(s-E), b(e+L))``
+    and every record has one interval that *should* hold it, that of its event time ``t``,
+    if that interval's read range holds the record, else its *home*: the interval it
+    arrived in, ``[b(s), b(e))``, where it is published flagged late (``t`` before) or early
+    (``t`` after). So a run keeps:
+
+    * on time: ``s <= t < e`` (its read range holds the record: it read it);
+    * late:    home and ``t < s`` and (``t < s - w`` or ``offset >= b(s+L)``): its own
+      interval, the previous one at the nearest, stopped reading at ``b(s+L)``;
+    * early:   home and ``t >= e`` and (``t >= e + w`` or ``offset < b(e-E)``): the next
+      interval started reading at ``b(e-E)``;
+    * dead:    home and no usable ``t`` (null ``event_ms``), a dead letter of this run only;
+
+    everything else belongs to a neighbouring interval, which keeps it. Every record is kept
+    by exactly one run of a contiguous, equal-width schedule."""
+    s, e, w = interval.start, interval.end, interval.width
+    pos = positions
+    home = pc.and_(pc.greater_equal(pos, at["home_from"]), pc.less(pos, at["owned_until"]))
+    usable = pc.is_valid(event_ms)
+    t = pc.fill_null(event_ms, 0)
+    on_time = pc.and_(usable, pc.and_(pc.greater_equal(t, s), pc.less(t, e)))
+    late = pc.and_(pc.and_(home, usable), pc.and_(
+        pc.less(t, s), pc.or_(pc.less(t, s - w), pc.greater_equal(pos, at["late_from"]))))
+    early = pc.and_(pc.and_(home, usable), pc.and_(
+        pc.greater_equal(t, e), pc.or_(pc.greater_equal(t, e + w),
+                                       pc.less(pos, at["early_until"]))))
+    dead = pc.and_(home, pc.invert(usable))
+    return {"on_time": on_time, "late": late, "early": early, "dead": dead}

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     SplitReader = Callable[[str, dict[str, Any]], Split]  # (source kind, split JSON) → split
 
-PLAN_VERSION = 5
+PLAN_VERSION = 6
 
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
@@ -50,10 +50,25 @@ def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 6 added the interval's ``event_time`` and ``allowed_earliness``; a version 5
+    interval run owned records by their arrival, which ``None`` and ``0`` mean (and its Kafka
+    splits have no ``home_from``/``early_until``, which only event time uses)."""
+    if data.get("interval") is not None:
+        data = {**data, "interval": {**data["interval"], "event_time": None,
+                                     "allowed_earliness": 0}}
+    if isinstance(data.get("splits"), list):  # the splits with interval positions
+        data = {**data, "splits": [{**s, "home_from": None, "early_until": None}
+                                   if isinstance(s, dict) and "owned_until" in s else s
+                                   for s in data["splits"]]}
+    return data
+
+
 # version → the function turning a plan of that version into one of the next.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3,
                                                                      3: _v3_to_v4,
-                                                                     4: _v4_to_v5}
+                                                                     4: _v4_to_v5,
+                                                                     5: _v5_to_v6}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}
@@ -64,6 +79,10 @@ class Interval:
     start: int  # epoch ms, inclusive
     end: int  # epoch ms, exclusive
     allowed_lateness: int = 0  # ms
+    # An event-time field (``reading.event_time.EventTime`` as a dict): records are owned by
+    # its time, not by their arrival (``planning.bounds.classify_event_time``); None: arrival.
+    event_time: dict[str, Any] | None = None
+    allowed_earliness: int = 0  # ms a field's time may lie after the record's arrival
 
     @property
     def width(self) -> int:

@@ -72,6 +72,10 @@ class Decoder:
         fmt = self._key if part == "key" else self._value
         return self.flatten and fmt.record_fields()
 
+    def record_format(self, part: str) -> bool:
+        """Whether ``part``'s format decodes a record with fields (json, avro…), not bytes."""
+        return bool((self._key if part == "key" else self._value).record_fields())
+
     def key_fields(self, column: str = "key") -> list[pa.Field]:
         return [f.with_nullable(True) for f in self._fields("key", self._key, column)]
 

@@ -41,6 +41,8 @@ def build_manifest(plan: ReadPlan, figures: dict[str, Any], *, run_id: str | Non
         "batch": plan.batch, "gaps": plan.gaps, "splits": summaries,
         "plan": plan.to_dict(),
     }
+    if plan.interval and plan.interval.event_time:  # flagged like late ones, the other way
+        manifest["early_records"] = sum(s.get("early", 0) for s in summaries)
     manifest.update(extra or {})
     return manifest
 

@@ -12,7 +12,7 @@ from .split import KafkaSplit
 
 if TYPE_CHECKING:
     from ..sources import PlanRequest
-    from .admin import KafkaAdmin
+    from .admin import KafkaAdmin, TopicPartition
     from .positions import Offsets
     from .source import KafkaSource
 
@@ -25,9 +25,10 @@ def plan_kafka(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> 
     ctx = PlanContext(admin, log_start, end, bounds=bounds, now_ms=request.now_ms,
                       checkpoint=request.checkpoint.positions if request.checkpoint else None)
     starts, stops = source.start.resolve(tps, ctx), source.stop.resolve(tps, ctx)
-    late_from = owned = None
+    at: dict[str, Offsets] = {}
     if bounds is not None:  # which records of the range the run owns (planning.bounds)
-        late_from, owned = (ctx.offsets_at(tps, ms) for ms in bounds.ownership().values())
+        at = {name: ctx.offsets_at(tps, ms) for name, ms in bounds.ownership().items()}
+    owned = at.get("owned_until")
 
     starts, gaps = _check_data_loss(starts, log_start, end, source.on_data_loss)
     splits: list[KafkaSplit] = []
@@ -42,12 +43,16 @@ def plan_kafka(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> 
             splits.append(KafkaSplit(
                 id=len(splits), topic=tp.topic, partition=tp.partition, start=lo, stop=hi,
                 log_start=log_start[tp], high_watermark=end[tp],
-                late_from=late_from[tp] if late_from else None,
-                owned_until=owned[tp] if owned else None))
+                late_from=_at(at, "late_from", tp), owned_until=_at(at, "owned_until", tp),
+                home_from=_at(at, "home_from", tp), early_until=_at(at, "early_until", tp)))
         next_positions[tp.key] = owned[tp] if owned else stop
     info = {"bootstrap_servers": request.properties.get("bootstrap.servers")
             or source.bootstrap_servers, "client": source.client}
     return SourcePlan(splits=splits, gaps=gaps, next_positions=next_positions, info=info)
+
+
+def _at(at: dict[str, Offsets], name: str, tp: TopicPartition) -> int | None:
+    return at[name][tp] if name in at else None
 
 
 def _check_data_loss(starts: Offsets, log_start: Offsets, end: Offsets,

@@ -8,8 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..planning.bounds import classify
+from ..planning.bounds import classify, classify_event_time
 from ..reading.decode import TS, Decoder
+from ..reading.event_time import EventTime
 from ..reading.loop import SplitReader
 from .fetch import RawBatch, fetch
 
@@ -26,14 +27,16 @@ _META = [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64(
 
 
 def record_schema(decoder: Decoder, interval_mode: bool,
-                  include_headers: bool = True) -> pa.Schema:
+                  include_headers: bool = True, event_time: bool = False) -> pa.Schema:
     """Columns as Spark's Kafka source names them; json values become top-level fields;
-    ``headers`` as with Spark's ``includeHeaders``."""
+    ``headers`` as with Spark's ``includeHeaders``; ``is_early`` with an event-time field."""
     fields = [*decoder.key_fields(), *decoder.value_fields(), *_META]
     if include_headers:
         fields.append(pa.field("headers", HEADERS))
     if interval_mode:
         fields.append(pa.field("is_late", pa.bool_()))
+    if event_time:
+        fields.append(pa.field("is_early", pa.bool_()))
     return pa.schema(fields)
 
 
@@ -52,7 +55,10 @@ class KafkaSplitReader(SplitReader):
         super().__init__(split, decoder=decoder or Decoder(), staging=staging, fault=fault)
         self.properties, self.client, self.interval = properties, client, interval
         self.batch_size, self.idle_timeout_s = batch_size, idle_timeout_s
-        self.schema = record_schema(self.decoder, interval is not None, include_headers)
+        self.event_time = EventTime.from_dict(interval.event_time) \
+            if interval is not None and interval.event_time else None
+        self.schema = record_schema(self.decoder, interval is not None, include_headers,
+                                    self.event_time is not None)
         self.include_headers = include_headers
 
     def fetch(self) -> Iterable[RawBatch]:
@@ -74,6 +80,8 @@ class KafkaSplitReader(SplitReader):
                                 "timestampType": _same_or_array(raw.timestamp_types,
                                                                 pa.int32()),
                                 "key": raw.keys, "value": raw.values, "headers": raw.headers}
+        if self.event_time is not None:
+            return self._by_event_time(cols, offsets, ts)
         late = None
         if self.interval is not None:
             on_time, late_mask = classify(ts, offsets, self.interval, self.split.late_from,
@@ -112,6 +120,50 @@ class KafkaSplitReader(SplitReader):
         if late is not None:
             arrays.append(late)
         self.stats.kept(offsets, ts, late, payload)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _by_event_time(self, cols: dict[str, Any], offsets: pa.Array,
+                       ts: pa.Array) -> pa.RecordBatch:
+        """The records this run owns by the time in their field (``classify_event_time``):
+        every record of the read range is decoded, since its field says who owns it; one
+        that does not decode, or has no usable time, is a dead letter of its home run."""
+        assert self.event_time is not None and self.interval is not None
+        n = len(offsets)
+        key_cols, key_errors = self.decoder.decode_keys(cols["key"], cols["headers"])
+        value_cols, value_errors = self.decoder.decode_values(cols["value"], cols["headers"])
+        event_ms, time_errors = self.event_time.extract(self.decoder, value_cols)
+        errors = {**time_errors, **value_errors, **key_errors}
+        if errors:
+            failed = pa.array([i in errors for i in range(n)])
+            event_ms = pc.if_else(failed, pa.scalar(None, pa.int64()), event_ms)
+        split = self.split
+        marks = classify_event_time(event_ms, offsets, self.interval, {
+            "home_from": split.home_from, "owned_until": split.owned_until,
+            "late_from": split.late_from, "early_until": split.early_until})
+        dead = pc.indices_nonzero(marks["dead"]).to_pylist()
+        if dead:
+            ours = {i: errors.get(i, f"event_time: field {self.event_time.field!r} is "
+                                     "null or missing") for i in dead}
+            bad, _ = self.failed_rows(ours, n, lambda row: f"offset {offsets[row].as_py()}")
+            self.dead_letters(self._dead_letters(cols, offsets, ts, ours, bad))
+        keep = pc.or_(marks["on_time"], pc.or_(marks["late"], marks["early"]))
+        kept_idx = pc.indices_nonzero(keep)
+        self.stats.outside(n - len(kept_idx) - len(dead))
+        key_cols = [c.take(kept_idx) for c in key_cols]
+        value_cols = [c.take(kept_idx) for c in value_cols]
+        cols = _take(cols, kept_idx.to_pylist())
+        offsets, ts = cols["offset"], cols["timestamp"]
+        late, early = marks["late"].take(kept_idx), marks["early"].take(kept_idx)
+        arrays = [*key_cols, *value_cols]
+        payload = _bytes(arrays)
+        count = len(offsets)
+        arrays += [pa.repeat(pa.scalar(split.topic, pa.string()), count),
+                   pa.repeat(pa.scalar(split.partition, pa.int32()), count),
+                   offsets, _ts(ts), cols["timestampType"]]
+        if self.include_headers:
+            arrays.append(_headers(cols["headers"]))
+        arrays += [late, early]
+        self.stats.kept(offsets, ts, late, payload, early)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def _dead_letters(self, cols: dict[str, Any], offsets: pa.Array, ts: pa.Array,

@@ -162,7 +162,8 @@ class KafkaSource(Source["KafkaSplit"]):
     def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
         from .reader import record_schema
         return record_schema(decoder, plan.mode == "interval",
-                             plan.source_info.get("include_headers", True))
+                             plan.source_info.get("include_headers", True),
+                             bool(plan.interval and plan.interval.event_time))
 
     @classmethod
     def open_reader(cls, split: KafkaSplit, request: ReadRequest) -> KafkaSplitReader:

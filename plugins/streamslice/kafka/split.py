@@ -22,6 +22,8 @@ class KafkaSplit:
     high_watermark: int = 0
     late_from: int | None = None
     owned_until: int | None = None
+    home_from: int | None = None  # with an event-time field: b(s) and b(e-E)
+    early_until: int | None = None
     late: dict[str, Any] | None = None  # unresolved start/stop, bound when read (kafka.late)
 
     lag_unit: ClassVar[LagUnit] = "records"

@@ -98,8 +98,9 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest,
     for ref in source.streams:
         name, arn = stream_names(client, ref)
         info["streams"][name] = arn
-        shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (at.bounds.start - 1000) / 1000}
-                        if at.bounds is not None else None)
+        since = at.bounds.read_from if at.bounds is not None else None  # shards open then
+        shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (since - 1000) / 1000}
+                        if since is not None else None)
         shards = list_shards(client, arn, shard_filter)
         listed = {s["ShardId"] for s in shards}
         all_shards.update((sid, name) for sid in listed)

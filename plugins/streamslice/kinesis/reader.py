@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from ..planning.bounds import classify_event_time
 from ..reading.decode import TS, Decoder
+from ..reading.event_time import EventTime
 from ..reading.loop import SplitReader
 from .client import make_client
 from .deaggregate import deaggregate
@@ -16,6 +19,7 @@ from .polling import PollingSettings, ShardRead, arrival_ms, poll
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from ..planning.plan import Interval
     from ..reading.staging import Staging
     from .split import KinesisSplit
 
@@ -24,9 +28,11 @@ _META = [("stream", pa.string()), ("shardId", pa.string()), ("sequenceNumber", p
          ("approximateArrivalTimestamp", TS)]
 
 
-def record_schema(decoder: Decoder) -> pa.Schema:
-    """Columns as Spark's Kinesis connectors name them; json values become top-level fields."""
-    return pa.schema([*decoder.value_fields("data"), *_META])
+def record_schema(decoder: Decoder, event_time: bool = False) -> pa.Schema:
+    """Columns as Spark's Kinesis connectors name them; json values become top-level fields;
+    with an event-time field, the ``is_late`` and ``is_early`` flags."""
+    flags = [pa.field("is_late", pa.bool_()), pa.field("is_early", pa.bool_())]
+    return pa.schema([*decoder.value_fields("data"), *_META, *(flags if event_time else [])])
 
 
 DEAD_LETTER_SCHEMA = pa.schema([("data", pa.binary()), *_META, ("error", pa.string())])
@@ -38,13 +44,18 @@ class KinesisSplitReader(SplitReader):
     def __init__(self, split: KinesisSplit, *, properties: dict[str, Any] | None = None,
                  decoder: Decoder | None = None, staging: Staging | None = None,
                  settings: PollingSettings | None = None, consumer_arn: str | None = None,
-                 client: Any = None, fault: str | None = None) -> None:
+                 client: Any = None, fault: str | None = None,
+                 interval: Interval | None = None) -> None:
         super().__init__(split, decoder=decoder or Decoder(), staging=staging, fault=fault)
         self.settings = settings or PollingSettings()
         self.consumer_arn = consumer_arn
         self.client = client or make_client(properties, utc_timestamps=True)
-        self.schema = record_schema(self.decoder)
+        self.interval = interval if interval is not None and interval.event_time else None
+        self.event_time = EventTime.from_dict(self.interval.event_time) \
+            if self.interval is not None and self.interval.event_time else None
+        self.schema = record_schema(self.decoder, self.event_time is not None)
         self.state = ShardRead()
+        self._progress: int | None = None  # the highest arrival time read so far
 
     def fetch(self) -> Iterable[list[dict[str, Any]]]:
         if self.consumer_arn:
@@ -72,6 +83,8 @@ class KinesisSplitReader(SplitReader):
         seqs, subs, keys, arrivals, datas = (list(c) for c in zip(*rows)) if rows else \
             ([], [], [], [], [])
         value_cols, errors = self.decoder.decode_values(datas)
+        if self.event_time is not None:
+            return self._by_event_time(seqs, subs, keys, arrivals, datas, value_cols, errors)
         if errors:
             bad, good = self.failed_rows(errors, len(rows),
                                          lambda row: f"sequence number {seqs[row]}")
@@ -89,6 +102,52 @@ class KinesisSplitReader(SplitReader):
         self.stats.kept(seqs, pa.array(arrivals, pa.int64()), None,
                         sum(a.nbytes for a in values))
         return pa.RecordBatch.from_arrays([*values, *meta], schema=self.schema)
+
+    def _by_event_time(self, seqs: list[str], subs: list[int | None], keys: list[str],
+                       arrivals: list[int], datas: list[bytes], value_cols: list[pa.Array],
+                       errors: dict[int, str]) -> pa.RecordBatch:
+        """The records this run owns by the time in their field (``classify_event_time``).
+        A shard's position is its progress: the highest arrival time up to each record, as
+        the read's start and stop (the first record that arrived at or after a time) see it;
+        every record before this read's start arrived before all the times compared with."""
+        assert self.event_time is not None and self.interval is not None
+        n, iv = len(seqs), self.interval
+        progress = []
+        for a in arrivals:
+            self._progress = a if self._progress is None else max(self._progress, a)
+            progress.append(self._progress)
+        event_ms, time_errors = self.event_time.extract(self.decoder, value_cols)
+        errors = {**time_errors, **errors}
+        if errors:
+            failed = pa.array([i in errors for i in range(n)])
+            event_ms = pc.if_else(failed, pa.scalar(None, pa.int64()), event_ms)
+        marks = classify_event_time(event_ms, pa.array(progress, pa.int64()), iv, {
+            "home_from": iv.start, "owned_until": iv.end,
+            "late_from": iv.start + iv.allowed_lateness,
+            "early_until": iv.end - iv.allowed_earliness})
+        dead = pc.indices_nonzero(marks["dead"]).to_pylist()
+        if dead:
+            ours = {i: errors.get(i, f"event_time: field {self.event_time.field!r} is "
+                                     "null or missing") for i in dead}
+            bad, _ = self.failed_rows(ours, n, lambda row: f"sequence number {seqs[row]}")
+            self.dead_letters(pa.RecordBatch.from_arrays(
+                [pa.array([datas[i] for i in bad], pa.binary()),
+                 *self._meta([seqs[i] for i in bad], [subs[i] for i in bad],
+                             [keys[i] for i in bad], [arrivals[i] for i in bad]),
+                 pa.array([ours[i] for i in bad], pa.string())], schema=DEAD_LETTER_SCHEMA))
+        keep = pc.or_(marks["on_time"], pc.or_(marks["late"], marks["early"]))
+        idx = pc.indices_nonzero(keep)
+        self.stats.outside(n - len(idx) - len(dead))
+        rows = idx.to_pylist()
+        seqs, subs, keys, arrivals = ([c[i] for i in rows] for c in (seqs, subs, keys,
+                                                                     arrivals))
+        values = [c.take(idx) for c in value_cols]
+        late, early = marks["late"].take(idx), marks["early"].take(idx)
+        self.stats.kept(seqs, pa.array(arrivals, pa.int64()), late,
+                        sum(a.nbytes for a in values), early)
+        return pa.RecordBatch.from_arrays(
+            [*values, *self._meta(seqs, subs, keys, arrivals), late, early],
+            schema=self.schema)
 
     def _meta(self, seqs: list[str], subs: list[int | None], keys: list[str],
               arrivals: list[int]) -> list[pa.Array]:

@@ -201,7 +201,7 @@ class KinesisSource(Source["KinesisSplit"]):
     @classmethod
     def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
         from .reader import record_schema
-        return record_schema(decoder)
+        return record_schema(decoder, bool(plan.interval and plan.interval.event_time))
 
     @classmethod
     def open_reader(cls, split: KinesisSplit, request: ReadRequest) -> KinesisSplitReader:
@@ -213,7 +213,8 @@ class KinesisSource(Source["KinesisSplit"]):
         return KinesisSplitReader(split, properties=props, decoder=request.decoder,
                                   staging=request.staging, fault=request.fault,
                                   settings=PollingSettings.from_dict(info.get("polling")),
-                                  consumer_arn=arns.get(split.stream))
+                                  consumer_arn=arns.get(split.stream),
+                                  interval=request.plan.interval)
 
     # -- commit -----------------------------------------------------------------------------
     @classmethod

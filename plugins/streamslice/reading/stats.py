@@ -40,8 +40,12 @@ class SplitStats:
         self.d["dead_letters"] += n
 
     def kept(self, positions: Sequence[Any], timestamps_ms: pa.Array,
-             late_mask: pa.Array | None, nbytes: int) -> None:
+             late_mask: pa.Array | None, nbytes: int,
+             early_mask: pa.Array | None = None) -> None:
+        """``early_mask``: with an event-time field (whose summaries then count ``early``)."""
         n = len(positions)
+        if early_mask is not None:
+            self.d["early"] = self.d.get("early", 0) + (pc.sum(early_mask).as_py() or 0)
         if not n:
             return
         self.d["records"] += n

@@ -45,7 +45,10 @@ class Run:
 
     @property
     def late_records(self) -> int:
-        return int((self.metrics or {}).get("late_records") or 0)
+        """Records flagged for lying outside the interval's bounds: late, or early (by an
+        event-time field)."""
+        m = self.metrics or {}
+        return int(m.get("late_records") or 0) + int(m.get("early_records") or 0)
 
     @property
     def lag(self) -> int | None:

@@ -41,7 +41,8 @@ def section(name, title):
 
 def code_blocks(text, language=""):
     """The fenced blocks opened with ```` ```language ````, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```$", text, re.S | re.M)
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M)  # fences in pairs
+    return [b for lang, b in blocks if lang == language]
 
 
 def yaml_examples():

@@ -1,20 +1,27 @@
 """``streamslice``: validate, plan, offsets, backfill, demo, and each source's own commands
 (``Source.add_cli_commands``: Kinesis adds ``efo``).
 
-The core commands (validate, plan) load only the core package; commands that touch Airflow's
-metadata database (offsets, backfill) import Airflow when they run. Tables for people,
-``--json`` for scripts, one clear line (exit 1) for errors."""
+The core commands (validate, plan) load only the core package unless the pipeline names an
+Airflow connection; commands that touch Airflow's metadata database (offsets, backfill) import
+Airflow when they run. Tables for people, ``--json`` for scripts, one clear line (exit 1) for
+every error (``cli_errors``), the traceback only with ``--debug``.
+
+Run from a checkout where ``make demo`` has run, with AIRFLOW_HOME unset, the command uses the
+demo's Airflow (``.demo/env``, which the demo writes) and says so."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, StreamsliceError
+from .cli_errors import Where, debug_requested, explain
+from .errors import ConfigError
 from .timeutil import iso, parse_flexible_ms
 
 if TYPE_CHECKING:
@@ -28,13 +35,37 @@ Args = argparse.Namespace
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    where = Where(os.environ.get("AIRFLOW_HOME"))
     try:
+        where = use_demo_env() or where
         return int(args.run(args) or 0)
-    except (StreamsliceError, LookupError) as exc:
-        print(f"streamslice: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if debug_requested(args.debug):
+            traceback.print_exc()
+        print(f"streamslice: {explain(exc, where)}", file=sys.stderr)
+        return 1
+
+
+DEMO_ENV = Path(".demo") / "env"
+
+
+def use_demo_env() -> Where | None:
+    """In a checkout where ``make demo`` has run, with AIRFLOW_HOME unset: the demo's Airflow
+    home and settings from ``.demo/env`` (``KEY=value`` lines; variables already set win)."""
+    if os.environ.get("AIRFLOW_HOME") or not DEMO_ENV.is_file():
+        return None
+    for line in DEMO_ENV.read_text().splitlines():
+        words = shlex.split(line, comments=True)
+        if words and "=" in words[0]:
+            key, _, value = words[0].partition("=")
+            os.environ.setdefault(key, value)
+    if not os.environ.get("AIRFLOW_HOME"):
+        raise ConfigError(f"{DEMO_ENV} sets no AIRFLOW_HOME: run `make demo` again")
+    print(f"streamslice: using the demo's Airflow (AIRFLOW_HOME={os.environ['AIRFLOW_HOME']}, "
+          f"from {DEMO_ENV}; set AIRFLOW_HOME to use another)", file=sys.stderr)
+    return Where(os.environ["AIRFLOW_HOME"], demo=True)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,6 +74,8 @@ def parser() -> argparse.ArgumentParser:
                                 "each source's own commands.")
     p.add_argument("--dir", default=None, help="pipeline files folder (default: "
                    "$STREAMSLICE_PIPELINES, ./dags/pipelines, or $AIRFLOW_HOME/dags/pipelines)")
+    p.add_argument("--debug", action="store_true", help="print the traceback of an error "
+                   "(also STREAMSLICE_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check every pipeline file")
@@ -184,10 +217,19 @@ def cmd_plan(args: Args) -> None:
 
 
 def _properties(cfg: PipelineConfig) -> dict[str, Any]:
-    if not cfg.source.conn_id:
+    """The run's client properties, resolved as the plan task resolves them
+    (``airflow.hooks.pipeline_properties``); without Airflow when no connection is named."""
+    if not names_connection(cfg):
         return cfg.source.client_properties()
-    from .airflow.hooks import source_properties
-    return source_properties(cfg.source)
+    from .airflow.hooks import pipeline_properties
+    return pipeline_properties(cfg)
+
+
+def names_connection(cfg: PipelineConfig) -> bool:
+    """Whether the source or the schema registry names an Airflow connection."""
+    registries = [spec.options.get("registry") for spec in (cfg.decode.value, cfg.decode.key)]
+    return bool(cfg.source.conn_id) or any(
+        isinstance(r, dict) and (r.get("conn_id") or r.get("aws_conn_id")) for r in registries)
 
 
 def _checkpoint_or_none(cfg: PipelineConfig) -> Checkpoint | None:

@@ -60,6 +60,8 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     _check_dag(cfg.name, unpause)
+    if wait:
+        _check_scheduler(cfg.name)
     _create(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs, say)
     runs = {iv.start: "queued" for iv in intervals}
     if wait:
@@ -92,16 +94,33 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
 
 
 def _check_dag(dag_id: str, unpause: bool) -> None:
+    from airflow.configuration import AIRFLOW_HOME, conf
     from airflow.models.dag import DagModel
     model = DagModel.get_dagmodel(dag_id)
     if model is None:
-        raise ConfigError(f"Airflow does not know DAG {dag_id!r} yet: is the dag-processor "
-                          "running over this pipelines folder?")
+        raise ConfigError(f"Airflow (AIRFLOW_HOME={AIRFLOW_HOME}) does not know DAG {dag_id!r} "
+                          "yet: its dag-processor (`airflow dag-processor`, or once `airflow "
+                          "dags reserialize`) parses the DAGs folder "
+                          f"{conf.get('core', 'dags_folder')}; is the pipeline's file there?")
     if model.is_paused:
         if not unpause:
             raise ConfigError(f"DAG {dag_id} is paused, so its backfill runs would wait forever: "
                               f"unpause it (airflow dags unpause {dag_id}) or pass --unpause")
         _airflow("dags", "unpause", dag_id)
+
+
+def _check_scheduler(dag_id: str) -> None:
+    """Backfill runs wait for a scheduler: without one alive, waiting would never end."""
+    from airflow.configuration import AIRFLOW_HOME
+    from airflow.jobs.job import most_recent_job
+    job = most_recent_job("SchedulerJob")
+    if job is None or not job.is_alive():
+        since = f" (last heartbeat {job.latest_heartbeat:%Y-%m-%d %H:%M:%S} UTC)" \
+            if job is not None and job.latest_heartbeat else ""
+        raise ConfigError(f"no Airflow scheduler is running for AIRFLOW_HOME={AIRFLOW_HOME}"
+                          f"{since}, and the backfill of {dag_id} would wait for one: start "
+                          "`airflow scheduler` with that AIRFLOW_HOME, or pass --no-wait to "
+                          "create the backfill and return")
 
 
 def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_runs: int,

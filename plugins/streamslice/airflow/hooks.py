@@ -3,7 +3,13 @@
 A source names its connection type (``Source.conn_type``) and the function here that reads a
 connection of that type (``Source.connection_hook``, a dotted path: the core never imports
 Airflow); ``source_properties`` calls it with the source's ``connection_hints``. One function
-per connection type, not per source: a new source reuses one or brings its own."""
+per connection type, not per source: a new source reuses one or brings its own.
+
+``pipeline_properties`` is the one resolver of every connection a pipeline names for planning
+and reading (its source's and its schema registry's): the plan and read tasks and the
+``streamslice`` command all call it, so a pipeline that plans under Airflow plans from the
+command line too. A connection that is not defined is a ``ConfigError`` naming the field, the
+connection id, the Airflow home looked in and how to define it."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -11,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 
 if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
+    from ..config.pipeline import PipelineConfig
     from ..planning.plan import OutputTarget
     from ..sources import Source
 
@@ -30,7 +39,7 @@ class KafkaConnectionHook(BaseHook):
         self.kafka_conn_id = kafka_conn_id
 
     def client_properties(self) -> dict[str, Any]:
-        conn = self.get_connection(self.kafka_conn_id)
+        conn = connection(self.kafka_conn_id, "kafka.conn_id")
         props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
         if "bootstrap.servers" not in props and conn.host:
             hosts = conn.host if ":" in conn.host else f"{conn.host}:{conn.port or 9092}"
@@ -42,8 +51,8 @@ class KafkaConnectionHook(BaseHook):
         return props
 
 
-def aws_properties(conn_id: str, region: str | None = None,
-                   service: str = "kinesis") -> dict[str, Any]:
+def aws_properties(conn_id: str, region: str | None = None, service: str = "kinesis",
+                   field: str = "kinesis.conn_id") -> dict[str, Any]:
     """Client properties from an Airflow AWS connection, read as the amazon provider reads
     it: ``region_name``, ``endpoint_url`` (or ``service_config.<service>.endpoint_url``),
     ``profile_name``, ``role_arn`` with ``assume_role_kwargs`` (``ExternalId``,
@@ -53,7 +62,7 @@ def aws_properties(conn_id: str, region: str | None = None,
     credentials that refresh (``streamslice.aws``); the keys are secrets and never travel
     in a plan."""
     from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionWrapper
-    conn = AwsConnectionWrapper(BaseHook.get_connection(conn_id), region_name=region)
+    conn = AwsConnectionWrapper(connection(conn_id, field), region_name=region)
     kwargs = conn.assume_role_kwargs or {}
     if conn.role_arn and (conn.assume_role_method or "assume_role") != "assume_role":
         from ..errors import ConfigError
@@ -70,6 +79,53 @@ def aws_properties(conn_id: str, region: str | None = None,
              "secret_access_key": conn.aws_secret_access_key,
              "session_token": conn.aws_session_token}
     return {k: v for k, v in props.items() if v}
+
+
+def pipeline_properties(cfg: PipelineConfig) -> dict[str, Any]:
+    """The client properties a run is planned and read with: the source's connection
+    (``source_properties``) and the schema registry's (``registry_properties``)."""
+    return {**source_properties(cfg.source), **registry_properties(cfg.decode)}
+
+
+# How to define a connection of each type, for the error that says one is missing.
+EXAMPLES = {
+    "kafka": "--conn-type kafka --conn-extra '{\"bootstrap.servers\": \"HOST:9092\"}'",
+    "aws": "--conn-type aws --conn-extra '{\"region_name\": \"REGION\"}'",
+    "http": "--conn-type http --conn-host HOST --conn-port 8081",
+    "generic": "--conn-type generic --conn-extra '{\"type\": \"rest\", \"uri\": \"URL\"}'",
+}
+TYPES = {"kafka.conn_id": "kafka", "kinesis.conn_id": "aws", "format.registry.conn_id": "http",
+         "format.registry.aws_conn_id": "aws", "output.conn_id": "generic"}
+
+
+def connection(conn_id: str, field: str) -> Connection:
+    """The Airflow connection ``field`` names; one that is not defined is a ``ConfigError``
+    that says where it was looked for and how to define it.
+
+    In a task, the task SDK asks the API server. Outside one (the ``streamslice`` command,
+    the api-server's page) the SDK looks only in the environment and the secrets backends,
+    so Airflow's own lookup is asked next: the same backends and the metadata database, as
+    ``airflow connections get`` finds a connection."""
+    from airflow.exceptions import AirflowNotFoundException
+    try:
+        return BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        try:
+            from airflow.models.connection import Connection as Stored
+            return Stored.get_connection_from_secrets(conn_id)
+        except Exception:  # not there either, or no database to ask in this process
+            pass
+        from ..errors import ConfigError
+        example = EXAMPLES[TYPES.get(field, "generic")]
+        raise ConfigError(
+            f"{field}: Airflow has no connection {conn_id!r} (AIRFLOW_HOME={airflow_home()}): "
+            f"define it with `airflow connections add {conn_id} {example}` or the "
+            f"environment variable AIRFLOW_CONN_{conn_id.upper()}") from None
+
+
+def airflow_home() -> str:
+    from airflow.configuration import AIRFLOW_HOME
+    return AIRFLOW_HOME
 
 
 def kafka_properties(conn_id: str) -> dict[str, Any]:
@@ -104,9 +160,10 @@ def registry_properties(decode: Any) -> dict[str, Any]:
     props: dict[str, Any] = {}
     if registry.get("kind") == "glue":
         if registry.get("aws_conn_id"):
-            props = aws_properties(registry["aws_conn_id"], registry.get("region"), "glue")
+            props = aws_properties(registry["aws_conn_id"], registry.get("region"), "glue",
+                                   "format.registry.aws_conn_id")
     elif registry.get("conn_id"):
-        conn = BaseHook.get_connection(registry["conn_id"])
+        conn = connection(registry["conn_id"], "format.registry.conn_id")
         props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
         if conn.host and "url" not in props:
             host = conn.host if "://" in conn.host else \
@@ -124,6 +181,6 @@ def with_catalog_connection(output: OutputTarget | None) -> OutputTarget | None:
     if output is None or not output.conn_id:
         return output
     from dataclasses import replace
-    conn = BaseHook.get_connection(output.conn_id)
+    conn = connection(output.conn_id, "output.conn_id")
     props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
     return replace(output, catalog={**props, **output.catalog})

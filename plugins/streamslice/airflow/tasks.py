@@ -20,7 +20,7 @@ from ..sources import read_plan, source_class
 from ..splits import summary_lag, total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
-from .hooks import registry_properties, source_properties, with_catalog_connection
+from .hooks import pipeline_properties, source_properties, with_catalog_connection
 from .metrics import emit
 from .operators import remember
 from .store import TaskCheckpointStore, output_asset
@@ -52,8 +52,7 @@ def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
         plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
                         output=cfg.output.target(cfg.name), interval=interval,
                         checkpoint=checkpoint, run_id=context["run_id"],
-                        properties={**source_properties(cfg.source),
-                                    **registry_properties(cfg.decode)})
+                        properties=pipeline_properties(cfg))
         log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
                  plan.total_records_hint, plan.partition,
                  {s.key: s.lag for s in plan.splits})
@@ -89,8 +88,7 @@ def read_task(pipeline_file: str, **context: Any) -> str:
                  for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
         from .runners import run_spark_read
         started = time.monotonic()
-        run_spark_read(cfg, plan, staging.uri, {**source_properties(cfg.source),
-                                                **registry_properties(cfg.decode)},
+        run_spark_read(cfg, plan, staging.uri, pipeline_properties(cfg),
                        cfg.source.read_options(setup),
                        started=lambda job: _job_started(context, job))
         took = time.monotonic() - started

@@ -1,5 +1,10 @@
 """``streamslice efo list|sweep``: the Kinesis source's own commands
-(``Source.add_cli_commands``)."""
+(``Source.add_cli_commands``).
+
+STREAM may be a stream a pipeline reads, or that pipeline's name: then the command reaches
+AWS as the pipeline does, through its connection (the resolver the tasks use,
+``airflow.hooks.source_properties``). ``--conn-id`` names an AWS connection instead, and
+``--region``/``--endpoint-url`` override either."""
 from __future__ import annotations
 
 import os
@@ -10,6 +15,7 @@ from ..errors import ConfigError
 from .client import make_client
 from .consumers import list_consumers, sweep
 from .planner import stream_names
+from .source import KinesisSource
 
 if TYPE_CHECKING:
     import argparse
@@ -20,7 +26,9 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     esub = e.add_subparsers(dest="action", required=True)
     for name, fn in (("list", cmd_efo_list), ("sweep", cmd_efo_sweep)):
         c = esub.add_parser(name)
-        c.add_argument("stream", help="stream name or ARN")
+        c.add_argument("stream", help="stream name or ARN, or a Kinesis pipeline's name")
+        c.add_argument("--conn-id", help="an Airflow AWS connection (default: the connection "
+                       "of the pipeline that reads STREAM, if one does)")
         c.add_argument("--region")
         c.add_argument("--endpoint-url")
         c.add_argument("--json", action="store_true")
@@ -32,8 +40,41 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
 
 
 def _client(args: argparse.Namespace) -> Any:
-    return make_client({"region": args.region or os.environ.get("AWS_DEFAULT_REGION"),
-                        "endpoint_url": args.endpoint_url})
+    """A client as the pipeline that reads ``args.stream`` reaches AWS (or ``--conn-id``'s
+    connection); ``args.stream`` becomes the stream's name when it named the pipeline."""
+    props: dict[str, Any] = {}
+    if args.conn_id:
+        from ..airflow.hooks import aws_properties
+        props = aws_properties(args.conn_id, args.region, field="--conn-id")
+    elif not (args.region or args.endpoint_url):
+        source = _pipeline_source(args)
+        if source is not None and source.conn_id:
+            from ..airflow.hooks import source_properties
+            props = source_properties(source)
+        elif source is not None:
+            props = source.client_properties()
+    given = {"region": args.region or props.get("region") or
+             os.environ.get("AWS_DEFAULT_REGION"), "endpoint_url": args.endpoint_url}
+    return make_client({**props, **{k: v for k, v in given.items() if v}})
+
+
+def _pipeline_source(args: argparse.Namespace) -> KinesisSource | None:
+    """The Kinesis source of the pipeline named ``args.stream``, or of the one pipeline that
+    reads that stream; None when no pipeline (or no pipelines folder) says."""
+    from ..cli import pipelines_dir
+    from ..config import load_pipelines
+    try:
+        configs, _ = load_pipelines(pipelines_dir(args))
+    except ConfigError:
+        return None
+    kinesis = [(c.name, c.source) for c in configs if isinstance(c.source, KinesisSource)]
+    named = [s for name, s in kinesis if name == args.stream]
+    reading = named or [s for _, s in kinesis if args.stream in s.streams]
+    if len(reading) != 1:
+        return None
+    if named and len(reading[0].streams) == 1:
+        args.stream = reading[0].streams[0]
+    return reading[0]
 
 
 def cmd_efo_list(args: argparse.Namespace) -> None:

@@ -7,10 +7,15 @@ STAMP  := $(VENV)/.installed
 
 NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-.PHONY: ui demo test test-fast test-chaos lint docs docs-build venv tools lock bench clean
+.PHONY: ui services demo test test-fast test-chaos lint docs docs-build venv tools lock bench clean
 
 demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
+
+# The demo's broker, Kinesis server and schema registry again, on the ports its connections
+# name, for the streamslice commands that read them (Ctrl-C stops them).
+services: venv $(NODE_TOOLS)
+	$(BIN)/python -m devtools.demo --services
 
 # The Airflow api-server over the demo's database: the Streamslice page on port 8080.
 ui: venv

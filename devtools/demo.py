@@ -19,27 +19,102 @@ HOURS, PER_HOUR, PARTITIONS = 3, 2000, 6
 TOPIC = "taxi-trips"
 
 
-def _env(kafka, kinesis, spark_remote, registry):
+def connections(kafka, kinesis, registry_url):
+    """The connections the demo's pipelines name, as ``airflow connections import`` reads
+    them. They are stored in the demo's metadata database, so every process with the demo's
+    AIRFLOW_HOME (the demo, `make ui`, the streamslice command) resolves them alike."""
+    scheme, _, hostport = registry_url.partition("://")
+    host, _, port = hostport.rpartition(":")
+    return {
+        "streamslice_kafka": {"conn_type": "kafka", "extra": {"bootstrap.servers": kafka}},
+        "streamslice_schema_registry": {"conn_type": "http", "host": host, "port": int(port),
+                                        "schema": scheme},
+        # (a secret under 5 characters makes Airflow warn that it cannot mask it)
+        "streamslice_aws": {"conn_type": "aws", "login": "demo-key", "password": "demo-secret",
+                            "extra": {"region_name": "us-east-1", "endpoint_url": kinesis}}}
+
+
+def airflow_env(demo=DEMO, root=ROOT):
+    """The demo's Airflow settings: what `make demo` runs with and what it writes to
+    ``.demo/env`` for the streamslice command run from the checkout."""
+    return {"AIRFLOW_HOME": str(demo / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(root / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"}
+
+
+def setup_airflow(conns, demo=DEMO, root=ROOT):
+    """The demo's Airflow: its metadata database migrated, the demo's connections stored in
+    it, and ``.demo/env`` written (the streamslice command reads it when AIRFLOW_HOME is
+    unset, and a shell can source it for `airflow` commands)."""
+    import shlex
+    settings = airflow_env(demo, root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(settings)
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, env=env)
+    (demo / "connections.json").write_text(json.dumps(conns, indent=1))
+    subprocess.run([airflow, "connections", "import", "--overwrite",
+                    str(demo / "connections.json")], check=True, capture_output=True, env=env)
+    (demo / "env").write_text(
+        "# The demo's Airflow, written by `make demo`: the streamslice command run from the\n"
+        "# checkout uses it when AIRFLOW_HOME is unset; `set -a; . .demo/env; set +a` for a "
+        "shell.\n" + "".join(f"{k}={shlex.quote(v)}\n" for k, v in settings.items()))
+
+
+SERVICES = "services.json"  # the ports the demo's services last used
+
+
+def service_ports(demo=DEMO):
+    """DEMO_KAFKA_PORT, DEMO_KINESIS_PORT, DEMO_REGISTRY_PORT if set; else the ports the last
+    `make demo` used (its stored connections point there); else Kafka's 19092 and free ports."""
+    from devtools.services import free_port
+    saved = json.loads((demo / SERVICES).read_text()) if (demo / SERVICES).exists() else {}
+    ports = {}
+    for name, default in (("kafka", 19092), ("kinesis", None), ("registry", None)):
+        given = os.environ.get(f"DEMO_{name.upper()}_PORT")
+        ports[name] = int(given) if given else saved.get(name) or default or free_port()
+    return ports
+
+
+def start_services(ports, demo=DEMO):
+    """The broker, the Kinesis server and the schema registry on the demo's ports."""
+    from devtools.services import KafkaBroker, KinesisLocal, SchemaRegistry
+    demo.mkdir(exist_ok=True)
+    (demo / SERVICES).write_text(json.dumps(ports))
+    started = []
+    try:
+        step(f"Kafka-protocol broker on 127.0.0.1:{ports['kafka']} (noida-db, data in "
+             ".demo/kafka)")
+        started.append(KafkaBroker(demo / "kafka", port=ports["kafka"]).start())
+        step(f"Kinesis-compatible server (kinesis-local, in memory) behind the EFO proxy on "
+             f"127.0.0.1:{ports['kinesis']}")
+        started.append(KinesisLocal(proxy_port=ports["kinesis"],
+                                    log_file=demo / "kinesis.log").start())
+        step(f"Confluent-compatible schema registry on 127.0.0.1:{ports['registry']} "
+             "(devtools/schema_registry.py, schemas kept in .demo/schema-registry.json)")
+        started.append(SchemaRegistry(port=ports["registry"],
+                                      data=demo / "schema-registry.json",
+                                      log_file=demo / "schema-registry.log").start())
+    except BaseException:
+        for service in reversed(started):
+            service.stop()
+        raise
+    return started
+
+
+def _env(spark_remote, demo=DEMO, root=ROOT):
     os.environ.update({
-        "AIRFLOW_CONN_STREAMSLICE_SCHEMA_REGISTRY": json.dumps({
-            "conn_type": "http", "host": "127.0.0.1", "port": registry.port, "schema": "http"}),
+        **airflow_env(demo, root),
         "SPARK_REMOTE": spark_remote,  # every pipeline reads on the demo's Connect server
-        "AIRFLOW_CONN_STREAMSLICE_AWS": json.dumps({
-            # (a secret under 5 characters makes Airflow warn that it cannot mask it)
-            "conn_type": "aws", "login": "demo-key", "password": "demo-secret",
-            "extra": {"region_name": "us-east-1", "endpoint_url": kinesis}}),
-        "AIRFLOW_HOME": str(DEMO / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
-        "AIRFLOW_CONN_STREAMSLICE_KAFKA": json.dumps(
-            {"conn_type": "kafka", "extra": {"bootstrap.servers": kafka}}),
         "PYSPARK_PYTHON": sys.executable,
-        "STREAMSLICE_HOME": str(ROOT),
+        "STREAMSLICE_HOME": str(root),
         "PYTHONWARNINGS": "ignore",
         "SPARK_LOCAL_IP": "127.0.0.1",
     })
+    for key in [k for k in os.environ if k.startswith("AIRFLOW_CONN_")]:
+        del os.environ[key]  # the demo's connections are the ones in its database
     import warnings
     warnings.simplefilter("ignore")
 
@@ -49,25 +124,10 @@ def step(text):
 
 
 def main():
-    from devtools.services import (
-        KafkaBroker,
-        KinesisLocal,
-        SchemaRegistry,
-        SparkConnect,
-        create_topic,
-    )
+    from devtools.services import SparkConnect
     from devtools.spark_cds import QUICK_JVM
-    from devtools.taxi import produce, trips
     DEMO.mkdir(exist_ok=True)
-    port = int(os.environ.get("DEMO_KAFKA_PORT", "19092"))
-    step(f"Kafka-protocol broker on 127.0.0.1:{port} (noida-db, data in .demo/kafka)")
-    broker = KafkaBroker(DEMO / "kafka", port=port).start()
-    step("Kinesis-compatible server (kinesis-local, in memory) behind the EFO proxy")
-    kinesis = KinesisLocal(log_file=DEMO / "kinesis.log").start()
-    step("Confluent-compatible schema registry (devtools/schema_registry.py, schemas kept in "
-         ".demo/schema-registry.json)")
-    registry = SchemaRegistry(data=DEMO / "schema-registry.json",
-                              log_file=DEMO / "schema-registry.log").start()
+    broker, kinesis, registry = start_services(service_ports())
     step("Spark Connect server on local[*] (from the pyspark install; read tasks connect to it)")
     # Small demo jobs: a JVM that starts fast matters more than peak throughput.
     spark = SparkConnect(DEMO / "spark-connect", conf={
@@ -79,19 +139,11 @@ def main():
                            "AWS_SECRET_ACCESS_KEY": "demo-secret",
                            "AWS_DEFAULT_REGION": "us-east-1"})
         spark.start()
-        _env(broker.bootstrap, kinesis.endpoint, spark.remote, registry)
-        data = trips(START_MS, hours=HOURS, per_hour=PER_HOUR, seed=42)
-        expected = Counter((t.timestamp - START_MS) // 3_600_000 for t in data)
-        if not _topic_has(broker.bootstrap, len(data)):
-            step(f"Producing {len(data)} taxi trips over {HOURS} hours into '{TOPIC}' "
-                 f"({PARTITIONS} partitions, ~5% out of order)")
-            create_topic(broker.bootstrap, TOPIC, PARTITIONS)
-            produce(broker.bootstrap, TOPIC, data)
-        else:
-            step(f"Topic '{TOPIC}' already holds the demo's {len(data)} trips")
-        step("Airflow metadata database (SQLite, .demo/airflow)")
-        subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
-                       check=True, capture_output=True)
+        _env(spark.remote)
+        expected = produce_trips(broker.bootstrap)
+        step("Airflow metadata database (SQLite, .demo/airflow) with the demo's connections; "
+             ".demo/env for the streamslice command")
+        setup_airflow(connections(broker.bootstrap, kinesis.endpoint, registry.url))
         run_intervals()
         run_intervals("taxi_trips_iceberg.yaml")
         run_avro(broker.bootstrap, registry)
@@ -101,11 +153,57 @@ def main():
         show_avro()
         step("The Streamslice page in the Airflow UI: run `make ui`, then open "
              "http://127.0.0.1:8080/plugin/streamslice")
+        step("The streamslice command, from this folder, uses the demo's Airflow (.demo/env); "
+             "`make services` starts the broker, Kinesis server and registry again for the "
+             "commands that need them")
     finally:
         spark.stop()
         registry.stop()
         kinesis.stop()
         broker.stop()
+
+
+def serve():
+    """`make services`: the demo's broker, Kinesis server (with an empty 'taxi-trips' stream:
+    the server keeps streams in memory) and schema registry, on the ports its connections
+    name, until Ctrl-C."""
+    import signal
+    if not (DEMO / "env").exists():
+        sys.exit("no demo yet: run `make demo` first")
+    services = start_services(service_ports())
+    try:
+        ensure_stream(services[1].client())
+        stop = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # waited for below, then clean up
+        print("\nThe demo's services are up (Ctrl-C stops them).", flush=True)
+        signal.sigwait(stop)
+    finally:
+        for service in reversed(services):
+            service.stop()
+
+
+def produce_trips(bootstrap, per_hour=PER_HOUR):
+    """The taxi trips of the demo's hours in its topic (once: a second demo reuses them);
+    returns how many belong to each hour."""
+    from devtools.services import create_topic
+    from devtools.taxi import produce, trips
+    data = trips(START_MS, hours=HOURS, per_hour=per_hour, seed=42)
+    if not _topic_has(bootstrap, len(data)):
+        step(f"Producing {len(data)} taxi trips over {HOURS} hours into '{TOPIC}' "
+             f"({PARTITIONS} partitions, ~5% out of order)")
+        create_topic(bootstrap, TOPIC, PARTITIONS)
+        produce(bootstrap, TOPIC, data)
+    else:
+        step(f"Topic '{TOPIC}' already holds the demo's {len(data)} trips")
+    return Counter((t.timestamp - START_MS) // 3_600_000 for t in data)
+
+
+def ensure_stream(client, shards=4):
+    """The demo's Kinesis stream (empty when the server has just started: it keeps streams
+    in memory)."""
+    if TOPIC not in client.list_streams()["StreamNames"]:
+        client.create_stream(StreamName=TOPIC, ShardCount=shards)
+        client.get_waiter("stream_exists").wait(StreamName=TOPIC, WaiterConfig={"Delay": 0.2})
 
 
 def _topic_has(bootstrap, n, topic=TOPIC):
@@ -249,9 +347,7 @@ def run_kinesis(kinesis):
     cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_kinesis.yaml")
     shutil.rmtree(cfg.output.dataset(cfg.name), ignore_errors=True)  # a fresh stream each time
     client = kinesis.client()
-    client.create_stream(StreamName="taxi-trips", ShardCount=4)
-    client.get_waiter("stream_exists").wait(StreamName="taxi-trips",
-                                            WaiterConfig={"Delay": 0.2})
+    ensure_stream(client)
     step(f"Producing {KINESIS_WAVES} waves of {KINESIS_WAVE} taxi trips into Kinesis stream "
          f"'taxi-trips' (4 shards), one per {KINESIS_WIDTH}-second interval")
     w = KINESIS_WIDTH
@@ -333,4 +429,4 @@ def show_iceberg(expected):
 
 
 if __name__ == "__main__":
-    main()
+    serve() if sys.argv[1:] == ["--services"] else main()

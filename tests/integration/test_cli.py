@@ -1,5 +1,8 @@
 """The streamslice command as a user runs it: validate, plan, offsets show/reset, efo list/sweep,
---json for scripts, one clear line and exit 1 for errors."""
+--json for scripts, one clear line and exit 1 for errors: one test per kind of failure (an
+unmigrated metadata database, an undefined connection, an unreachable broker or stream, no
+scheduler, an unknown DAG), each checking its message, that no traceback shows, and that
+--debug shows it."""
 import json
 import os
 import subprocess
@@ -20,10 +23,19 @@ pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "streamslice")
 
 
-def cli(*args, folder=PIPELINES_DIR):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "plugins"))
+def cli(*args, folder=PIPELINES_DIR, **env):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "plugins"), **env)
     return subprocess.run([CLI, "--dir", str(folder), *args], capture_output=True, text=True,
                           env=env, timeout=300)
+
+
+def one_line(out):
+    """A failure as a user sees it: exit 1, one line on stderr, no traceback."""
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert "Traceback" not in out.stdout + out.stderr and out.stdout == "", out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("streamslice: "), out.stderr
+    return lines[0].removeprefix("streamslice: ")
 
 
 def test_validate_reports_each_bad_file_with_its_line(tmp_path):
@@ -226,3 +238,90 @@ def test_kinesis_offsets_reset_checks_sequence_numbers_and_asks_about_other_shar
     every = json.dumps({one: seqs[shards[0]], other: seqs[shards[1]]})
     quiet = cli("offsets", "reset", cfg.name, "--offsets", every)  # nothing beyond: no ask
     assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr
+
+
+INTERVAL = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"}
+
+
+def test_an_unmigrated_metadata_database_says_which_home_and_to_migrate(tmp_path):
+    cfg = kafka_pipeline("127.0.0.1:1", "t", name=unique("nodb"), folder=tmp_path / "p",
+                         output=tmp_path)
+    home = tmp_path / "airflow-home"
+    out = cli("offsets", "show", cfg.name, folder=tmp_path / "p", AIRFLOW_HOME=str(home))
+    assert one_line(out) == (
+        f"Airflow's metadata database for AIRFLOW_HOME={home} is not set up (no such table: "
+        "asset): run `airflow db migrate` with that AIRFLOW_HOME, or set AIRFLOW_HOME to the "
+        "home your Airflow uses")
+    for debug in ({"args": ["--debug"]}, {"STREAMSLICE_DEBUG": "1"}):
+        flag = debug.pop("args", [])
+        shown = subprocess.run([CLI, *flag, "--dir", str(tmp_path / "p"), "offsets", "show",
+                                cfg.name], capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, PYTHONPATH=str(ROOT / "plugins"),
+                                        AIRFLOW_HOME=str(home), **debug))
+        assert shown.returncode == 1 and "Traceback (most recent call last)" in shown.stderr
+        assert shown.stderr.splitlines()[-1] == f"streamslice: {one_line(out)}"
+
+
+def test_an_undefined_connection_says_which_and_how_then_works_once_defined(broker, airflow_db):
+    """The connection is then defined the way the message says, in the metadata database
+    (not the environment): the command finds it there, as a task would."""
+    topic, conn_id = unique("cli-conn"), unique("cli_kafka").replace("-", "_")
+    create_topic(broker.bootstrap, topic, 1)
+    cfg = kafka_pipeline(None, topic, name=unique("cli_conn"), kafka={"conn_id": conn_id})
+    line = one_line(cli("plan", cfg.name))
+    assert line == (
+        f"kafka.conn_id: Airflow has no connection {conn_id!r} (AIRFLOW_HOME={airflow_db}): "
+        f"define it with `airflow connections add {conn_id} --conn-type kafka --conn-extra "
+        f"'{{\"bootstrap.servers\": \"HOST:9092\"}}'` or the environment variable "
+        f"AIRFLOW_CONN_{conn_id.upper()}")
+    subprocess.run([str(Path(sys.executable).parent / "airflow"), "connections", "add",
+                    conn_id, "--conn-type", "kafka", "--conn-extra",
+                    json.dumps({"bootstrap.servers": broker.bootstrap})],
+                   check=True, capture_output=True, env=os.environ.copy())
+    out = cli("plan", cfg.name, "--json")
+    assert out.returncode == 0, out.stderr
+    assert [s["key"] for s in json.loads(out.stdout)["splits"]] == [f"{topic}:0"]
+
+
+def test_an_unreachable_broker_or_stream_is_one_line(tmp_path):
+    from devtools.services import free_port
+    port = free_port()
+    cfg = kafka_pipeline(f"127.0.0.1:{port}", "t", name=unique("down"), folder=tmp_path,
+                         output=tmp_path, **INTERVAL)
+    line = one_line(cli("plan", cfg.name, "--at", "2024-05-01T01:30:00Z", folder=tmp_path))
+    assert line.startswith(f"cannot reach Kafka at 127.0.0.1:{port}: no broker answered")
+    line = one_line(cli("efo", "list", "s", "--region", "us-east-1", "--endpoint-url",
+                        f"http://127.0.0.1:{port}", folder=tmp_path, AWS_ACCESS_KEY_ID="k",
+                        AWS_SECRET_ACCESS_KEY="s"))
+    assert line == ("Kinesis DescribeStreamSummary(s) failed: Could not connect to the endpoint "
+                    f'URL: "http://127.0.0.1:{port}/"')
+
+
+def test_backfill_of_a_dag_airflow_does_not_know_says_where_it_looks(airflow_db):
+    cfg = kafka_pipeline("127.0.0.1:1", "t", name=unique("cli_nodag"), **INTERVAL)
+    line = one_line(cli("backfill", cfg.name, "--from", "2024-05-01", "--to",
+                        "2024-05-01T02:00:00Z"))
+    assert line == (
+        f"Airflow (AIRFLOW_HOME={airflow_db}) does not know DAG {cfg.name!r} yet: its "
+        "dag-processor (`airflow dag-processor`, or once `airflow dags reserialize`) parses the "
+        f"DAGs folder {os.environ['AIRFLOW__CORE__DAGS_FOLDER']}; is the pipeline's file there?")
+
+
+def test_backfill_without_a_scheduler_says_to_start_one(airflow_db):
+    """The DAG is known and unpaused, but no scheduler runs for this Airflow home: waiting for
+    the backfill's runs would never end, so it is refused (--no-wait still creates it)."""
+    from airflow.models.dag import DagModel
+    from airflow.models.dagbundle import DagBundleModel
+    from airflow.utils.session import create_session
+    cfg = kafka_pipeline("127.0.0.1:1", "t", name=unique("cli_nosched"), **INTERVAL)
+    with create_session() as session:
+        if session.get(DagBundleModel, "dags-folder") is None:
+            session.add(DagBundleModel(name="dags-folder"))
+            session.flush()
+        session.add(DagModel(dag_id=cfg.name, bundle_name="dags-folder", is_paused=False))
+    line = one_line(cli("backfill", cfg.name, "--from", "2024-05-01", "--to",
+                        "2024-05-01T02:00:00Z"))
+    assert line == (
+        f"no Airflow scheduler is running for AIRFLOW_HOME={airflow_db}, and the backfill of "
+        f"{cfg.name} would wait for one: start `airflow scheduler` with that AIRFLOW_HOME, or "
+        "pass --no-wait to create the backfill and return")

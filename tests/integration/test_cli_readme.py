@@ -94,7 +94,8 @@ def test_the_demos_connections_are_in_its_database_and_the_plan_reads_through_th
     import json
     plan = json.loads(out.stdout)
     assert plan["decode"]["value"]["options"]["subject"] == "taxi-trips-avro-value"
-    assert [s["key"] for s in plan["splits"]] == ["taxi-trips-avro:0", "taxi-trips-avro:1"]
+    assert [(s["topic"], s["partition"]) for s in plan["splits"]] == \
+        [("taxi-trips-avro", 0), ("taxi-trips-avro", 1)]
 
 
 def test_a_set_airflow_home_wins_over_the_demos(checkout, tmp_path):

@@ -121,3 +121,11 @@ def test_anything_else_is_one_line_with_its_kind_and_where_the_traceback_is():
     assert explain(RuntimeError("boom\n  at line 2"), HOME) == \
         "RuntimeError: boom (--debug shows the traceback)"
     assert explain(ConfigError("a\nb"), HOME) == "a b"
+
+
+def test_efo_commands_name_the_aws_connection_they_were_given(capsys):
+    from streamslice.cli import main
+    assert main(["efo", "list", "s", "--conn-id", "no_such_aws_cli"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamslice: --conn-id: Airflow has no connection 'no_such_aws_cli'")
+    assert "--conn-type aws" in err and err.count("\n") == 1

@@ -42,6 +42,7 @@ T = TypeVar("T")
 FINISHED = {"success", "failed"}
 SETUP_WAIT_S = 300
 ABANDONED_AFTER = timedelta(minutes=2)  # as the scheduler's sweep counts it
+SCHEDULER_SILENT_S = 300
 
 
 def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = True,
@@ -110,17 +111,22 @@ def _check_dag(dag_id: str, unpause: bool) -> None:
 
 
 def _check_scheduler(dag_id: str) -> None:
-    """Backfill runs wait for a scheduler: without one alive, waiting would never end."""
+    """Backfill runs wait for a scheduler: without one, waiting would never end. A scheduler
+    counts as running while its job is and its last heartbeat is under SCHEDULER_SILENT_S old
+    (more lenient than Airflow's health check: a scheduler slowed by a busy machine still
+    runs the backfill; one that stopped cleanly has ended its job)."""
     from airflow.configuration import AIRFLOW_HOME
     from airflow.jobs.job import most_recent_job
     job = most_recent_job("SchedulerJob")
-    if job is None or not job.is_alive():
-        since = f" (last heartbeat {job.latest_heartbeat:%Y-%m-%d %H:%M:%S} UTC)" \
-            if job is not None and job.latest_heartbeat else ""
-        raise ConfigError(f"no Airflow scheduler is running for AIRFLOW_HOME={AIRFLOW_HOME}"
-                          f"{since}, and the backfill of {dag_id} would wait for one: start "
-                          "`airflow scheduler` with that AIRFLOW_HOME, or pass --no-wait to "
-                          "create the backfill and return")
+    beat = job.latest_heartbeat if job is not None else None
+    if job is not None and job.state == "running" and beat is not None and \
+            datetime.now(timezone.utc) - beat < timedelta(seconds=SCHEDULER_SILENT_S):
+        return
+    since = f" (last heartbeat {beat:%Y-%m-%d %H:%M:%S} UTC)" if beat is not None else ""
+    raise ConfigError(f"no Airflow scheduler is running for AIRFLOW_HOME={AIRFLOW_HOME}{since}, "
+                      f"and the backfill of {dag_id} would wait for one: start `airflow "
+                      "scheduler` with that AIRFLOW_HOME, or pass --no-wait to create the "
+                      "backfill and return")
 
 
 def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_runs: int,

@@ -95,7 +95,7 @@ EXAMPLES = {
     "generic": "--conn-type generic --conn-extra '{\"type\": \"rest\", \"uri\": \"URL\"}'",
 }
 TYPES = {"kafka.conn_id": "kafka", "kinesis.conn_id": "aws", "format.registry.conn_id": "http",
-         "format.registry.aws_conn_id": "aws", "output.conn_id": "generic"}
+         "format.registry.aws_conn_id": "aws", "output.conn_id": "generic", "--conn-id": "aws"}
 
 
 def connection(conn_id: str, field: str) -> Connection:

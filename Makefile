@@ -94,6 +94,8 @@ bench: venv tools
 	$(BIN)/python bench/read_cpu.py --end-to-end
 	$(BIN)/python bench/kinesis_read.py
 	$(BIN)/python bench/many_splits.py --rounds 3
+	$(BIN)/python bench/backfill.py --intervals 48
+	$(BIN)/python bench/backfill.py --intervals 168
 	$(BIN)/python bench/run_overhead.py
 
 clean:

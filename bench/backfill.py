@@ -1,0 +1,296 @@
+"""What history costs: a backfill of N hourly intervals through the real Airflow components
+(api-server, scheduler with the LocalExecutor, dag-processor, triggerer; SQLite) reading on a
+Spark Connect server started once, against one run reading the same records at once, in the
+same go:
+
+* ``hourly``: an ``@hourly`` interval pipeline, backfilled over the N hours with
+  ``streamslice backfill`` (one DAG run per interval, ``max_active_runs`` of them at a time);
+* ``single``: the same topic through a pipeline whose one interval is the N hours, backfilled
+  the same way, before and after the hourly backfill (the first one also starts the server's
+  Python workers; the ratio is taken to the second, warm one, and the first is printed).
+
+Each is timed twice: the CLI's wall (which also starts an ``airflow backfill create`` process
+and polls every 2 s: a fixed cost of some seconds) and the runs' own time, first run start to
+last run end in Airflow's records; the ratio is printed for both.
+
+Every interval's manifest count and its Parquet rows (distinct partition/offset pairs) are
+checked against what was produced; a wrong count ends the run with an error. Then where the
+time went, summed over the hourly runs and divided by N, from the task instances' queued,
+start and end times (Airflow's REST API) and the task logs' own timestamps:
+
+* ``scheduler``: a run's time with none of its tasks queued or running (run start → first
+  task queued, one task's end → the next one queued, last task's end → run end);
+* ``queued``: task queued → started (the executor picking it up, the task's supervisor);
+* ``start-up``: task started → the task process has parsed the DAG file (Airflow logs
+  "Worker startup parse complete"): process start-up and imports;
+* ``callable:plan|read|commit``: our own work, until the callable returned ("Done." in the log);
+* ``finish``: Airflow's own after the callable (XCom, outlet events, state) until the task's end.
+
+The load average is printed with each figure: on a shared machine single figures vary, the
+ratio in one go less so. Asserts nothing about time.
+  python bench/backfill.py [--intervals 48] [--records 300] [--max-active-runs 4]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
+T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
+HOUR = 3_600_000
+TASKS = ("plan", "read", "commit")
+
+
+def utc(ms):
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def load():
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def pipeline(folder, name, schedule, last_start, bootstrap, topic, remote, output,
+             max_active_runs):
+    (folder / f"{name}.yaml").write_text(f"""
+mode: interval
+schedule: "{schedule}"
+start_date: "2024-05-01T00:00:00Z"
+end_date: "{utc(last_start):%Y-%m-%dT%H:%M:%SZ}"  # no scheduled run besides the backfill
+max_active_runs: {max_active_runs}
+retries: 0
+kafka:
+  bootstrap_servers: {bootstrap}
+  topics: [{topic}]
+spark:
+  runner: connect
+  remote: {remote}
+output:
+  path: {output}
+""")
+
+
+def backfill(airflow, folder, name, hours):
+    """``streamslice backfill`` of the N hours: wall seconds and its per-interval rows."""
+    cli = [str(Path(sys.executable).parent / "streamslice"), "--dir", str(folder), "backfill",
+           name, "--from", str(T0), "--to", str(T0 + hours * HOUR), "--unpause", "--json"]
+    started, clock = time.perf_counter(), time.time()
+    out = subprocess.run(cli, env=airflow.env, capture_output=True, text=True, timeout=6 * 3600)
+    wall = time.perf_counter() - started
+    if out.returncode != 0:
+        sys.exit(f"backfill of {name} failed:\n{out.stderr[-3000:]}\n"
+                 f"{airflow.log_tail('scheduler')}")
+    result = json.loads(out.stdout)
+    if result["state"] != "success":
+        sys.exit(f"backfill of {name}: {result}")
+    waits = [ln for ln in out.stderr.splitlines() if ln.startswith(f"backfill {name}:")]
+    return wall, clock, waits
+
+
+def cli_parts(airflow, name, clock, wall):
+    """Where the command's time outside the runs went: until Airflow had the backfill (a
+    fresh ``airflow backfill create`` process), from then to the first run's start (the
+    scheduler), and from the last run's end to the command's (its polling, closing)."""
+    mine = [b for b in airflow.api("GET", f"/api/v2/backfills?dag_id={name}&limit=100")
+            ["backfills"] if ts(b["created_at"]) >= clock]
+    runs = pages(airflow, f"/api/v2/dags/{name}/dagRuns", "dag_runs")
+    first, last = min(ts(r["start_date"]) for r in runs), max(ts(r["end_date"]) for r in runs)
+    created = max(ts(b["created_at"]) for b in mine) if mine else first
+    return created - clock, first - created, clock + wall - last
+
+
+def span(airflow, name):
+    """Seconds from the DAG's first run start to its last run end: the runs' own time,
+    without the CLI's (creating the backfill in a fresh ``airflow`` process, polling)."""
+    runs = pages(airflow, f"/api/v2/dags/{name}/dagRuns", "dag_runs")
+    return max(ts(r["end_date"]) for r in runs) - min(ts(r["start_date"]) for r in runs)
+
+
+def check_counts(output, name, expected):
+    """Every partition holds exactly its records: the manifest's count, and as many distinct
+    (partition, offset) rows in its Parquet files."""
+    import pyarrow.dataset as ds
+    for start, want in sorted(expected.items()):
+        part = Path(output) / f"pipeline={name}" / \
+            f"interval={utc(start):%Y%m%dT%H%M%SZ}"
+        manifest = json.loads((part / "_manifest.json").read_text())
+        t = ds.dataset(str(part), format="parquet").to_table(columns=["partition", "offset"])
+        rows = set(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
+        if not manifest["records"] == t.num_rows == len(rows) == want:
+            sys.exit(f"{name} {part.name}: manifest {manifest['records']}, {t.num_rows} rows "
+                     f"({len(rows)} distinct), expected {want}")
+    return len(expected)
+
+
+def ts(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+
+
+def pages(airflow, path, key):
+    out, offset = [], 0
+    while True:
+        sep = "&" if "?" in path else "?"
+        got = airflow.api("GET", f"{path}{sep}limit=100&offset={offset}")[key]
+        out += got
+        if len(got) < 100:
+            return out
+        offset += 100
+
+
+def task_log_times(home, ti):
+    """From the task's log: when its process had parsed the DAG file (Airflow's "Worker
+    startup parse complete") and when its callable returned ("Done. Returned value …");
+    None for what the log does not hold."""
+    path = (Path(home) / "logs" / f"dag_id={ti['dag_id']}" / f"run_id={ti['dag_run_id']}" /
+            f"task_id={ti['task_id']}" / f"attempt={ti['try_number']}.log")
+    parsed = done = None
+    for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        event = str(entry.get("event", ""))
+        if event.startswith("Worker startup parse complete") and parsed is None:
+            parsed = ts(entry.get("timestamp"))
+        elif event.startswith("Done. Returned value"):
+            done = ts(entry.get("timestamp"))
+    return parsed, done
+
+
+def breakdown(airflow, name):
+    """Seconds summed over the DAG's runs: scheduler, queued, start-up, the callables per
+    task and Airflow's finish after them; and how many task logs lacked a time."""
+    runs = {r["dag_run_id"]: r for r in pages(airflow, f"/api/v2/dags/{name}/dagRuns",
+                                               "dag_runs")}
+    tis = pages(airflow, f"/api/v2/dags/{name}/dagRuns/~/taskInstances", "task_instances")
+    by_run = defaultdict(list)
+    for ti in tis:
+        by_run[ti["dag_run_id"]].append(ti)
+    spent = Counter()
+    missing = 0
+    for run_id, run in runs.items():
+        last_end = ts(run["start_date"])
+        for ti in sorted(by_run[run_id], key=lambda t: ts(t["start_date"]) or 0):
+            queued, start, end = (ts(ti["queued_when"]), ts(ti["start_date"]),
+                                  ts(ti["end_date"]))
+            parsed, done = task_log_times(airflow.home, ti)
+            if parsed is None or done is None:
+                missing += 1
+                parsed, done = parsed or start, done or end
+            spent["scheduler"] += max(0.0, queued - last_end)
+            spent["queued"] += start - queued
+            spent["start-up"] += parsed - start
+            spent[f"callable:{ti['task_id']}"] += done - parsed
+            spent["finish"] += end - done
+            last_end = end
+        spent["scheduler"] += max(0.0, ts(run["end_date"]) - last_end)
+    return spent, len(runs), missing
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--intervals", type=int, default=48)
+    ap.add_argument("--records", type=int, default=300, help="records per hourly interval")
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--max-active-runs", type=int, default=4)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
+    args = ap.parse_args()
+    n = args.intervals
+
+    from devtools.services import AirflowServices, KafkaBroker, SparkConnect, create_topic
+    from devtools.taxi import produce, trips
+    work = Path(tempfile.mkdtemp(prefix="streamslice-bench-backfill-"))
+    # a snapshot of the package, so edits made meanwhile change neither tasks nor the server
+    plugins = work / "plugins"
+    shutil.copytree(ROOT / "plugins", plugins, ignore=shutil.ignore_patterns("__pycache__"))
+    dags = work / "dags"
+    (dags / "pipelines").mkdir(parents=True)
+    shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", dags)
+    broker = KafkaBroker(work / "kafka")
+    server = SparkConnect(work / "spark-connect")
+    airflow = AirflowServices(work / "airflow", dags, env={
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(plugins), "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT)]), "PYTHONWARNINGS": "ignore",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"})  # the task logs' times: see breakdown()
+    for key in ("SPARK_REMOTE", "STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_CONF",
+                "STREAMSLICE_INJECT_FAULT"):
+        airflow.env.pop(key, None)
+    try:
+        started = time.perf_counter()
+        broker.start()
+        server.start()
+        airflow.start()
+        print(f"services up in {time.perf_counter() - started:.0f}s ({load()}, "
+              f"{os.cpu_count()} cores)", flush=True)
+        topic = "trips"
+        create_topic(broker.bootstrap, topic, args.partitions)
+        sent = produce(broker.bootstrap, topic, trips(T0, hours=n, per_hour=args.records,
+                                                      seed=31, late_share=0))
+        hourly = Counter(T0 + (t - T0) // HOUR * HOUR for _, _, t in sent)
+        print(f"produced {len(sent)} records into {n} hours ({args.partitions} partitions)")
+        folder, output = dags / "pipelines", work / "lake"
+        common = (broker.bootstrap, topic, server.remote, output, args.max_active_runs)
+        pipeline(folder, "bf_hourly", "@hourly", T0 + (n - 1) * HOUR, *common)
+        pipeline(folder, "bf_single", f"{n}h", T0 + HOUR, *common)
+        for name in ("bf_hourly", "bf_single"):
+            airflow.wait_for_dag(name)
+
+        print(f"\n  {'streamslice backfill of':<36}{'CLI wall s':>11}{'runs s':>8}"
+              f"{'runs s/interval':>17}")
+
+        def measure(label, name, expected):
+            wall, clock, waits = backfill(airflow, folder, name, n)
+            check_counts(output, name, expected)
+            runs = span(airflow, name)
+            print(f"  {label:<36}{wall:>11.1f}{runs:>8.1f}{runs / len(expected):>17.2f}  "
+                  f"{load()}", flush=True)
+            create, first, after = cli_parts(airflow, name, clock, wall)
+            print(f"    outside the runs: {create:.1f}s until the backfill existed, "
+                  f"{first:.1f}s to its first run's start, {after:.1f}s after the last "
+                  "run's end" + "".join(f"\n    ({w})" for w in waits), flush=True)
+            return wall, runs
+
+        cold = measure("all N hours in one run (cold)", "bf_single", {T0: len(sent)})
+        hours = measure(f"{n} hourly intervals", "bf_hourly", hourly)
+        warm = measure("all N hours in one run (warm)", "bf_single", {T0: len(sent)})
+        print(f"\n  every interval exact ({n} hourly partitions, and the single one twice)")
+        print(f"  backfill / single read: {hours[1] / warm[1]:.1f}x by the runs' own time, "
+              f"{hours[0] / warm[0]:.1f}x by the CLI's wall (to the cold read: "
+              f"{hours[1] / cold[1]:.1f}x, {hours[0] / cold[0]:.1f}x); max_active_runs "
+              f"{args.max_active_runs}, {args.records} records an interval")
+
+        spent, runs, missing = breakdown(airflow, "bf_hourly")
+        assert runs == n, f"{runs} runs of bf_hourly, expected {n}"
+        print(f"\n  where an interval's time goes (hourly runs, sums / {n}; runs overlap "
+              f"{args.max_active_runs} at a time, so they add up to more than wall / N):")
+        total = sum(spent.values())
+        keys = ["scheduler", "queued", "start-up", *(f"callable:{t}" for t in TASKS), "finish"]
+        keys += sorted(k for k in spent if k not in keys)
+        for key in keys:
+            print(f"  {key:<20}{spent[key] / n:>8.2f}s  {spent[key] / total:>5.0%}")
+        print(f"  {'run (sum)':<20}{total / n:>8.2f}s")
+        if missing:
+            print(f"  ({missing} task logs without the times: counted as callable)")
+        single_spent, _, _ = breakdown(airflow, "bf_single")
+        print("  the single read (warm): " + ", ".join(
+            f"{k} {v:.1f}s" for k, v in sorted(single_spent.items())))
+        print(f"  load average at end: {load()}")
+    finally:
+        airflow.stop()
+        server.stop()
+        broker.stop()
+        if args.keep:
+            print(f"  kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

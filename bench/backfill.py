@@ -1,5 +1,6 @@
 """What history costs: a backfill of N hourly intervals through the real Airflow components
-(api-server, scheduler with the LocalExecutor, dag-processor, triggerer; SQLite) reading on a
+(api-server, scheduler with the LocalExecutor, dag-processor, triggerer; PostgreSQL as in
+docker-compose.yml, or ``--database sqlite``) reading on a
 Spark Connect server started once, against one run reading the same records at once, in the
 same go:
 
@@ -200,11 +201,19 @@ def main():
     ap.add_argument("--records", type=int, default=300, help="records per hourly interval")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--max-active-runs", type=int, default=4)
+    ap.add_argument("--database", choices=("postgres", "sqlite"), default="postgres",
+                    help="Airflow's metadata database (SQLite: one writer at a time)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
     args = ap.parse_args()
     n = args.intervals
 
-    from devtools.services import AirflowServices, KafkaBroker, SparkConnect, create_topic
+    from devtools.services import (
+        AirflowServices,
+        KafkaBroker,
+        Postgres,
+        SparkConnect,
+        create_topic,
+    )
     from devtools.taxi import produce, trips
     work = Path(tempfile.mkdtemp(prefix="streamslice-bench-backfill-"))
     # a snapshot of the package, so edits made meanwhile change neither tasks nor the server
@@ -222,6 +231,10 @@ def main():
     for key in ("SPARK_REMOTE", "STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_CONF",
                 "STREAMSLICE_INJECT_FAULT"):
         airflow.env.pop(key, None)
+    if args.database == "postgres":  # as deployments run it (docker-compose.yml)
+        db = Postgres("streamslice_bench_airflow").start().recreate()
+        airflow.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = db.url
+        airflow.env.pop("AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS", None)  # SQLite's
     try:
         started = time.perf_counter()
         broker.start()

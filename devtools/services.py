@@ -354,6 +354,12 @@ class Postgres:
             self._sql(f"CREATE DATABASE {self.database} OWNER {self.USER}")
         return self
 
+    def recreate(self):
+        """The database dropped (its sessions closed) and created again, empty."""
+        self._sql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
+        self._sql(f"CREATE DATABASE {self.database} OWNER {self.USER}")
+        return self
+
     def _sql(self, statement):
         out = subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", str(self.port),
                               "-tAc", statement], capture_output=True, text=True, cwd="/")

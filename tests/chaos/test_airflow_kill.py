@@ -62,6 +62,21 @@ def test_a_dead_jvm_is_replaced_on_the_retry_in_the_same_process(broker, airflow
     exactly_once(cfg, topic, sent)
 
 
+def test_a_dead_jvm_without_retries_says_it_is_not_retried(broker, airflow_db, tmp_path):
+    """retries: 0: the read whose JVM died fails the run, and its message says which task
+    failed and that it is not retried (it used to say "the read will be retried")."""
+    topic, sent, cfg = incremental(broker, tmp_path, "jvm0", seed=10, retries=0)
+    faults = tmp_path / "faults"
+    faults.write_text("read:split=1:after=1:action=kill_jvm\n")
+    run = dag_run(cfg, f"@{faults}")
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert faults.read_text().strip() == "", "the JVM was never killed"
+    out = run.stderr + run.stdout
+    assert "the Spark JVM is gone" in out
+    assert "(task read, try 1 of 1: not retried, retries: 0)" in out
+    assert "will be retried" not in out and "Airflow retries it" not in out
+
+
 def incremental(broker, tmp_path, name, seed, **settings):
     """A 2-partition topic with 60 records and an incremental pipeline over it (splits of at
     most 20 records): (topic, records sent, pipeline)."""

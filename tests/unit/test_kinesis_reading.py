@@ -176,3 +176,39 @@ def test_checkpoint_older_than_the_trim_horizon():
     kept = FakeClient([{"Records": [rec(500, T0)], "NextShardIterator": "x"}])
     assert _check_trimmed(kept, "s", "shardId-0", AfterSequenceNumber("500"), "fail",
                           []) == AfterSequenceNumber("500")
+
+
+NOT_FOUND = ClientError({"Error": {
+    "Code": "ResourceNotFoundException",
+    "Message": "Unable to find record with provided SequenceNumber 4960 in stream s"}},
+    "GetShardIterator")
+WRONG_SHARD = ClientError({"Error": {
+    "Code": "InvalidArgumentException",
+    "Message": "Invalid StartingSequenceNumber. It encodes shardId-1, while it was used in a "
+               "call to a shard with shardId-0"}}, "SubscribeToShard")
+
+
+@pytest.mark.parametrize("answer", [NOT_FOUND, WRONG_SHARD])
+def test_a_start_not_in_the_shard_is_a_config_error_for_both_readers(answer):
+    """What a local server and AWS answer for a sequence number not in the shard: retrying
+    cannot help, so it is a ConfigError naming the split and the number (the fake client
+    scripts the answers: our classification only); the stream or shard gone stays a
+    source error."""
+    from streamslice.errors import ConfigError
+    from streamslice.kinesis.polling import shard_iterator
+
+    class Refusing(FakeClient):
+        def get_shard_iterator(self, **kw):
+            raise answer
+
+    sp = KinesisSplit(id=0, stream="s", shard_id="shardId-0",
+                      start={"type": "AT_SEQUENCE_NUMBER", "seq": "4960"}, stop_before=T0)
+    with pytest.raises(ConfigError, match=r"^s:shardId-0: sequence number 4960 is not in "
+                                          r"shard shardId-0 \((ResourceNotFound|InvalidArg)"):
+        shard_iterator(Refusing(), sp, sp.start_position, FAST)
+    with pytest.raises(ConfigError, match="sequence number 4960 is not in shard shardId-0"):
+        run_efo(FakeClient(subscribe=[answer]), sp)
+    gone = ClientError({"Error": {"Code": "ResourceNotFoundException",
+                                  "Message": "Stream s under account 1 not found."}}, "Op")
+    with pytest.raises(SourceError, match="Stream s under account 1 not found"):
+        run_efo(FakeClient(subscribe=[gone]), sp)

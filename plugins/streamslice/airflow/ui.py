@@ -260,7 +260,7 @@ def _sections(extra: dict[str, Any],
 
 
 class StreamslicePlugin(AirflowPlugin):
-    """Loaded by Airflow through ``plugins/streamslice_ui.py``."""
+    """Found by Airflow through the ``airflow.plugins`` entry point (``pyproject.toml``)."""
     name = "streamslice"
     fastapi_apps = [{"app": app, "url_prefix": PREFIX, "name": "Streamslice"}]
     external_views = [{"name": "Streamslice", "href": f"{PREFIX}/", "destination": "nav",

@@ -232,6 +232,10 @@ class Source(ABC, Generic[SplitT]):
     def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
         """Client properties: ``resolved`` (from a connection) overlaid by the YAML's own."""
 
+    def extras(self) -> tuple[str, ...]:
+        """The package extras its planner and readers need (``streamslice.extras``)."""
+        return ()
+
     def connection_hints(self) -> dict[str, Any]:
         """Keyword arguments for ``connection_hook`` besides the conn_id (e.g. a region)."""
         return {}

@@ -15,6 +15,7 @@ import yaml
 from ..alerts import AlertRules, parse_alerts
 from ..aws import AwsAuth, parse_auth
 from ..errors import ConfigError
+from ..extras import missing_message
 from ..formats import FormatSpec, format_class, formats_for
 from ..planning.plan import Interval, OutputTarget
 from ..reading.event_time import UNITS, EventTime
@@ -260,6 +261,7 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
                                       "interval's time; a batch is named batch=…)",
                                       "partition_path")
     f.done()
+    _require_extras(cfg, f)
     return cfg
 
 
@@ -285,6 +287,29 @@ def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:
                             f"{iso(folders[folder])} and {iso(start)} the same folder "
                             f"{folder!r}", "partition_path")
         folders[folder] = start
+
+
+def _require_extras(cfg: PipelineConfig, f: Fields) -> None:
+    """Each part of the pipeline that needs a package extra (``streamslice.extras``) finds it
+    installed, or validation names the extra to install (formats are checked as they are
+    parsed, before their schemas are)."""
+    fmt, out, spark = f.child("format"), f.child("output"), f.child("spark")
+    needs = [(extra, f"the {cfg.source.kind} source", f, cfg.source.kind)
+             for extra in cfg.source.extras()]
+    for role, spec in (("value", cfg.decode.value), ("key", cfg.decode.key)):
+        if spec.options.get("registry"):
+            needs.append(("registry", f"{role}: {spec.name} with a schema registry", fmt, role))
+    if cfg.output.format in TABLE_FORMATS:
+        needs.append((cfg.output.format, f"output format {cfg.output.format}", out, "format"))
+    if cfg.output.path.startswith(("s3://", "s3a://")):
+        needs.append(("aws", "an output on S3", out, "path"))
+    runner = cfg.spark.runner
+    needs.append(("amazon" if runner == "emr-serverless" else "spark",
+                  f"spark.runner {runner}", spark, "runner"))
+    for extra, what, where, key in needs:
+        message = missing_message(extra, what)
+        if message:
+            raise where.error(message, key)
 
 
 def _interpolate(value: Any, file: str) -> Any:
@@ -361,6 +386,11 @@ def _event_time(f: Fields) -> tuple[EventTime, int]:
 def _decoding(f: Fields) -> Decoding:
     value = f.str("value", "raw", choices=formats_for("value"))
     key = f.str("key", "raw", choices=formats_for("key"))
+    for role, name in (("value", value), ("key", key)):
+        for extra in format_class(name).extras:
+            message = missing_message(extra, f"{role}: {name}")
+            if message:
+                raise f.error(message, role)
     dec = Decoding(value=format_class(value).parse(f, "value"),
                    key=format_class(key).parse(f, "key"),
                    on_error=f.str("on_error", "dead_letter", choices=("dead_letter", "fail")),

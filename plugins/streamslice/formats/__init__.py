@@ -108,6 +108,7 @@ class Format(Protocol):
 
     name: ClassVar[str]
     roles: ClassVar[tuple[Role, ...]]
+    extras: ClassVar[tuple[str, ...]]
 
     def __init__(self, spec: FormatSpec, role: Role) -> None: ...
 
@@ -141,6 +142,8 @@ class BaseFormat:
     # ``headers`` (a list of (name, bytes) pairs or None per record) where the source has
     # headers (Kafka).
     reads_headers: ClassVar[bool] = False
+    # The package extras its decoder needs (``streamslice.extras``): checked at validation.
+    extras: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: FormatSpec, role: Role = "value") -> None:
         self.spec, self.role = spec, role

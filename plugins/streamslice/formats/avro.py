@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 class Avro(RegisteredFormat):
     name = "avro"
+    extras = ("avro",)
     roles: ClassVar[tuple[Role, ...]] = ("value", "key")
     schema_type = "AVRO"
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 class Protobuf(RegisteredFormat):
     name = "protobuf"
+    extras = ("protobuf",)
     roles: ClassVar[tuple[Role, ...]] = ("value", "key")
     schema_type = "PROTOBUF"
     registry_format = "serialized"

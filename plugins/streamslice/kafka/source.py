@@ -55,6 +55,9 @@ class KafkaSource(Source["KafkaSplit"]):
     verify_columns = (("topic", "partition"), "offset")
 
     # -- configuration ----------------------------------------------------------------------
+    def extras(self) -> tuple[str, ...]:
+        return ("kafka", "msk-iam") if self.auth == "msk_iam" else ("kafka",)
+
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KafkaSource:
         from .config import parse_kafka

@@ -62,6 +62,9 @@ class KinesisSource(Source["KinesisSplit"]):
     verify_columns = (("stream", "shardId"), None)
 
     # -- configuration ----------------------------------------------------------------------
+    def extras(self) -> tuple[str, ...]:
+        return ("kinesis",)
+
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KinesisSource:
         from .config import parse_kinesis

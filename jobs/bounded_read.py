@@ -1,44 +1,14 @@
-"""The streamslice read job: one ReadPlan in, one staged dataset out.
-
-spark-submit-able (the package ships with --py-files), and runnable as a plain script, which
-starts Spark in-process on local[*]:
+"""The streamslice read job in a checkout: the launcher spark-submit runs
+(``streamslice.spark.bounded_read`` is the job; an installed package writes this launcher with
+``streamslice package DIR``). Runnable as a plain script too, which reads on local[*]:
 
   spark-submit --master spark://host:7077 --py-files streamslice.zip jobs/bounded_read.py \
       --plan plan.json --staging file:///lake/_streamslice/pipeline=p/staging/batch=00000001/try1 \
       --properties client.json
-
-Client properties (credentials) come from a file, never the command line. Exit status 0 on
-success; 2 with one ``streamslice[<kind>]: message`` line on stderr when the job fails.
 """
-import json
-import os
 import sys
 
-
-def main(argv=None):
-    from streamslice.errors import StreamsliceError
-    from streamslice.reading.job import ReadJob
-    from streamslice.sources import read_plan
-    job, args = ReadJob.from_argv(argv)
-    if not args.verbose:
-        os.environ.setdefault("STREAMSLICE_SPARK_LOG_LEVEL", "FATAL")
-    from streamslice.spark.job import run_read
-    from streamslice.spark.session import spark_session
-    try:
-        plan = read_plan(job.load_plan_text())
-        spark = spark_session(master=args.master or os.environ.get("STREAMSLICE_MASTER",
-                                                                   "local[*]"))
-        out = run_read(spark, plan, job.staging, properties=job.load_properties(),
-                       options=job.options)
-    except StreamsliceError as exc:
-        print(exc.to_line(), file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as exc:
-        print(StreamsliceError(str(exc)).to_line(), file=sys.stderr)
-        return 2
-    print(json.dumps({"staged": out, "splits": len(plan.splits)}))
-    return 0
-
+from streamslice.spark.bounded_read import main
 
 if __name__ == "__main__":
     sys.exit(main())

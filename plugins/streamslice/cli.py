@@ -123,6 +123,19 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true")
     b.set_defaults(run=cmd_backfill)
 
+    i = sub.add_parser("init", help="write the DAG file and an example pipeline into a "
+                       "DAGs folder")
+    i.add_argument("folder", nargs="?", default=None, help="the DAGs folder (default: "
+                   "$AIRFLOW__CORE__DAGS_FOLDER, else $AIRFLOW_HOME/dags)")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(run=cmd_init)
+
+    k = sub.add_parser("package", help="write the package zip (--py-files) and the read "
+                       "job's launcher for spark-submit into a folder")
+    k.add_argument("folder", nargs="?", default=".")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(run=cmd_package)
+
     d = sub.add_parser("demo", help="run the demo (in a repository checkout)")
     d.set_defaults(run=cmd_demo)
     return p
@@ -300,6 +313,27 @@ def cmd_backfill(args: Args) -> int:
                              [[r["interval"], r["state"], r.get("records")]
                               for r in result["runs"]]))
     return 0 if result["state"] in ("success", "created") else 1
+
+
+def cmd_init(args: Args) -> int:
+    from .scaffold import default_dags_folder, init
+    folder = Path(args.folder) if args.folder else default_dags_folder()
+    done = init(folder)
+    data = {"written": [str(p) for p, w in done if w], "kept": [str(p) for p, w in done if not w],
+            "pipelines": str(folder / "pipelines")}
+    text = "\n".join(f"{'wrote' if w else 'kept '}  {p}" for p, w in done)
+    emit(args, data, f"{text}\nnext: streamslice --dir {folder / 'pipelines'} validate")
+    return 0
+
+
+def cmd_package(args: Args) -> int:
+    from .spark.package import write_launcher, write_zip
+    folder = Path(args.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    zipped, job = write_zip(folder / "streamslice.zip"), write_launcher(folder / "bounded_read.py")
+    emit(args, {"py_files": str(zipped), "job": str(job)},
+         f"spark-submit --py-files {zipped} {job} --plan plan.json --staging URI")
+    return 0
 
 
 def cmd_demo(args: Args) -> int:

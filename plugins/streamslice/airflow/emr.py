@@ -27,7 +27,8 @@ from airflow.triggers.base import TriggerEvent
 
 from ..errors import ConfigError, SourceError
 from ..reading.job import ReadJob
-from ..spark.submit import JOB, package_zip
+from ..spark.package import LAUNCHER
+from ..spark.submit import package_zip
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -215,7 +216,7 @@ def _upload(s3: Any, prefix: str, plan: ReadPlan,
                       encrypt=encrypt)
         uris[name.split(".")[0]] = f"s3://{bucket}/{key}/{name}"
 
-    put("job.py", JOB.read_bytes())
+    put("job.py", LAUNCHER.encode())
     with tempfile.TemporaryDirectory() as tmp:
         put("package.zip", package_zip(tmp).read_bytes())
     put("plan.json", plan.to_json().encode())

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, StreamsliceError
 from .job import run_read, unwrap
-from .session import PLUGINS_DIR, SQL_CONF
+from .package import PACKAGE_ROOT, package_files
+from .session import SQL_CONF
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -92,8 +93,8 @@ def session_id(package_name: str, conf: dict[str, str], now: float | None = None
 
 def package() -> Path:
     """``streamslice`` as a zip named by a hash of its sources (built once per version)."""
-    root = Path(PLUGINS_DIR)
-    files = sorted(root.joinpath("streamslice").rglob("*.py"))
+    root = PACKAGE_ROOT
+    files = package_files()
     digest = hashlib.sha256()
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())

@@ -1,5 +1,5 @@
 """The read job: plan → Spark data source → staged dataset. Used in-process (``local``) and by
-``jobs/bounded_read.py`` under spark-submit."""
+``bounded_read`` under spark-submit."""
 from __future__ import annotations
 
 import json

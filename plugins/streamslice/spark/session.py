@@ -6,9 +6,8 @@ import os
 import sys
 from typing import Any
 
-import streamslice
+from .package import PACKAGE_ROOT, installed
 
-PLUGINS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(streamslice.__file__)))
 # Session settings every read job runs with (in-process, spark-submit and Spark Connect).
 SQL_CONF = {"spark.sql.session.timeZone": "UTC",
             "spark.sql.maxConcurrentOutputFileWriters": "4",
@@ -32,8 +31,11 @@ def spark_session(master: str | None = "local[*]", conf: dict[str, Any] | None =
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if PLUGINS_DIR not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([PLUGINS_DIR, *paths])
+    # Python workers of a local session run this interpreter: an installed package is on
+    # their path already (and site-packages must not go ahead of the standard library); a
+    # checkout's plugins/ is not.
+    if not installed() and str(PACKAGE_ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), *paths])
     if launched_by_spark_submit():
         master = None
     builder = SparkSession.builder.appName(app_name)
@@ -42,7 +44,7 @@ def spark_session(master: str | None = "local[*]", conf: dict[str, Any] | None =
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     for key, value in SQL_CONF.items():
         builder = builder.config(key, value)
-    if master:  # under spark-submit, --py-files ships the package to the executors
+    if master and os.environ.get("PYTHONPATH"):  # under spark-submit, --py-files ships it
         builder = builder.config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
     if master and master.startswith("local"):  # a local job needs no address beyond loopback
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -1,5 +1,6 @@
 """Run the read job with spark-submit (standalone, YARN, Kubernetes): the package travels as a
-zip in ``--py-files``, the plan and the client properties as files (never on the command line).
+zip in ``--py-files`` with its launcher (``package``), the plan and the client properties as
+files (never on the command line).
 """
 from __future__ import annotations
 
@@ -9,20 +10,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..reading.job import ReadJob
-from .session import PLUGINS_DIR
+from .package import write_launcher, write_zip
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from ..planning.plan import ReadPlan
-
-JOB = Path(PLUGINS_DIR).parent / "jobs" / "bounded_read.py"
 
 
 def spark_submit_binary() -> str:
@@ -40,19 +38,15 @@ def spark_submit_binary() -> str:
 
 def package_zip(directory: str | Path) -> Path:
     """``streamslice`` as a zip for --py-files."""
-    target = Path(directory) / "streamslice.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in sorted(Path(PLUGINS_DIR, "streamslice").rglob("*.py")):
-            z.write(path, path.relative_to(PLUGINS_DIR))
-    return target
+    return write_zip(Path(directory) / "streamslice.zip")
 
 
 def submit(plan: ReadPlan, staging_uri: str, *, master: str,
            properties: dict[str, Any] | None = None, conf: dict[str, Any] | None = None,
            options: dict[str, Any] | None = None, log: Callable[[str], object] = print,
            files: Sequence[str] = ()) -> None:
-    """Run jobs/bounded_read.py through spark-submit; raise the job's own error on failure.
-    ``files`` go to the executors with ``--files`` (the read's private credentials file)."""
+    """Run the read job (``bounded_read``) through spark-submit; raise the job's own error on
+    failure. ``files`` go to the executors with ``--files`` (the private credentials file)."""
     with tempfile.TemporaryDirectory(prefix="streamslice-submit-") as work:
         plan_file = Path(work) / "plan.json"
         plan_file.write_text(plan.to_json())
@@ -67,7 +61,8 @@ def submit(plan: ReadPlan, staging_uri: str, *, master: str,
             cmd += ["--files", ",".join(files)]
         for key, value in (conf or {}).items():
             cmd += ["--conf", f"{key}={value}"]
-        cmd += [str(JOB), *job.argv()]
+        launcher = write_launcher(Path(work) / "bounded_read.py")
+        cmd += [str(launcher), *job.argv()]
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
         env.pop("PYSPARK_GATEWAY_PORT", None)
         env.pop("SPARK_REMOTE", None)  # PySpark would take the job to Spark Connect instead

@@ -15,7 +15,7 @@ DAG_FILE = "streamslice_pipelines.py"
 EXAMPLE = "pipelines/example_events.yaml"
 
 DAG_TEXT = '''\
-"""streamslice: one Airflow DAG per pipeline file in pipelines/ beside this file."""
+"""streamslice: one DAG per pipeline file in dags/pipelines/."""
 from pathlib import Path
 
 from streamslice.airflow.factory import build_dags

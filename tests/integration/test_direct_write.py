@@ -71,7 +71,8 @@ def json_trips(broker, tmp_path):
             p.produce(topic, key=b"bad", value=value, partition=i, timestamp=T0 + HOUR + HOUR // 2)
     produce(broker.bootstrap, topic, records[half:], partitions=2)
     return planned(broker, topic, tmp_path, "interval",
-                   {"value": "json", "key": "string", "schema": dict(TRIP_SCHEMA)},
+                   {"value": "json", "key": "string", "schema": dict(TRIP_SCHEMA),
+                    "epoch_unit": "millis"},
                    Interval(T0 + HOUR, T0 + 2 * HOUR, 0))
 
 

@@ -25,7 +25,8 @@ def test_three_hours_each_interval_exact(broker, spark, airflow_db, tmp_path):
     cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("taxi_interval"), mode="interval",
                          schedule="@hourly", start_date="2024-05-01T00:00:00Z",
                          allowed_lateness="10m", kafka={"max_records_per_split": 150},
-                         format={"value": "json", "key": "string", "schema": dict(TRIP_SCHEMA)},
+                         format={"value": "json", "key": "string", "schema": dict(TRIP_SCHEMA),
+                          "epoch_unit": "millis"},
                          output=tmp_path / "lake")
     for hour in range(3):
         run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))

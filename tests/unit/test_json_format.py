@@ -10,6 +10,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
+from streamslice.errors import ConfigError
 from streamslice.formats import FormatSpec
 from streamslice.formats.json import Json
 
@@ -79,7 +80,8 @@ def test_a_value_that_does_not_fit_names_its_path():
     (b'{"id": 1, "user": {"name": "\\ud800"}}', "field 'user.name': expected string"),
     (b'{"id": 1, "user": {"name": "caf\xe9"}}', "invalid JSON: not UTF-8 at byte 31"),
     (b'{"id": 1, "day": "2024-02-30"}', "field 'day': expected date (YYYY-MM-DD)"),
-    (b'{"id": 1, "at": "yesterday"}', "field 'at': expected timestamp (ISO 8601 or epoch ms)"),
+    (b'{"id": 1, "at": "yesterday"}',
+     "field 'at': expected timestamp (ISO 8601 or epoch seconds)"),
     (b'{"id": 1, "at": 1e20}', "field 'at': expected timestamp"),
     (b'{"id": 1, "local": "2024-05-01T00:00:00+01:00"}', "expected timestamp_ntz"),
     (b'{"id": 1, "local": 0}', "expected timestamp_ntz"),
@@ -96,21 +98,72 @@ def test_bad_input_is_a_dead_letter_with_its_reason(value, reason):
     assert list(errors) == [0] and rows[1]["id"] == 42
 
 
-def test_nan_infinity_epoch_ms_and_offsets_are_read_as_documented():
-    rows, errors = decode([b'{"id": 1, "ratio": NaN, "at": 1714521600000.5}',
+def test_nan_infinity_epoch_seconds_and_offsets_are_read_as_documented():
+    """A number into TIMESTAMP is epoch seconds, as Spark's from_json reads it (a fraction
+    is refused: from_json gives null)."""
+    rows, errors = decode([b'{"id": 1, "ratio": NaN, "at": 1714521600}',
                            b'{"id": 2, "ratio": -Infinity, "at": "2024-05-01T00:00:00"}',
                            b'{"id": 3, "amount": "-12.5", "at": 0}',
                            b'{"id": 4, "amount": 1234567890123456, "id": 5}',
                            b'{"id": 6, "at": "2024-05-01T00:00:00.1234567Z"}',
-                           b'{"id": 7, "at": "0001-01-01T00:30:00+01:00"}'])
-    assert errors == {5: "field 'at': expected timestamp (ISO 8601 or epoch ms), got "
-                         '"0001-01-01T00:30:00+01:00"'}
+                           b'{"id": 7, "at": "0001-01-01T00:30:00+01:00"}',
+                           b'{"id": 8, "at": 1714521600.5}', b'{"id": 9, "at": -1}'])
+    assert errors == {5: "field 'at': expected timestamp (ISO 8601 or epoch seconds), got "
+                         '"0001-01-01T00:30:00+01:00"',
+                      6: "field 'at': expected timestamp (ISO 8601 or epoch seconds), got "
+                         "1714521600.5"}
     assert rows[4]["at"] == datetime(2024, 5, 1, 0, 0, 0, 123457, tzinfo=timezone.utc)
     assert rows[0]["ratio"] != rows[0]["ratio"] and rows[1]["ratio"] == float("-inf")
-    assert rows[0]["at"] == datetime(2024, 5, 1, 0, 0, 0, 500, tzinfo=timezone.utc)
+    assert rows[0]["at"] == datetime(2024, 5, 1, tzinfo=timezone.utc)
     assert rows[1]["at"] == datetime(2024, 5, 1, tzinfo=timezone.utc)  # no offset: UTC
     assert rows[2]["amount"] == Decimal("-12.50") and rows[2]["at"].year == 1970
     assert rows[3]["id"] == 5 and rows[3]["amount"] == Decimal("1234567890123456.00")
+    assert rows[7]["at"] == datetime(1969, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
+
+
+def test_epoch_millis_by_setting():
+    spec = Json.from_options({"schema": "at TIMESTAMP", "epochunit": "millis"}, "value")
+    assert spec.options == {"epoch_unit": "millis"}
+    (at,), errors = Json(spec).decode([b'{"at": 1714521600000.5}', b'{"at": "2024-05-01"}'])
+    assert errors == {} and at.to_pylist() == [
+        datetime(2024, 5, 1, 0, 0, 0, 500, tzinfo=timezone.utc),
+        datetime(2024, 5, 1, tzinfo=timezone.utc)]
+    assert Json.from_options({"schema": "at TIMESTAMP"}, "value").options == {}
+    from streamslice.spark.options import check_names
+    check_names({"epochunit": "millis", "keyepochunit": "millis"}, "kafka", (), "kafka.")
+    with pytest.raises(ConfigError, match="option epochUnit: 'ms' is not one of: seconds, "
+                                          "millis"):
+        Json.from_options({"schema": "at TIMESTAMP", "epochunit": "ms"}, "value")
+
+
+@pytest.mark.parametrize("text, day", [
+    ("2024-05-01", date(2024, 5, 1)), ("2024-5-1", date(2024, 5, 1)),
+    ("2024-05-1", date(2024, 5, 1)), ("2024-5-01T10:00", date(2024, 5, 1)),
+    ("2024", date(2024, 1, 1)), ("2024-05", date(2024, 5, 1)),
+    (" 2024-05-01", date(2024, 5, 1)), ("2024-05-01 junk", date(2024, 5, 1)),
+    ("123", date(1970, 5, 4)),  # Spark 1.5's days since 1970, which from_json still reads
+    ("19000", None),  # year 19000 for Spark: past year 9999, which no DATE here holds
+    ("2024-13-01", None), ("2024-05-01x", None), ("24-05-01", None), ("", None),
+    ("2024 05", None), ("20240501", None),  # day 20240501 after 1970: past year 9999
+])
+def test_dates_as_sparks_from_json_reads_them(text, day):
+    (col,), errors = Json(FormatSpec("json", "day DATE")).decode(
+        [json.dumps({"day": text}).encode()])
+    assert (col.to_pylist()[0] if not errors else None) == day
+    assert bool(errors) == (day is None)
+
+
+def test_quoted_nan_and_infinity_as_sparks_from_json_reads_them():
+    """from_json reads "NaN", "Infinity", "+Infinity", "-Infinity", "+INF", "-INF" into a
+    double or float (not "INF", "nan" nor "1.5")."""
+    values = ["NaN", "Infinity", "+Infinity", "-Infinity", "+INF", "-INF", "INF", "nan", "1.5"]
+    for ddl in ("x DOUBLE", "x FLOAT"):
+        (col,), errors = Json(FormatSpec("json", ddl)).decode(
+            [json.dumps({"x": v}).encode() for v in values])
+        got = col.to_pylist()
+        assert got[0] != got[0] and got[1:6] == [float("inf")] * 2 + [float("-inf")] + \
+            [float("inf"), float("-inf")]
+        assert sorted(errors) == [6, 7, 8]
 
 
 def test_a_schema_json_cannot_hold_is_refused():

@@ -8,11 +8,16 @@ expected int, got "x"``):
   ``binary``: a string, stored as its UTF-8 bytes; ``boolean``: ``true``/``false``;
 - ``tinyint``/``smallint``/``int``/``bigint``: an integer within the type's range (``1.0``
   is refused); ``float``/``double``: any number, ``NaN`` and ``±Infinity`` included (as
-  Spark's ``allowNonNumericNumbers``); a finite number beyond ``float``'s range is refused;
+  Spark's ``allowNonNumericNumbers``), and the strings Spark's ``from_json`` reads as such
+  (``"NaN"``, ``"Infinity"``, ``"+Infinity"``, ``"-Infinity"``, ``"+INF"``, ``"-INF"``); a
+  finite number beyond ``float``'s range is refused;
 - ``decimal(p,s)``: a number or a numeric string with at most ``s`` decimal places and
   ``p - s`` integer digits (nothing is rounded);
-- ``date``: ``"YYYY-MM-DD"`` (ISO 8601); ``timestamp``: ISO 8601 text (an offset or ``Z``;
-  none means UTC) or epoch milliseconds, kept to the microsecond (RFC 3339 text with more
+- ``date``: text as Spark's ``from_json`` reads it (``stringToDate``: trimmed,
+  ``yyyy``, ``yyyy-[m]m``, ``yyyy-[m]m-[d]d``, then anything after a space or ``T``; else
+  a whole number of days since 1970-01-01); ``timestamp``: ISO 8601 text (an offset or ``Z``;
+  none means UTC) or a whole number of epoch seconds, as ``from_json`` reads it (epoch
+  milliseconds with ``epoch_unit: millis``), kept to the microsecond (RFC 3339 text with more
   fractional digits is rounded, as msgspec rounds it; other ISO 8601 text is read by
   ``datetime.fromisoformat``), within years 1 to 9999 in UTC; ``timestamp_ntz``: ISO 8601 text
   without an offset;
@@ -23,7 +28,7 @@ expected int, got "x"``):
 Two decoders, which agree (``tests/unit/test_json_format.py`` fuzzes one against the other):
 the fast one decodes each record with msgspec straight into the declared types (checked in C;
 timestamps as RFC 3339 text by msgspec's parser, or, if the batch has others, epoch
-milliseconds and other ISO 8601 forms through ``_timestamp``) and builds the whole batch's
+numbers and other ISO 8601 forms through ``_timestamp``) and builds the whole batch's
 columns with pyarrow (C++); the reference one is ``json.loads`` plus a walk over the declared
 type that says what does not fit and where. A record the fast decoder refuses goes to the
 reference, which decides: a row, or a dead letter with its reason. Only such records pay for
@@ -32,6 +37,7 @@ the reference.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from datetime import date, datetime, timezone
 from decimal import Context, Decimal, InvalidOperation
@@ -95,14 +101,21 @@ class Json(BaseFormat):
         if not f.has(key):
             raise f.error(f"is required with {role}: json (Spark DDL such as 'id BIGINT, user "
                           "STRUCT<name: STRING>', or a map of field → type)", key)
+        unit = f.str("epoch_unit" if role == "value" else "key_epoch_unit", "seconds",
+                     choices=EPOCH_UNITS)
         try:
-            return FormatSpec(cls.name, spark_ddl(declared_schema(f.raw(key))))
+            return FormatSpec(cls.name, spark_ddl(declared_schema(f.raw(key))), _unit(unit))
         except SchemaError as exc:
             raise f.error(str(exc), key) from None
 
     @classmethod
     def from_options(cls, options: dict[str, str], role: Role) -> FormatSpec:
         option = "schema" if role == "value" else "keySchema"
+        unit_option = "epochUnit" if role == "value" else "keyEpochUnit"
+        unit = options.get(unit_option.lower(), "seconds")
+        if unit not in EPOCH_UNITS:
+            raise ConfigError(f"option {unit_option}: {unit!r} is not one of: "
+                              f"{', '.join(EPOCH_UNITS)}")
         text = options.get(option.lower())
         if not text:
             raise ConfigError(f"option {role}Format json needs option {option} (Spark DDL such "
@@ -112,7 +125,7 @@ class Json(BaseFormat):
             raw: Any = text
             if text.lstrip().startswith("{"):
                 raw = json.loads(text)
-            return FormatSpec(cls.name, spark_ddl(declared_schema(raw)))
+            return FormatSpec(cls.name, spark_ddl(declared_schema(raw)), _unit(unit))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"option {option} is not a JSON object: {exc}") from None
         except SchemaError as exc:
@@ -122,12 +135,13 @@ class Json(BaseFormat):
         super().__init__(spec, role)
         self.schema = parse_schema(spec.schema)
         self.struct = pa.struct(list(self.schema))
+        epoch = spec.options.get("epoch_unit", "seconds")
         records = [_msgspec_record(self.schema, native=True)]
         self._checked = _has_timestamps(self.struct)
-        if self._checked:  # epoch-ms timestamps and other ISO 8601 forms need the hook
-            records.append(_msgspec_record(self.schema, native=False))
+        if self._checked:  # epoch timestamps and other ISO 8601 forms need the hook
+            records.append(_msgspec_record(self.schema, native=False, epoch=epoch))
         self._fast = [msgspec.json.Decoder(r, dec_hook=_dec_hook) for r in records]
-        self._slow = [(f.name, _converter(f.type), f.nullable) for f in self.schema]
+        self._slow = [(f.name, _converter(f.type, epoch), f.nullable) for f in self.schema]
         self._columnar = Columnar(self.schema, lambda typ: _msgspec_type(typ, native=True))
 
     def fields(self, column: str) -> list[pa.Field]:
@@ -259,6 +273,14 @@ def _to_arrow(rows: list[Any], struct: pa.StructType, errors: dict[int, str]) ->
     return pa.array(rows, struct)
 
 
+EPOCH_UNITS = ("seconds", "millis")  # what a JSON number in a TIMESTAMP field counts
+
+
+def _unit(unit: str) -> dict[str, Any]:
+    """The spec's options: the unit only when not the default, so plans stay as they were."""
+    return {} if unit == "seconds" else {"epoch_unit": unit}
+
+
 class _Bad(ValueError):
     """A record that does not fit its schema (the message is the dead letter's reason)."""
 
@@ -267,18 +289,19 @@ class _Bad(ValueError):
 Conv = Callable[[Any, str], Any]
 
 
-def _converter(typ: pa.DataType) -> Conv:
-    """What a JSON value of ``typ`` must be, as a function (value, path) → Arrow-ready value."""
-    inner = _nonnull_converter(typ)
+def _converter(typ: pa.DataType, epoch: str = "seconds") -> Conv:
+    """What a JSON value of ``typ`` must be, as a function (value, path) → Arrow-ready value;
+    ``epoch``: what a number in a timestamp counts."""
+    inner = _nonnull_converter(typ, epoch)
 
     def conv(value: Any, path: str) -> Any:
         return None if value is None else inner(value, path)
     return conv
 
 
-def _nonnull_converter(typ: pa.DataType) -> Conv:
+def _nonnull_converter(typ: pa.DataType, epoch: str) -> Conv:
     if pa.types.is_struct(typ):
-        children = [(f.name, _converter(f.type), f.nullable) for f in typ]
+        children = [(f.name, _converter(f.type, epoch), f.nullable) for f in typ]
 
         def struct(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
@@ -293,7 +316,7 @@ def _nonnull_converter(typ: pa.DataType) -> Conv:
             return out
         return struct
     if pa.types.is_list(typ):
-        element = _converter(typ.value_type)
+        element = _converter(typ.value_type, epoch)
 
         def array(value: Any, path: str) -> Any:
             if not isinstance(value, list):
@@ -301,7 +324,7 @@ def _nonnull_converter(typ: pa.DataType) -> Conv:
             return [element(v, f"{path}[{i}]") for i, v in enumerate(value)]
         return array
     if pa.types.is_map(typ):
-        item = _converter(typ.item_type)
+        item = _converter(typ.item_type, epoch)
 
         def mapping(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
@@ -314,10 +337,10 @@ def _nonnull_converter(typ: pa.DataType) -> Conv:
                 out.append((k, item(v, at)))
             return out
         return mapping
-    return _scalar(typ)
+    return _scalar(typ, epoch)
 
 
-def _scalar(typ: pa.DataType) -> Conv:
+def _scalar(typ: pa.DataType, epoch: str = "seconds") -> Conv:
     label = _LABELS.get(typ, spark_type(typ))
 
     def check(ok: Callable[[Any], bool], make: Callable[[Any], Any] = lambda v: v) -> Conv:
@@ -332,8 +355,10 @@ def _scalar(typ: pa.DataType) -> Conv:
         return check(lambda v: type(v) is int and lo <= v <= hi)
     if pa.types.is_floating(typ):
         limit = FLOAT32_MAX if typ == pa.float32() else None
-        return check(lambda v: (_is_number(v) or isinstance(v, Decimal))
-                     and _float_ok(v, limit), float)
+        return check(lambda v: isinstance(v, str) and v in NON_NUMERIC
+                     or (_is_number(v) or isinstance(v, Decimal))
+                     and _float_ok(v, limit), lambda v: NON_NUMERIC.get(v, v) if
+                     isinstance(v, str) else float(v))
     if pa.types.is_boolean(typ):
         return check(lambda v: isinstance(v, bool))
     if pa.types.is_string(typ):
@@ -347,7 +372,9 @@ def _scalar(typ: pa.DataType) -> Conv:
     if pa.types.is_timestamp(typ):
         if typ.tz is None:
             return _hooked(_timestamp_ntz, "timestamp_ntz (ISO 8601 without an offset)")
-        return _hooked(_timestamp, "timestamp (ISO 8601 or epoch ms)")
+        if epoch == "millis":
+            return _hooked(_timestamp_ms, "timestamp (ISO 8601 or epoch ms)")
+        return _hooked(_timestamp, "timestamp (ISO 8601 or epoch seconds)")
     raise SchemaError(f"type {spark_type(typ)} cannot be read from JSON")
 
 
@@ -388,10 +415,23 @@ def _decimal(typ: pa.Decimal128Type) -> Conv:
 
 
 # -- values both decoders parse the same way (msgspec calls these through ``dec_hook``) -------
+# Spark's stringToDate: [+-]yyyy[y…], then -[m]m, then -[d]d, then anything after ' ' or 'T'
+_SPARK_DATE = re.compile(r"([+-]?)(\d{4,7})(?:-(\d{1,2})(?:-(\d{1,2})(?:[ T].*)?)?)?", re.S)
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
+
+
 def _date(value: Any) -> date:
+    """Text as Spark's ``from_json`` reads a DATE: ``stringToDate`` on the trimmed text, else
+    (Spark 1.5's form, which Spark still reads) a whole number of days since 1970-01-01."""
     if not isinstance(value, str):
         raise TypeError(value)
-    return date.fromisoformat(value)
+    found = _SPARK_DATE.fullmatch(value.strip())
+    if found:
+        sign, year, month, day = found.groups()
+        return date(int(sign + year), int(month or 1), int(day or 1))
+    if re.fullmatch(r"[+-]?\d+", value):  # Java's Integer.parseInt: no blanks
+        return date.fromordinal(_EPOCH_DAY + int(value))
+    raise ValueError(value)
 
 
 _RFC3339 = msgspec.json.Decoder(datetime)
@@ -410,16 +450,31 @@ def _text_time(value: str, decoder: msgspec.json.Decoder) -> datetime:
 
 
 def _timestamp(value: Any) -> datetime | int:
-    """ISO 8601 text (no offset means UTC) or epoch milliseconds → what ``pa.array`` takes for
+    """ISO 8601 text (no offset means UTC) or a whole number of epoch seconds, as Spark's
+    ``from_json`` reads a number into a TIMESTAMP → what ``pa.array`` takes for
     ``timestamp[us, UTC]``: a datetime (a naive one meaning UTC) or microseconds."""
     if isinstance(value, str):
-        parsed = _text_time(value, _RFC3339)
-        if parsed.tzinfo is not None and parsed.year in (1, 9999):
-            parsed.astimezone(UTC)  # OverflowError: before year 1 or after 9999 in UTC
-        return parsed
+        return _timestamp_text(value)
+    if type(value) is int and TS_RANGE_MS[0] <= value * 1000 <= TS_RANGE_MS[1]:
+        return value * 1_000_000
+    raise ValueError(value)
+
+
+def _timestamp_ms(value: Any) -> datetime | int:
+    """``epoch_unit: millis``: a number is epoch milliseconds (a fraction is kept to the
+    microsecond)."""
+    if isinstance(value, str):
+        return _timestamp_text(value)
     if _is_number(value) and TS_RANGE_MS[0] <= value <= TS_RANGE_MS[1]:
         return value * 1000 if isinstance(value, int) else round(value * 1000)
     raise ValueError(value)
+
+
+def _timestamp_text(value: str) -> datetime:
+    parsed = _text_time(value, _RFC3339)
+    if parsed.tzinfo is not None and parsed.year in (1, 9999):
+        parsed.astimezone(UTC)  # OverflowError: before year 1 or after 9999 in UTC
+    return parsed
 
 
 def _timestamp_ntz(value: Any) -> datetime:
@@ -472,6 +527,10 @@ class _Timestamp(metaclass=_Parsed):
     parse = staticmethod(_timestamp)
 
 
+class _TimestampMillis(metaclass=_Parsed):
+    parse = staticmethod(_timestamp_ms)
+
+
 class _TimestampNTZ(metaclass=_Parsed):
     parse = staticmethod(_timestamp_ntz)
 
@@ -484,23 +543,25 @@ def _dec_hook(typ: type, value: Any) -> Any:
 _counter = iter(range(1 << 62))
 
 
-def _msgspec_record(schema: pa.Schema | pa.StructType, native: bool) -> Any:
+def _msgspec_record(schema: pa.Schema | pa.StructType, native: bool,
+                    epoch: str = "seconds") -> Any:
     """The schema as a msgspec type; ``native``: timestamps as msgspec's own RFC 3339 text
-    only (C speed), else through ``_timestamp`` (epoch milliseconds too)."""
+    only (C speed), else through ``_timestamp`` (epoch numbers too, counting ``epoch``)."""
     fields: dict[str, Any] = {}
     for f in schema:
-        typ = _msgspec_type(f.type, native)
+        typ = _msgspec_type(f.type, native, epoch)
         fields[f.name] = NotRequired[typ | None] if f.nullable else Required[typ]
     return TypedDict(f"Record{next(_counter)}", fields, total=False)  # type: ignore[operator]
 
 
-def _msgspec_type(typ: pa.DataType, native: bool) -> Any:
+def _msgspec_type(typ: pa.DataType, native: bool, epoch: str = "seconds") -> Any:
     if pa.types.is_struct(typ):
-        return _msgspec_record(typ, native)
+        return _msgspec_record(typ, native, epoch)
     if pa.types.is_list(typ):
-        return list[_msgspec_type(typ.value_type, native) | None]  # type: ignore[misc]
+        return list[_msgspec_type(typ.value_type, native, epoch) | None]  # type: ignore[misc]
     if pa.types.is_map(typ):
-        return dict[str, _msgspec_type(typ.item_type, native) | None]  # type: ignore[misc]
+        return dict[str, _msgspec_type(typ.item_type, native,  # type: ignore[misc]
+                                       epoch) | None]
     if pa.types.is_integer(typ):
         lo, hi = _INT_RANGES[typ.bit_width]
         return Annotated[int, msgspec.Meta(ge=lo, le=hi)]
@@ -520,13 +581,20 @@ def _msgspec_type(typ: pa.DataType, native: bool) -> Any:
         if native:
             return datetime if typ.tz is not None else \
                 Annotated[datetime, msgspec.Meta(tz=False)]
-        return _Timestamp if typ.tz is not None else _TimestampNTZ
+        if typ.tz is None:
+            return _TimestampNTZ
+        return _TimestampMillis if epoch == "millis" else _Timestamp
     raise SchemaError(f"type {spark_type(typ)} cannot be read from JSON")
 
 
 # -- small helpers --------------------------------------------------------------------------
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# The strings Spark's from_json reads into a float or double (allowNonNumericNumbers)
+NON_NUMERIC = {"NaN": float("nan"), "Infinity": float("inf"), "+Infinity": float("inf"),
+               "+INF": float("inf"), "-Infinity": float("-inf"), "-INF": float("-inf")}
 
 
 def _float_ok(value: Any, limit: float | None) -> bool:

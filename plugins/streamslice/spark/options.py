@@ -27,8 +27,8 @@ __all__ = ["client_properties", "plan_from_options", "check_names"]
 DECODING = ("valueFormat", "keyFormat", "schema", "keySchema", "onDecodeError", "flatten",
             "avroSchema", "keyAvroSchema", "schemaRegistryKind", "schemaRegistryName",
             "subject", "schemaVersion", "keySubject", "keySchemaVersion", "descFilePath",
-            "messageName", "keyDescFilePath", "keyMessageName", "mode",
-            "columnNameOfCorruptRecord")
+            "messageName", "keyDescFilePath", "keyMessageName", "epochUnit", "keyEpochUnit",
+            "mode", "columnNameOfCorruptRecord")
 REGISTRY_PREFIX = "schema.registry."  # a schema registry's client properties
 INTERNAL = ("plan", "staging", "readOptions", "injectFault", "pipeline")
 

@@ -144,3 +144,32 @@ def test_mode_options_are_checked(spark, broker, topic):
         reader(spark, broker, name, mode="lenient")
     with pytest.raises(Exception, match="options mode and onDecodeError say the same thing"):
         reader(spark, broker, name, mode="FAILFAST", onDecodeError="fail")
+
+
+def test_permissive_on_kinesis_and_files_holds_their_raw_record(spark, kinesis, tmp_path):
+    """The corrupt-record column's shape per source, as the Spark page gives it: Kinesis
+    ``struct<data, error>``, files ``struct<value, error>``; every record a row."""
+    from tests.support.kinesis import create_stream, put
+    client = kinesis.client()
+    stream = unique("modes")
+    create_stream(client, stream, 1)
+    put(client, stream, [b'{"n": 1}', b"{oops", b'{"n": 3}'])
+    df = (spark.read.format("streamslice-kinesis").option("streamName", stream)
+          .option("region", "us-east-1").option("endpointUrl", kinesis.endpoint)
+          .option("aws.access_key_id", "test").option("aws.secret_access_key", "test")
+          .option("valueFormat", "json").option("schema", "n BIGINT").load())
+    assert df.schema["_corrupt_record"].dataType.simpleString() == \
+        "struct<data:binary,error:string>"
+    rows = df.collect()
+    assert sorted(r.n for r in rows if r.n is not None) == [1, 3] and len(rows) == 3
+    bad, = [r._corrupt_record for r in rows if r._corrupt_record is not None]
+    assert bytes(bad.data) == b"{oops" and bad.error.startswith("invalid JSON")
+
+    (tmp_path / "a.jsonl").write_bytes(b'{"n": 1}\n[2]\n{"n": 3}\n')
+    df = spark.read.format("streamslice-files").option("pattern", "*.jsonl") \
+        .option("valueFormat", "json").option("schema", "n BIGINT").load(str(tmp_path))
+    assert df.schema["_corrupt_record"].dataType.simpleString() == \
+        "struct<value:binary,error:string>"
+    corrupt = [(r.line, bytes(r._corrupt_record.value), r._corrupt_record.error)
+               for r in df.collect() if r._corrupt_record is not None]
+    assert corrupt == [(1, b"[2]", "expected a JSON object, got list")] and df.count() == 3

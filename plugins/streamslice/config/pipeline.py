@@ -79,6 +79,7 @@ class Output:
     aws: AwsAuth = AwsAuth()  # how every process reaches S3 / a Glue catalog (no secrets)
     # strftime template of the interval's start: its folder (planning.layout); None: interval=…
     partition_path: str | None = None
+    partition_by: str | None = None  # iceberg: "day(event_time)" (a time transform)
 
     def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
@@ -94,7 +95,8 @@ class Output:
         return OutputTarget(dataset=self.dataset(pipeline), format=self.format,
                             compression=self.compression, publisher=publisher, table=table,
                             catalog=dict(self.catalog), conn_id=self.conn_id,
-                            aws=self.aws.to_dict(), partition_path=self.partition_path)
+                            aws=self.aws.to_dict(), partition_path=self.partition_path,
+                            partition_by=self.partition_by)
 
 
 @dataclass(frozen=True)
@@ -445,9 +447,28 @@ def _output(f: Fields, root: str) -> Output:
                       f"{path!r})", "aws")
     out = Output(path=path, format=fmt, compression=f.str("compression", "snappy"),
                  table=table, catalog=catalog or {}, conn_id=conn_id, aws=aws,
-                 partition_path=f.str("partition_path", None))
+                 partition_path=f.str("partition_path", None),
+                 partition_by=_partition_by(f, fmt))
     f.done()
     return out
+
+
+def _partition_by(f: Fields, fmt: str) -> str | None:
+    """``hour(col)``, ``day(col)``, ``month(col)`` or ``year(col)``: Iceberg's time transforms
+    of a timestamp column of the records (checked against the records' schema at plan
+    time)."""
+    value = f.str("partition_by", None)
+    if value is None:
+        return None
+    if fmt != "iceberg":
+        raise f.error("is for format iceberg (a partition spec with a time transform); "
+                      "folders take partition_path", "partition_by")
+    from ..commit.publishers.transforms import parse_partition_by
+    try:
+        parse_partition_by(value)
+    except ValueError as exc:
+        raise f.error(str(exc), "partition_by") from None
+    return value
 
 
 def _spark(f: Fields) -> SparkSettings:

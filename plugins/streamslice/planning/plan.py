@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     SplitReader = Callable[[str, dict[str, Any]], Split]  # (source kind, split JSON) → split
 
-PLAN_VERSION = 6
+PLAN_VERSION = 7
 
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
@@ -64,11 +64,20 @@ def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 7 added ``output.partition_by`` (an Iceberg table's time transform); a version
+    6 run's table was partitioned by the partition's name, which ``None`` means."""
+    if data.get("output") is not None:
+        data = {**data, "output": {**data["output"], "partition_by": None}}
+    return data
+
+
 # version → the function turning a plan of that version into one of the next.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3,
                                                                      3: _v3_to_v4,
                                                                      4: _v4_to_v5,
-                                                                     5: _v5_to_v6}
+                                                                     5: _v5_to_v6,
+                                                                     6: _v6_to_v7}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}
@@ -107,6 +116,9 @@ class OutputTarget:
     # strftime template of an interval's start: the folder it lands in (planning.layout);
     # None: the partition's name (interval=…, batch=…) is its folder
     partition_path: str | None = None
+    # An Iceberg table's partition spec: a time transform of a record column, "day(event_time)"
+    # (commit.publishers.iceberg); None: identity on the partition's name
+    partition_by: str | None = None
 
     def folder(self, partition: str, interval: Interval | None) -> str:
         """Where a partition lives, relative to the dataset. Its identity stays ``partition``

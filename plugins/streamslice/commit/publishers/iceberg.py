@@ -14,6 +14,7 @@ import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ... import faults
@@ -23,6 +24,7 @@ from ...lineage import DatasetName, location_dataset
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
 from .tables import check_compatible, commit_properties, manifest_from, table_schema
+from .transforms import iceberg_transform, parse_partition_by
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -79,8 +81,34 @@ class IcebergPublisher:
                                                         schema=table_schema(plan))
         if not table.spec().fields:
             with table.update_spec() as spec:
-                spec.add_identity(PARTITION_COLUMN)
+                if self.output.partition_by:
+                    name, column = parse_partition_by(self.output.partition_by)
+                    spec.add_field(column, iceberg_transform(name), f"{column}_{name}")
+                else:
+                    spec.add_identity(PARTITION_COLUMN)
+            if self.output.partition_by:  # exact bounds: a run's replace stays metadata-only
+                with table.transaction() as tx:
+                    tx.set_properties({
+                        f"write.metadata.metrics.column.{PARTITION_COLUMN}": "full"})
         return self.catalog.load_table(self.identifier)
+
+    def _check_spec(self, table: Table) -> None:
+        """The table is partitioned as the pipeline says, or nothing is published."""
+        if self.output.partition_by:
+            name, column = parse_partition_by(self.output.partition_by)
+            wanted: list[tuple[str | None, str]] = [(column, name)]
+        else:
+            wanted = [(PARTITION_COLUMN, "identity")]  # as every table before partition_by
+        schema = table.schema()
+        have = [(schema.find_column_name(f.source_id), str(f.transform))
+                for f in table.spec().fields]
+        if have != wanted:
+            def show(fields: list[tuple[str | None, str]]) -> str:
+                return ", ".join(f"{t}({c})" for c, t in fields) or "nothing"
+            raise CommitError(f"Iceberg table {self.identifier} is partitioned by "
+                              f"{show(have)}, the pipeline by {show(wanted)} "
+                              "(output.partition_by); nothing was published: write to a new "
+                              "table or evolve this one's partition spec")
 
     def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
         table = self._table(plan, create=False)
@@ -101,9 +129,12 @@ class IcebergPublisher:
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         table = self._table(plan, create=True)
         assert table is not None  # created when missing
+        self._check_spec(table)
         self._evolve(table, plan)  # an incompatible schema fails here, before anything lands
         publish_dead_letters(self.output, plan, staging)
         table = self.catalog.load_table(self.identifier)
+        if self.output.partition_by:
+            return self._rewrite(table, plan, staging, manifest)
         files = self._move_into_table(table, plan, staging)
         faults.check("table_commit")  # files in the table's folder, not yet committed
         props = commit_properties(plan, manifest)
@@ -116,6 +147,32 @@ class IcebergPublisher:
                     tx.add_files(files, snapshot_properties=props)
         staging.fs.delete_dir(staging.root)
         found = self._published_in(table, plan)  # the commit left the table at its metadata
+        return found["published"] if found else {"uri": self.uri(plan)}
+
+    def _rewrite(self, table: Table, plan: ReadPlan, staging: Staging,
+                 manifest: dict[str, Any]) -> Published:
+        """A table partitioned by a time transform of a record column: a run's records span
+        partitions (late and early ones, an interval wider than the transform), which
+        ``add_files`` cannot register, so pyiceberg writes them again, one file per partition,
+        in the same one transaction that deletes the run's earlier rows."""
+        import pyarrow.dataset as ds
+        files = staged_files(staging)
+        schema = table.schema().as_arrow()
+        data = ds.dataset(files, format="parquet", filesystem=staging.fs).to_table() \
+            if files else schema.empty_table()
+        data = data.select([n for n in schema.names if n in data.column_names])
+        data = data.cast(pa.schema([schema.field(n) for n in data.column_names]))
+        faults.check("table_commit")
+        props = commit_properties(plan, manifest)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Delete operation did not match any records"
+            with table.transaction() as tx:
+                tx.delete(f"{PARTITION_COLUMN} == '{plan.partition}'",
+                          snapshot_properties=props)
+                if data.num_rows:
+                    tx.append(data, snapshot_properties=props)
+        staging.fs.delete_dir(staging.root)
+        found = self._published_in(table, plan)
         return found["published"] if found else {"uri": self.uri(plan)}
 
     def _evolve(self, table: Table, plan: ReadPlan) -> None:

@@ -93,3 +93,48 @@ def files_read(df):
         children = node.children()
         nodes.extend(children.apply(i) for i in range(children.size()))
     raise AssertionError(f"no parquet scan in {plan}")
+
+
+def test_an_iceberg_table_by_event_hour_is_pruned_by_a_filter_on_the_field(broker, spark,
+                                                                             airflow_db,
+                                                                             tmp_path):
+    """``event_time`` owns the records by their field, ``partition_by: hour(event_time)``
+    partitions the table by it: pyiceberg plans only the matching hour's files for a filter
+    on the field, DuckDB reads every row, and a re-run of an hour replaces its rows."""
+    from pyiceberg.catalog import load_catalog
+
+    from devtools.taxi import TRIP_SCHEMA
+    topic = unique("ice_hour")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 3, 60, seed=8, late_share=0.2,
+                                                  max_delay_ms=120_000), partitions=2)
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("ice_hour"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
+                         allowed_lateness="5m", event_time={"field": "event_time"},
+                         format={"value": "json", "schema": dict(TRIP_SCHEMA)},
+                         output={"path": str(tmp_path), "format": "iceberg",
+                                 "partition_by": "hour(event_time)"})
+    for hour in range(3):
+        run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
+    target = cfg.output.target(cfg.name)
+    props = dict(target.catalog)
+    table = load_catalog(props.pop("name", "streamslice"), **props).load_table(target.table)
+    assert [str(f.transform) for f in table.spec().fields] == ["hour"]
+    rows = table.scan().to_arrow()
+    assert sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist())) \
+        == sorted((p, o) for p, o, _ in sent)
+    hour1 = table.scan(row_filter="event_time >= '2024-05-01T01:00:00+00:00' and "
+                                  "event_time < '2024-05-01T02:00:00+00:00'")
+    planned = list(hour1.plan_files())
+    assert planned and all("event_time_hour=2024-05-01-01" in f.file.file_path
+                           for f in planned)
+    assert len(planned) < len(list(table.scan().plan_files()))
+    got = hour1.to_arrow()
+    assert sum(f.file.record_count for f in planned) == got.num_rows
+    assert got.num_rows == sum(1 for *_, ts in sent if T0 + HOUR <= ts < T0 + 2 * HOUR)
+    con = connect()
+    assert con.sql(f"SELECT count(*) FROM iceberg_scan('{table.metadata_location}')"
+                   ).fetchone()[0] == len(sent)
+    run_dag(cfg, logical_date=utc(2024, 5, 1, 1))  # hour 0 again: replaced, not added
+    table = load_catalog(props.pop("name", "streamslice"), **props).load_table(target.table)
+    assert table.scan().to_arrow().num_rows == len(sent)

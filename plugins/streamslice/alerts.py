@@ -8,12 +8,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .splits import summary_lag, total_lag
-from .timeutil import parse_duration_ms
+from .timeutil import iso, parse_duration_ms
 
 if TYPE_CHECKING:
     from .config.fields import Fields
 
-KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline")
+KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline",
+         "stale")
 
 
 @dataclass
@@ -43,6 +44,7 @@ class AlertRules:
     dead_letters: int | None = None  # a run with at least this many dead letters
     empty_intervals: int | None = None  # this many consecutive empty runs
     deadline: int | None = None  # ms a run may take
+    freshness: int | None = None  # ms the newest complete data may be old
 
 
 def parse_alerts(f: Fields) -> AlertRules:
@@ -84,7 +86,8 @@ def parse_alerts(f: Fields) -> AlertRules:
         lag_millis=f.parse("lag_millis", parse_duration_ms, None),
         dead_letters=f.int("dead_letters", None, minimum=1),
         empty_intervals=f.int("empty_intervals", None, minimum=1),
-        deadline=f.parse("deadline", parse_duration_ms, None))
+        deadline=f.parse("deadline", parse_duration_ms, None),
+        freshness=f.parse("freshness", parse_duration_ms, None))
     f.done()
     return rules
 
@@ -125,3 +128,36 @@ def _lag(summary: dict[str, Any], unit: str) -> int:
 
 def _gap(gap: dict[str, Any]) -> str:
     return f"{gap['key']} from {gap['from']} to {gap['to']} ({gap['reason']})"
+
+
+def complete_to(checkpoint: dict[str, Any] | None) -> int | None:
+    """Up to when the pipeline's published data is complete (epoch ms), from its checkpoint:
+    the end of the newest interval committed (interval mode), else when the latest batch
+    committed (it read up to the tip as planned just before). None before the first commit."""
+    if not checkpoint:
+        return None
+    found = checkpoint.get("interval_end") or checkpoint.get("committed_at")
+    return int(found) if found is not None else None
+
+
+def stale(limit_ms: int | None, newest_ms: int | None, now_ms: int) -> str | None:
+    """The ``stale`` alert's message when the newest complete data is older than the
+    pipeline's ``alerts.freshness`` (``newest_ms``: ``complete_to``; None: nothing was ever
+    published, which no limit can be measured from), else None."""
+    if limit_ms is None or newest_ms is None or now_ms - newest_ms <= limit_ms:
+        return None
+    return (f"the newest complete data is {duration_text(now_ms - newest_ms)} old (complete to "
+            f"{iso(newest_ms)}; freshness limit {duration_text(limit_ms)}): no run has "
+            "published since. Is the DAG paused, failing, or its scheduler stopped?")
+
+
+def duration_text(ms: int) -> str:
+    """``2 h 5 min``, ``3 d 4 h``, ``45 s``: an age as people read it."""
+    seconds = ms // 1000
+    for unit, size, smaller, small_size in (("d", 86_400, "h", 3600), ("h", 3600, "min", 60),
+                                            ("min", 60, "s", 1)):
+        if seconds >= size:
+            big, rest = divmod(seconds, size)
+            rest //= small_size
+            return f"{big} {unit} {rest} {smaller}" if rest else f"{big} {unit}"
+    return f"{seconds} s"

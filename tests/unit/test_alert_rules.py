@@ -74,3 +74,22 @@ def test_dead_letters_empty_streak_and_data_loss():
 def test_data_loss_alerts_even_without_rules():
     m = manifest(gaps=[{"key": "t:0", "from": 1, "to": 2, "reason": "expired"}])
     assert [k for k, _, _ in evaluate(rules({}), m)] == ["data_loss"]
+
+
+def test_freshness_is_a_duration_and_stale_data_is_said_with_its_age():
+    from streamslice.alerts import complete_to, stale
+    assert rules({"freshness": "2h"}).freshness == 7_200_000
+    with pytest.raises(ConfigError, match="freshness"):
+        rules({"freshness": "soon"})
+    t0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
+    newest = complete_to({"interval_end": t0, "committed_at": t0 + 60_000})
+    assert newest == t0  # interval mode: the end of the newest interval, not the commit
+    assert complete_to({"committed_at": t0, "batch": 3}) == t0
+    assert complete_to(None) is None
+    assert stale(7_200_000, newest, t0 + 7_200_000) is None  # at the limit: not yet
+    assert stale(7_200_000, newest, t0 + 7_500_000) == (
+        "the newest complete data is 2 h 5 min old (complete to 2024-05-01T00:00:00.000Z; "
+        "freshness limit 2 h): no run has published since. Is the DAG paused, failing, or "
+        "its scheduler stopped?")
+    assert stale(None, newest, t0 + 10**9) is None  # no limit set
+    assert stale(7_200_000, None, t0) is None  # never published: nothing to measure from

@@ -161,3 +161,36 @@ def test_a_transient_error_says_which_task_failed_and_whether_it_is_retried(
         with operator_errors({"ti": ti}):
             raise ConfigError("bad")
     assert str(failed.value) == "ConfigError: bad"
+
+
+def test_a_freshness_limit_adds_the_watchdog_dag_scheduled_on_its_own(tmp_path):
+    (tmp_path / "orders.yaml").write_text(KAFKA + "alerts: {freshness: 2h}\n")
+    (tmp_path / "clicks.yaml").write_text(KAFKA)
+    dags = build_dags(tmp_path)
+    watchdog = dags["streamslice_freshness"]
+    assert set(dags) == {"orders", "clicks", "streamslice_freshness"}
+    assert "streamslice" not in watchdog.tags  # not a pipeline on the Streamslice page
+    assert type(watchdog.timetable).__name__ == "DeltaTriggerTimetable"
+    task = watchdog.task_dict["check_freshness"]
+    assert task.op_kwargs["pipeline_files"] == [str(tmp_path / "orders.yaml")]
+    assert [a.name for a in task.inlets] == ["streamslice/orders"]  # its state: read, alerted
+    (tmp_path / "orders.yaml").write_text(KAFKA)
+    assert "streamslice_freshness" not in build_dags(tmp_path)
+
+
+def test_every_task_of_a_run_keeps_its_failure_alert_where_the_page_reads_it():
+    efo = ("mode: incremental\nkinesis: {stream: s, region: us-east-1, reader: efo, "
+           "efo: {consumer_name: c, registration: per_run}}\noutput: {path: /lake}\n")
+    dag = build_dag(parse_pipeline(efo, file="p.yaml", default_name="trips"))
+    for task in dag.tasks:  # the failure callback records into the asset's state
+        assert [a.name for a in task.inlets + task.outlets][:1] == ["streamslice/trips"], \
+            task.task_id
+
+
+def test_descriptions_name_no_server_paths(tmp_path):
+    (tmp_path / "orders.yaml").write_text(KAFKA)
+    (tmp_path / "broken.yaml").write_text("mode: sometimes\n")
+    dags = build_dags(tmp_path)
+    assert dags["orders"].description == "kafka → parquet files (pipeline=orders)"
+    assert dags["broken"].description.startswith("invalid pipeline file: broken.yaml:1")
+    assert str(tmp_path) not in dags["broken"].description

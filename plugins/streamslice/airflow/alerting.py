@@ -27,10 +27,14 @@ ALERT_PREFIX = "alert/"  # one asset state key per alert sent: no read-modify-wr
 RECENT_ALERTS = 20
 
 
-def run_link(dag_id: str, run_id: str) -> str:
+def dag_link(dag_id: str) -> str:
     from airflow.configuration import conf
     base = conf.get("api", "base_url", fallback=None) or "http://localhost:8080"
-    return f"{base.rstrip('/')}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
+    return f"{base.rstrip('/')}/dags/{quote(dag_id)}"
+
+
+def run_link(dag_id: str, run_id: str) -> str:
+    return f"{dag_link(dag_id)}/runs/{quote(run_id, safe='')}"
 
 
 def make_alert(cfg: PipelineConfig, kind: str, message: str, context: Any,

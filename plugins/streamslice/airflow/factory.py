@@ -25,9 +25,14 @@ log = logging.getLogger("streamslice")
 
 def build_dags(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """``{dag_id: DAG}`` for every pipeline file in ``folder``. A file that does not validate
-    becomes a DAG whose only task fails with the error, so the UI shows it where it belongs."""
+    becomes a DAG whose only task fails with the error, so the UI shows it where it belongs.
+    When a pipeline sets ``alerts.freshness``, the freshness watchdog DAG is one more."""
     configs, errors = load_pipelines(folder)
     dags = {cfg.name: build_dag(cfg) for cfg in configs}
+    from .freshness import WATCHDOG, build_watchdog
+    watchdog = build_watchdog(configs)
+    if watchdog is not None and WATCHDOG not in dags:
+        dags[WATCHDOG] = watchdog
     for err in errors:
         log.error("streamslice: %s", err)
         stem = Path(err.file).stem if err.file else "unknown"
@@ -68,7 +73,7 @@ def build_dag(cfg: PipelineConfig) -> Any:
              start_date=from_ms(cfg.start_date) if cfg.start_date is not None else None,
              end_date=from_ms(cfg.end_date) if cfg.end_date is not None else None,
              catchup=cfg.catchup, max_active_runs=cfg.max_active_runs, tags=tags,
-             description=cfg.description or f"{cfg.source.kind} → {asset.uri}",
+             description=cfg.description or _default_description(cfg, asset.uri),
              doc_md=dag_doc(cfg), deadline=deadline_for(cfg)) as dag:
         kwargs = {"pipeline_file": cfg.file}
         plan = PythonOperator(task_id="plan", python_callable=plan_task, op_kwargs=kwargs,
@@ -83,18 +88,31 @@ def build_dag(cfg: PipelineConfig) -> Any:
                                      doc_md="Verify, publish atomically, then advance the "
                                      "checkpoint.")
         plan >> read >> commit
-        _lifecycle_tasks(cfg, plan, read, kwargs)
+        _lifecycle_tasks(cfg, plan, read, kwargs, asset)
     return dag
 
 
-def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str, Any]) -> None:
+def _default_description(cfg: PipelineConfig, uri: str) -> str:
+    """``kafka → s3://lake/orders``; a folder on the server's own disk by its last part only:
+    every reader of the DAG sees its description, and that path is the server's business."""
+    if uri.startswith("file:"):
+        folder = uri.rstrip("/").rsplit("/", 1)[-1]
+        return f"{cfg.source.kind} → {cfg.output.format} files ({folder})"
+    return f"{cfg.source.kind} → {uri}"
+
+
+def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str, Any],
+                     asset: Any) -> None:
     """Tasks a source needs around the read (Kinesis EFO consumers): ``before_setup`` →
-    ``setup`` → plan, and read → ``teardown``, which also runs when the read failed."""
+    ``setup`` → plan, and read → ``teardown``, which also runs when the read failed. Each
+    has the output asset as an inlet, as plan and read do: a task's failure alert is kept in
+    the asset's state only from a task that has it, and the page reads it from there."""
     from airflow.providers.standard.operators.python import PythonOperator
 
     from .lifecycle import lifecycle_task
     ops = {t.role: PythonOperator(task_id=t.task_id, python_callable=lifecycle_task,
-                                  op_kwargs={**kwargs, "step": t.callable}, doc_md=t.doc)
+                                  op_kwargs={**kwargs, "step": t.callable}, doc_md=t.doc,
+                                  inlets=[asset])
            for t in cfg.source.lifecycle_tasks()}
     setup, teardown, before = ops.get("setup"), ops.get("teardown"), ops.get("before_setup")
     if setup is None:
@@ -111,8 +129,10 @@ def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str
 def _error_dag(dag_id: str, err: ConfigError) -> Any:
     from airflow.providers.standard.operators.python import PythonOperator
     from airflow.sdk import DAG
+    # The description is shown to every reader: the file by its name, not its server path.
+    where = str(err).replace(f"{Path(err.file).parent}/", "") if err.file else str(err)
     with DAG(dag_id=dag_id, schedule=None, tags=["streamslice", "config-error"],
-             description=f"invalid pipeline file: {err}", doc_md=error_doc(err)) as dag:
+             description=f"invalid pipeline file: {where}", doc_md=error_doc(err)) as dag:
         PythonOperator(task_id="invalid_config", python_callable=_fail, op_args=[str(err)])
     return dag
 

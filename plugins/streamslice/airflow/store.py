@@ -23,6 +23,8 @@ def output_asset(cfg: PipelineConfig) -> Any:
     # client settings, no secrets).
     extra = {**cfg.source.asset_extra(), "pipeline_file": str(cfg.file),
              "source": cfg.source.kind}
+    if cfg.alerts is not None and cfg.alerts.freshness is not None:
+        extra["freshness_ms"] = cfg.alerts.freshness  # the page marks the data stale
     return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice", extra=extra)
 
 

@@ -74,9 +74,14 @@ class PositionText:
 
     short: str
     full: str
+    bare: str = ""  # the value alone, as a user pastes it (``full`` less its label)
 
     def __str__(self) -> str:
         return self.full
+
+    @property
+    def to_copy(self) -> str:
+        return self.bare or self.full
 
     @classmethod
     def plain(cls, text: str, keep: tuple[int, int] = (4, 2)) -> PositionText:
@@ -86,7 +91,7 @@ class PositionText:
     @classmethod
     def labelled(cls, label: str, value: str, keep: tuple[int, int] = (4, 2)) -> PositionText:
         """``label value`` with only the value elided: ``after 4968…12``."""
-        return cls(f"{label} {elide(value, *keep)}", f"{label} {value}")
+        return cls(f"{label} {elide(value, *keep)}", f"{label} {value}", value)
 
 
 NO_POSITION = PositionText("-", "-")

@@ -7,6 +7,7 @@ import os
 import re
 import time
 from datetime import datetime
+from urllib.parse import quote
 
 import pytest
 
@@ -70,6 +71,11 @@ def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
     stalled = kafka_pipeline(broker.bootstrap, topic, name=unique("ui-stalled"),
                              mode="interval", schedule="@hourly", catchup=True,
                              start_date="2024-05-01T00:00:00Z", output=out)
+    # Hourly, data complete to 02:00 on May 1 2024, a freshness limit of 2 h: stale.
+    stale = kafka_pipeline(broker.bootstrap, topic, name=unique("ui-stale"), mode="interval",
+                           schedule="@hourly", start_date="2024-05-01T00:00:00Z", output=out,
+                           catchup=True,  # its next run is due in 2024, whenever this runs
+                           alerts={"freshness": "2h", "notifiers": [{"log": {}}]})
     client = kinesis.client()
     stream = unique("ui-efo")
     arn = create_stream(client, stream, 1)
@@ -91,6 +97,20 @@ def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
         del os.environ["STREAMSLICE_INJECT_FAULT"]
     wide_history(wide.name)
     kinesis_history(kin.name)
+    # The Kinesis endpoint down: the EFO sweep fails, the five tasks after it never run.
+    down = kinesis_pipeline("taxi-trips", name=unique("ui-down"), output=out, retries=0,
+                            kinesis={"region": "us-east-1",
+                                     "endpoint_url": f"http://127.0.0.1:{free_port()}",
+                                     "credentials": {"access_key_id": "test",
+                                                     "secret_access_key": AWS_SECRET},
+                                     "reader": "efo",
+                                     "efo": {"consumer_name": "ss-ui",
+                                             "registration": "per_run"}})
+    run_dag(down, expect="failed")
+    stale_history(stale.name)
+    from streamslice.airflow.freshness import build_watchdog
+    for _ in range(2):  # the watchdog's runs: the second finds it told already
+        build_watchdog([stale]).test()
     from devtools.airflow_history import History
     history = History(efo.name)  # a run queued now: its consumer is in use
     queued = history.run(start=utc(2024, 5, 4), end=utc(2024, 5, 4), state="queued",
@@ -103,6 +123,7 @@ def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
         client.register_stream_consumer(StreamARN=arn, ConsumerName=name)
     server = ApiServer(SESSION_DIR / "ui-api", PIPELINES_DIR.parent,
                        [cover.name, fresh.name, efo.name]).start()
+    server.down, server.stale = down, stale
     yield server, cover, wide, fresh, kin, (efo, client, arn, names), stalled
     server.stop()
 
@@ -114,6 +135,18 @@ def stalled_history(dag_id):
     from devtools.airflow_history import History
     history = History(dag_id)
     history.run(start=utc(2024, 5, 1), end=utc(2024, 5, 1, 1), state="queued")
+    history.close()
+
+
+def stale_history(dag_id):
+    """Two published hours, 00:00 and 01:00 on May 1 2024, and the checkpoint after them."""
+    from devtools.airflow_history import History, commit_extra
+    history = History(dag_id)
+    for hour in (0, 1):
+        run_id = history.run(start=utc(2024, 5, 1, hour), end=utc(2024, 5, 1, hour + 1),
+                             extra=commit_extra(5, {"t:0": 0}, partition=f"h={hour}"))
+    history.checkpoint({"positions": {}, "batch": 0, "run_id": run_id,
+                        "interval_end": T0 + 2 * HOUR, "committed_at": T0 + 2 * HOUR + MIN})
     history.close()
 
 
@@ -182,7 +215,10 @@ def open_page(browser, server, user, path):
 
 
 def shot(page, name, full_page=True):
-    page.screenshot(path=str(ARTIFACTS / f"streamslice-{name}.png"), full_page=full_page)
+    """A screenshot in test-artifacts/ (docs/images/ holds some), the output's folder on this
+    machine masked."""
+    page.screenshot(path=str(ARTIFACTS / f"streamslice-{name}.png"), full_page=full_page,
+                    mask=[page.locator("code.output")])
 
 
 def statuses(page):
@@ -221,6 +257,21 @@ def test_nothing_secret_is_rendered(scene):
                  f"/streamslice/pipelines/{efo.name}/sections"):
         status, page = server.get(path, token)
         assert status == 200 and SECRET not in page and AWS_SECRET not in page
+
+
+def test_server_paths_are_shown_only_to_who_may_change_the_pipeline(scene):
+    """``cover`` writes to a folder on the Airflow server: ``ops`` may read it, not change
+    it, and sees the folder's name only; ``admin`` sees where it is."""
+    server, cover, *_ = scene
+    folder = cover.output.dataset(cover.name).removeprefix("file://")
+    for user, path, shown in (
+            ("ops", "/streamslice/", False),
+            ("ops", f"/streamslice/pipelines/{cover.name}{RANGE}", False),
+            ("admin", f"/streamslice/pipelines/{cover.name}{RANGE}", True)):
+        status, page = server.get(path, server.token(user))
+        assert status == 200 and (folder in page) is shown, (user, path)
+    status, page = server.get(f"/streamslice/pipelines/{cover.name}", server.token("ops"))
+    assert f"…/pipeline={cover.name} (on the Airflow server)" in page
 
 
 def test_gaps_the_late_interval_and_the_failure_read_at_a_glance(scene, browser):
@@ -265,6 +316,103 @@ def test_gaps_the_late_interval_and_the_failure_read_at_a_glance(scene, browser)
     positions = page.locator("section", has_text="Positions").inner_text()
     assert "Last interval committed: 2024-05-01 06:00 → 07:00" in positions  # the manual run
     assert "Batch" not in positions
+    assert errors == []
+
+
+def test_a_failed_setup_task_shows_its_own_error_and_the_tasks_it_kept_from_running(
+        scene, browser):
+    """The Kinesis endpoint is down: efo_sweep failed with the cause it recorded; the other
+    tasks were only upstream_failed, have no log and get no link; its run_failed alert is
+    in the Alerts section."""
+    server = scene[0]
+    down = server.down
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{down.name}")
+    assert statuses(page) == ["failed"]
+    row = page.locator("#runs tr[data-run]")
+    why = row.locator(".why").inner_text()
+    assert why.startswith("task efo_sweep failed: SourceError: Kinesis ")
+    assert "Check that the source can be reached" in why
+    assert why.endswith("Not run because of it: commit, efo_deregister, efo_register, "
+                        "plan, read.")
+    links = row.locator("a", has_text=" log")
+    assert links.all_inner_texts() == ["efo_sweep log"]
+    run_id = row.get_attribute("data-run")
+    assert links.first.get_attribute("href").endswith(
+        f"/dags/{down.name}/runs/{quote(run_id, safe='')}/tasks/efo_sweep")
+    assert page.locator("#headline").inner_text().startswith(
+        "The latest batch failed. task efo_sweep failed: SourceError: Kinesis ")
+    alerts = page.locator("section", has_text="Alerts").locator("tr", has_text="run_failed")
+    assert alerts.count() == 1 and "task efo_sweep failed" in alerts.inner_text()
+    assert "1" in page.locator(".tile", has_text="Alerts sent").locator("b").inner_text()
+    shot(page, "failed-setup", full_page=False)
+    assert errors == []
+
+
+def test_the_overview_lists_who_needs_a_person_first(scene, browser):
+    server, cover, wide, fresh, *_ = scene
+    page, errors = open_page(browser, server, "admin", "/streamslice/")
+    rows = page.locator("tr[data-pipeline]")
+    marked = [rows.nth(i).get_attribute("class") == "attention" for i in range(rows.count())]
+    assert True in marked and marked == sorted(marked, reverse=True)  # marked ones first
+    down = page.locator(f'tr[data-pipeline="{server.down.name}"]')
+    assert down.locator(".needs .badge").all_inner_texts() == ["1 failed run", "1 alert sent"]
+    never_run = page.locator(f'tr[data-pipeline="{fresh.name}"]')
+    assert never_run.get_attribute("class") is None
+    # Schedules in words, Airflow's own expression on hover.
+    schedule = page.locator(f'tr[data-pipeline="{cover.name}"] .schedule')
+    assert schedule.inner_text() == "Every hour" and schedule.get_attribute("title") == \
+        "0 * * * *"
+    shot(page, "overview-attention", full_page=False)
+    assert errors == []
+
+
+def test_a_stale_pipeline_whose_scheduler_stopped_is_marked_and_alerted(scene, browser):
+    """Its data is complete to 2024-05-01 02:00, far past its 2 h freshness limit, and no
+    scheduler runs here: the page marks it from the checkpoint on each request, and the
+    watchdog DAG (run twice) sent one stale alert, through its notifier and onto the page."""
+    server = scene[0]
+    stale = server.stale
+    token = server.token("admin")
+    assert server.patch(f"/api/v2/dags/{stale.name}", {"is_paused": False}, token)[0] == 200
+    page, errors = open_page(browser, server, "admin", "/streamslice/")
+    row = page.locator(f'tr[data-pipeline="{stale.name}"]')
+    marks = row.locator(".needs .badge").all_inner_texts()
+    assert marks[0] == "overdue" and re.fullmatch(r"stale: \d+ d \d+ h old", marks[1]), marks
+    assert marks[2] == "1 alert sent"
+    age = row.locator("[data-age]")
+    assert "bad" in age.get_attribute("class")
+    assert "complete to 2024-05-01 02:00; freshness limit 2 h" in age.get_attribute("title")
+    assert abs(int(age.get_attribute("data-age")) - (time.time() * 1000 - T0 - 2 * HOUR)) \
+        < 10 * MIN
+    shot(page, "stale-overview", full_page=False)
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{stale.name}")
+    tile = page.locator(".tile", has_text="Data age").inner_text()
+    assert "STALE: limit 2 h" in tile
+    assert page.locator("#headline").inner_text().startswith("Airflow was due to start")
+    alerts = page.locator("section", has_text="Alerts").locator("tr", has_text="stale")
+    assert alerts.count() == 1
+    assert "complete to 2024-05-01T02:00:00.000Z; freshness limit 2 h" in alerts.inner_text()
+    shot(page, "stale", full_page=False)
+    assert errors == []
+
+
+def test_the_strip_is_reached_and_used_by_keyboard(scene, browser):
+    server, cover, *_ = scene
+    page, errors = open_page(browser, server, "admin",
+                             f"/streamslice/pipelines/{cover.name}{RANGE}")
+    page.get_by_role("button", name="Show").focus()
+    page.keyboard.press("Tab")  # from the range form to the strip's first interval
+    focused = page.evaluate("document.activeElement.dataset.i")
+    assert focused == "0"
+    style = page.evaluate("getComputedStyle(document.activeElement).strokeWidth")
+    assert style == "3px"  # a visible focus ring
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")  # 02:00, missing
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Shift+Enter")  # to 03:00, failed
+    assert page.get_by_role("button", name="Backfill 2 missing/failed").is_enabled()
+    shot(page, "keyboard", full_page=False)
     assert errors == []
 
 
@@ -319,7 +467,8 @@ def test_kinesis_lag_is_time_behind_and_positions_copy_whole(scene, browser):
     position = page.locator("#checkpoint code.pos").first
     assert position.inner_text() == "after 4965…53"  # shard 3, the furthest behind
     position.click()
-    assert page.evaluate("navigator.clipboard.readText()") == f"after {SEQ[:-2]}53"
+    # The bare sequence number, as AT_SEQUENCE_NUMBER or `offsets reset --offsets` take it.
+    assert page.evaluate("navigator.clipboard.readText()") == f"{SEQ[:-2]}53"
     positions = page.locator("section", has_text="Positions").inner_text()
     assert "{" not in positions and "each of the 4 shards" in positions
     assert page.locator("#checkpoint th").first.inner_text() == "Shard"
@@ -443,9 +592,16 @@ def test_a_backfill_airflow_cannot_make_is_explained_not_sent(scene, browser):
     page.get_by_role("button", name="Backfill 1 missing/failed").click()
     dialog = page.locator("dialog#confirm")
     dialog.locator(".answer.bad").wait_for()
+    holder = page.evaluate("JSON.parse(document.getElementById('page-data').textContent)"
+                           ".cols[0].run")  # the manual run of 06:00-07:00
+    what = dialog.locator(".what")
     assert "Airflow will not run 2024-05-01 07:00 → 08:00: another run already holds its " \
-        "logical date" in dialog.locator(".what").inner_text()
+        f"logical date, 2024-05-01T07:00:00.000Z by run {holder} (the interval 2024-05-01 " \
+        "06:00 → 07:00)" in what.inner_text()
+    assert what.get_by_role("link", name=holder).get_attribute("href").endswith(
+        f"/runs/{quote(holder, safe='')}")
     assert dialog.get_by_role("button", name="Confirm").is_hidden()
+    shot(page, "backfill-conflict", full_page=False)
     dialog.get_by_role("button", name="Close").click()
     status, found = server.get_json(f"/api/v2/backfills?dag_id={cover.name}",
                                     server.token("admin"))
@@ -476,7 +632,9 @@ def test_the_backfill_button_asks_airflow_to_fill_the_gaps(scene, browser):
     dialog.get_by_role("button", name="Confirm").click()
     answer = dialog.locator(".answer.good")
     answer.wait_for()
-    assert re.match(r"Airflow created backfill #\d+", answer.inner_text())
+    # Named as the intervals it fills, not by Airflow's logical dates.
+    assert re.match(r"Airflow created backfill #\d+ for 2024-05-01 02:00 → 04:00: its runs "
+                    "are queued", answer.inner_text())
     shot(page, "backfill-answer", full_page=False)
     # In Airflow: the backfill, a new run for 02:00 and the failed 03:00 run queued again.
     status, found = server.get_json(f"/api/v2/backfills?dag_id={cover.name}",

@@ -154,8 +154,39 @@ def test_a_failed_run_gets_one_sentence_with_what_to_do():
     assert runs[0].reason == ("task read failed: SourceError: no broker. Check that the source "
                               "can be reached with the pipeline's connection (brokers or "
                               "stream, credentials, network), then re-run.")
-    assert runs[1].reason.startswith("commit failed. Open the failed task's log")
+    assert runs[1].reason == ("commit failed and recorded no error (it may have been killed "
+                              "before it could): open its log, fix the cause, then re-run.")
     assert runs[2].reason is None
+
+
+def test_the_reason_is_the_failed_tasks_own_error_and_the_tasks_it_kept_from_running():
+    """A Kinesis endpoint down: efo_sweep failed, the other five never ran. The sweep's own
+    alert is the reason (not a teardown's that came later), the rest are named as not run."""
+    failed = run("r", "failed")
+    failed.failed_tasks, failed.upstream_failed = ["efo_sweep"], ["efo_register", "plan"]
+    explain_failures([failed], [
+        {"kind": "run_failed", "run_id": "r", "task": "efo_sweep", "error_kind": "source",
+         "message": "task efo_sweep failed: SourceError: Kinesis DescribeStreamSummary(s) "
+                    "failed: Could not connect"},
+        {"kind": "run_failed", "run_id": "r", "task": "efo_deregister",
+         "message": "task efo_deregister failed: later"},
+        {"kind": "lag", "run_id": "r", "message": "not a failure"}])
+    assert failed.reason.startswith(
+        "task efo_sweep failed: SourceError: Kinesis DescribeStreamSummary(s) failed: Could "
+        "not connect. Check that the source can be reached")
+    assert failed.reason.endswith(" Not run because of it: efo_register, plan.")
+
+
+def test_logs_are_linked_only_for_tasks_that_ran():
+    failed = run("r", "failed")
+    failed.failed_tasks, failed.logged = ["efo_sweep", "killed"], ["efo_sweep"]
+    failed.upstream_failed = ["plan"]
+    html = pages._runs(pages.PipelineView(
+        row=Overview("d", "kinesis", "incremental", "manual", False), cells=[],
+        recent=[failed], checkpoint=None, plan_splits=[], range_start=None, range_end=None,
+        output="-"), "/af")
+    assert re.findall(r">(\w+) log</a>", html) == ["efo_sweep"]
+    assert "/af/dags/d/runs/r/tasks/efo_sweep" in html
 
 
 def test_checkpoint_next_to_where_the_last_plan_ended_and_its_lag():
@@ -191,7 +222,8 @@ def test_kinesis_checkpoint_rows_show_short_sequence_numbers_and_time_behind():
                    checkpoint={"positions": {"s:shardId-1": {"after": seq}}, "batch": 3,
                                "run_id": "a"}, plan_splits=[split])
     page = pages.pipeline(view, "/streamslice", "")
-    assert f'<code class="pos" data-full="after {seq}"' in page and ">after 4965…12<" in page
+    assert f'<code class="pos" data-full="{seq}" title="after {seq}' in page  # bare to copy
+    assert ">after 4965…12<" in page
     assert "Batch <b>#3</b>" in page
 
 
@@ -321,3 +353,53 @@ def test_the_overview_says_which_pipeline_files_do_not_validate():
     assert "invalid pipeline file: open the DAG for the error" in rows["trips"]
     assert "never run" not in rows["trips"] and "never run" in rows["orders"]
     assert "invalid pipeline file" not in rows["orders"]
+
+
+def test_schedules_are_said_in_words():
+    from streamslice.ui.model import schedule_words
+    assert schedule_words("0 * * * *", "Every hour") == "Every hour"  # Airflow's own text
+    assert schedule_words("0:00:10") == "Every 10 seconds"
+    assert schedule_words("1:00:00") == "Every hour"
+    assert schedule_words("1 day, 0:00:00") == "Every day"
+    assert schedule_words("2 days, 1:30:00") == "Every 2 days 1 hour 30 minutes"
+    assert schedule_words("0 3 * * 1", "") == "0 3 * * 1"  # no description: as Airflow says it
+    row = Overview("d", "kafka", "interval", "0 * * * *", False, schedule_text="Every hour")
+    assert '<span class="schedule" title="0 * * * *">Every hour</span>' in \
+        pages.overview([row], "/s", "/af")
+
+
+def test_the_overview_says_what_needs_a_person():
+    from streamslice.ui.model import needs_attention
+    now = T0 + 10 * H
+    row = Overview("d", "kafka", "interval", "0 * * * *", paused=True, next_due=now - H)
+    cells = coverage([run("a", "success", T0, 1), run("b", "failed", T0 + H),
+                      run("c", "failed", T0 + 3 * H)], hours(4))
+    assert needs_attention(row, cells, 2, now) == [
+        "2 failed runs", "1 interval missing", "paused with runs due", "2 alerts sent"]
+    row = Overview("i", "kafka", "incremental", "manual", paused=False)
+    healed = coverage([run("a", "failed", at=1), run("b", "success", records=1, at=2)], None)
+    assert needs_attention(row, healed, 0, now) == []  # the next batch read its records
+    assert needs_attention(row, healed[:1], 0, now) == ["1 failed run"]
+    row.overdue_since = now - H
+    assert needs_attention(row, [], 0, now) == ["overdue"]
+    marked = pages.overview([Overview("x", "kafka", "interval", "manual", False,
+                                      attention=["1 failed run"])], "/s", "/af")
+    assert '<tr data-pipeline="x" class=attention>' in marked
+    assert '<span class="badge s-failed">1 failed run</span>' in marked
+
+
+def test_runs_of_interval_pipelines_are_listed_by_interval_newest_first():
+    late_backfill = run("bf", "success", T0, 1, at=T0 + 9 * H)
+    recent = [run("a", "success", T0 + H, 1, at=T0 + 2 * H),
+              run("b", "success", T0 + 2 * H, 1, at=T0 + 3 * H), late_backfill]
+    html = pages._runs(pages.PipelineView(
+        row=Overview("d", "kafka", "interval", "manual", False), cells=[], recent=recent,
+        checkpoint=None, plan_splits=[], range_start=None, range_end=None, output="-"), "")
+    assert re.findall(r'data-run="(\w+)"', html) == ["b", "a", "bf"]
+
+
+def test_a_folder_on_the_server_is_named_only_for_who_may_change_it():
+    assert pages._where("file:///srv/lake/pipeline=o", True) == "file:///srv/lake/pipeline=o"
+    assert pages._where("file:///srv/lake/pipeline=o/", False) == \
+        "…/pipeline=o (on the Airflow server)"
+    assert pages._where("s3://lake/pipeline=o", False) == "s3://lake/pipeline=o"  # read there

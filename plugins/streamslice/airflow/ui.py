@@ -17,16 +17,18 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from ..alerts import complete_to
 from ..sources import split_noun
 from ..timeutil import parse_iso, to_ms
 from ..ui import axis, pages
-from ..ui.model import coverage, explain_failures
+from ..ui.model import coverage, explain_failures, needs_attention
 from . import ui_data
 from .alerting import RECENT_ALERTS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from airflow.models.asset import AssetModel
     from sqlalchemy.orm import Session
 
     from ..config.pipeline import PipelineConfig
@@ -108,6 +110,7 @@ def icon() -> Response:
 def overview(request: Request, current: BaseUser = Depends(user)) -> str:
     from airflow.utils.session import create_session
     base, airflow = _links(request)
+    now = int(time.time() * 1000)
     with create_session() as session:
         rows = ui_data.pipelines(session, _readable(current))
         for row in rows:
@@ -116,7 +119,34 @@ def overview(request: Request, current: BaseUser = Depends(user)) -> str:
             row.last = last[0] if last else None
             row.alerts = ui_data.alerts(session, model, recent=0)[0]
             row.overdue_since = _overdue(session, row)
+            _freshness(session, row, model)
+            _attention(session, row, model, now)
+    # Those that need a person first, then by name (the query's order).
+    rows.sort(key=lambda r: not r.attention)
     return pages.overview(rows, base, airflow)
+
+
+def _freshness(session: Session, row: Overview, model: AssetModel | None) -> None:
+    """Up to when the pipeline's data is complete (its checkpoint), and its limit."""
+    row.complete_to = complete_to(ui_data.state(session, model, "checkpoint"))
+    row.freshness = (model.extra or {}).get("freshness_ms") if model is not None else None
+
+
+def _attention(session: Session, row: Overview, model: AssetModel | None, now: int) -> None:
+    """``row.attention`` over the pipeline's default strip, as its own page shows it."""
+    if row.config_error:
+        row.attention = needs_attention(row, [], 0, now)
+        return
+    since, until = ui_data.default_range(session, row.dag_id, row.last, now)
+    if row.mode == "interval":
+        dag = ui_data.serialized_dag(session, row.dag_id)
+        cells = coverage(ui_data.runs(session, row.dag_id, model, since=since, until=until),
+                         ui_data.expected_intervals(session, dag, since, until))
+    else:
+        cells = coverage(ui_data.runs(session, row.dag_id, model,
+                                      limit=ui_data.DEFAULT_INTERVALS), None)
+    row.attention = needs_attention(row, cells, ui_data.alerts_since(session, model, since),
+                                    now)
 
 
 @app.get("/pipelines/{dag_id}", response_class=HTMLResponse,
@@ -137,6 +167,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
         recent = list(reversed(ui_data.runs(session, dag_id, model, limit=ui_data.RECENT)))
         row.last = recent[-1] if recent else None
         row.alerts, alerts = ui_data.alerts(session, model, recent=ui_data.FAILURE_LOOKBACK)
+        _freshness(session, row, model)
         since = until = None
         if row.mode == "interval":
             since, until = _range(session, dag_id, row.last, start, end, tz)

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from ..sources import SOURCES
 from ..timeutil import from_ms, to_ms
-from ..ui.model import Overview, Run
+from ..ui.model import Overview, Run, schedule_words
 from .alerting import ALERT_PREFIX, RECENT_ALERTS
 
 if TYPE_CHECKING:
@@ -42,11 +42,14 @@ def pipelines(session: Session, dag_ids: set[str] | None) -> list[Overview]:
     rows = []
     for dag in session.scalars(query):
         tags = {t.name for t in dag.tags}
+        summary = dag.timetable_summary if dag.timetable_summary not in (None, "None") \
+            else "manual"
         rows.append(Overview(
             dag_id=dag.dag_id, source=next((k for k in SOURCES if k in tags), "-"),
             mode=next((m for m in ("interval", "incremental") if m in tags), "-"),
-            schedule=dag.timetable_summary if dag.timetable_summary not in (None, "None")
-            else "manual", paused=bool(dag.is_paused),
+            schedule=summary, schedule_text=schedule_words(
+                summary, dag.timetable_description or "") if summary != "manual" else "manual",
+            paused=bool(dag.is_paused),
             description=dag.description or "", config_error="config-error" in tags,
             next_due=_ms(dag.next_dagrun_create_after)))
     return rows
@@ -82,6 +85,17 @@ def alerts(session: Session, asset_model: AssetModel | None,
     return count, [json.loads(v) for v in reversed(latest)]
 
 
+def alerts_since(session: Session, asset_model: AssetModel | None, since: int) -> int:
+    """How many alerts the pipeline sent since ``since`` (epoch ms): the keys begin with the
+    time they were sent (``alerting.record``), so this is a range of keys."""
+    from airflow.models.asset_state_store import AssetStateStoreModel as Row
+    if asset_model is None:
+        return 0
+    return session.scalar(select(func.count()).select_from(Row).where(
+        Row.asset_id == asset_model.id, Row.key.startswith(ALERT_PREFIX, autoescape=True),
+        Row.key >= f"{ALERT_PREFIX}{since:015d}")) or 0
+
+
 def running(session: Session, dag_id: str, states: tuple[str, ...] = ("queued", "running")
             ) -> frozenset[str]:
     """The ids of the DAG's runs in ``states`` (queued or running)."""
@@ -98,7 +112,7 @@ def runs(session: Session, dag_id: str, model: AssetModel | None, *,
     failed tasks."""
     from airflow.models.dagrun import DagRun
     cols = (DagRun.run_id, DagRun.state, DagRun.data_interval_start, DagRun.data_interval_end,
-            DagRun.start_date, DagRun.end_date, DagRun.run_after)
+            DagRun.start_date, DagRun.end_date, DagRun.run_after, DagRun.logical_date)
     query = select(*cols).where(DagRun.dag_id == dag_id)
     if since is not None:
         query = query.where(DagRun.data_interval_start >= from_ms(since))
@@ -106,7 +120,7 @@ def runs(session: Session, dag_id: str, model: AssetModel | None, *,
         query = query.where(DagRun.data_interval_start < from_ms(until))
     query = query.order_by(DagRun.run_after.desc()).limit(limit or MAX_CELLS * 4)
     found = [Run(run_id=r[0], state=str(r[1]), start=_ms(r[2]), end=_ms(r[3]),
-                 started_at=_ms(r[4]) or _ms(r[6]), ended_at=_ms(r[5]))
+                 started_at=_ms(r[4]) or _ms(r[6]), ended_at=_ms(r[5]), logical_date=_ms(r[7]))
              for r in session.execute(query)]
     _attach(session, dag_id, model, found)
     return found
@@ -126,11 +140,19 @@ def _attach(session: Session, dag_id: str, model: AssetModel | None, found: list
                 by_id[run_id].metrics = extra  # the latest event of a run wins
         failed = [i for i in chunk if by_id[i].state == "failed"]
         if failed:
-            tis = select(TaskInstance.run_id, TaskInstance.task_id).where(
+            tis = select(TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state,
+                         TaskInstance.start_date).where(
                 TaskInstance.dag_id == dag_id, TaskInstance.run_id.in_(failed),
-                TaskInstance.state.in_(("failed", "upstream_failed")))
-            for run_id, task_id in session.execute(tis):
-                by_id[run_id].failed_tasks.append(task_id)
+                TaskInstance.state.in_(("failed", "upstream_failed"))
+            ).order_by(TaskInstance.task_id)
+            for run_id, task_id, state, started in session.execute(tis):
+                run = by_id[run_id]
+                if state == "upstream_failed":  # never ran: no error, no log
+                    run.upstream_failed.append(task_id)
+                    continue
+                run.failed_tasks.append(task_id)
+                if started is not None:
+                    run.logged.append(task_id)
 
 
 def serialized_dag(session: Session, dag_id: str) -> SerializedDAG | None:

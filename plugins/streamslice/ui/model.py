@@ -4,9 +4,11 @@ what an operator reads first: one headline sentence, the lag per partition over 
 top few named and the rest summed up, and where each partition's position stands."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ..alerts import duration_text
 from ..sources import SOURCES, lag_unit, position_text, source_class
 from ..splits import LAG_UNITS, lag_text
 
@@ -32,8 +34,11 @@ class Run:
     started_at: int | None = None  # when it ran, epoch ms
     ended_at: int | None = None
     metrics: dict[str, Any] | None = None  # what the commit recorded (tasks.run_metrics)
-    failed_tasks: list[str] = field(default_factory=list)
+    failed_tasks: list[str] = field(default_factory=list)  # tasks that ran and failed
+    upstream_failed: list[str] = field(default_factory=list)  # not run: a task before failed
+    logged: list[str] = field(default_factory=list)  # failed tasks that started: logs exist
     reason: str | None = None  # why it failed, one sentence with what to do (from its alert)
+    logical_date: int | None = None  # Airflow's: what its backfill finds the run by
 
     @property
     def records(self) -> int | None:
@@ -85,21 +90,32 @@ FAILURE_ALERTS = ("run_failed", "data_loss")
 
 
 def explain_failures(runs: list[Run], alerts_sent: list[dict[str, Any]]) -> None:
-    """Give each failed run one sentence: what failed (its alert's message) and what to do
-    about an error of that kind."""
+    """Give each failed run one sentence: the error the failed task recorded (its
+    ``run_failed``/``data_loss`` alert: ``alerting.record``) and what to do about an error of
+    that kind, then the tasks that did not run because of it. Without a recorded error (a
+    task killed before its failure callback ran) it says so rather than guess."""
     from ..errors import advice
-    by_run = {a.get("run_id"): a for a in alerts_sent if a.get("kind") in FAILURE_ALERTS}
+    recorded: dict[str, list[dict[str, Any]]] = {}
+    for sent in alerts_sent:
+        if sent.get("kind") in FAILURE_ALERTS:
+            recorded.setdefault(str(sent.get("run_id")), []).append(sent)
     for run in runs:
         if run.state != "failed":
             continue
-        alert = by_run.get(run.run_id)
+        found = recorded.get(run.run_id, [])
+        # The failed task's own alert (a retry's or a teardown's may come later), else any.
+        own = [a for a in found if a.get("task") in run.failed_tasks] or found
+        alert = own[0] if own else None
         if alert:
             lines = str(alert.get("message") or "").splitlines() or [""]
             what = lines[0][:240].rstrip(". ")
             run.reason = f"{what}. {advice(alert.get('error_kind'))}"
         else:
             tasks = ", ".join(run.failed_tasks) or "A task"
-            run.reason = f"{tasks} failed. {advice(None)}"
+            run.reason = (f"{tasks} failed and recorded no error (it may have been killed "
+                          "before it could): open its log, fix the cause, then re-run.")
+        if run.upstream_failed:
+            run.reason += f" Not run because of it: {', '.join(run.upstream_failed)}."
 
 
 @dataclass
@@ -318,20 +334,49 @@ def positions_text(kind: str | None, positions: dict[str, Any],
     return [(k, position_text(kind, positions[k])) for k in keys]
 
 
+def schedule_words(summary: str, description: str = "") -> str:
+    """The schedule as a person says it: Airflow's own description of a cron schedule (the
+    cron-descriptor text its UI shows, "Every hour"), else a fixed delta's summary
+    (``str(timedelta)``: ``0:00:10``, ``1 day, 0:00:00``) said as "Every 10 seconds"; any
+    other summary as it is."""
+    if description:
+        return description
+    match = re.fullmatch(r"(?:(\d+) days?, )?(\d+):(\d\d):(\d\d)(?:\.\d+)?", summary.strip())
+    if not match:
+        return summary
+    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    parts = [(days, "day"), (hours, "hour"), (minutes, "minute"), (seconds, "second")]
+    said = [f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in parts if n]
+    if len(said) == 1 and said[0].startswith("1 "):
+        return f"Every {said[0][2:]}"
+    return f"Every {' '.join(said)}" if said else summary
+
+
 @dataclass
 class Overview:
     """One row of the overview page."""
     dag_id: str
     source: str
     mode: str
-    schedule: str
+    schedule: str  # Airflow's summary: a cron expression, a delta, or "manual"
     paused: bool
     description: str = ""
     last: Run | None = None
     alerts: int = 0
     config_error: bool = False
     next_due: int | None = None  # when Airflow is to create the next scheduled run (epoch ms)
+    schedule_text: str = ""  # the schedule in words (``schedule_words``)
     overdue_since: int | None = None  # set by ``overdue``'s caller
+    attention: list[str] = field(default_factory=list)  # ``needs_attention``; none: all well
+    complete_to: int | None = None  # the newest complete data's end (``alerts.complete_to``)
+    freshness: int | None = None  # ms it may be old (``alerts.freshness``), if set
+
+    def data_age(self, now_ms: int) -> int | None:
+        return max(0, now_ms - self.complete_to) if self.complete_to is not None else None
+
+    def stale(self, now_ms: int) -> bool:
+        age = self.data_age(now_ms)
+        return self.freshness is not None and age is not None and age > self.freshness
 
     def overdue(self, now_ms: int, in_flight: Callable[[], bool]) -> int | None:
         """Since when the next scheduled run is overdue (more than ``OVERDUE_AFTER``), for a
@@ -341,3 +386,31 @@ class Overview:
         if self.paused or self.next_due is None or now_ms - self.next_due <= OVERDUE_AFTER:
             return None
         return None if in_flight() else self.next_due
+
+
+def needs_attention(row: Overview, cells: list[Cell], recent_alerts: int,
+                    now_ms: int) -> list[str]:
+    """What about a pipeline needs a person, in the few words the overview marks it with,
+    most urgent first (``cells``: its strip's default range; ``recent_alerts``: alerts sent
+    since that range began). Empty: nothing does."""
+    out = []
+    if row.config_error:
+        out.append("invalid pipeline file")
+    if row.overdue_since is not None:
+        out.append("overdue")
+    if row.stale(now_ms):
+        out.append(f"stale: {duration_text(row.data_age(now_ms) or 0)} old")
+    failed = sum(c.status == "failed" for c in cells)
+    latest = next((c for c in reversed(cells) if c.run is not None), None)
+    failing = failed if row.mode == "interval" else \
+        (failed if latest is not None and latest.status == "failed" else 0)
+    if failing:
+        out.append(f"{failing} failed run{'s' if failing != 1 else ''}")
+    missing = sum(c.status == "missing" for c in cells)
+    if missing:
+        out.append(f"{missing} interval{'s' if missing != 1 else ''} missing")
+    if row.paused and row.next_due is not None and row.next_due <= now_ms:
+        out.append("paused with runs due")
+    if recent_alerts:
+        out.append(f"{recent_alerts} alert{'s' if recent_alerts != 1 else ''} sent")
+    return out

@@ -109,12 +109,22 @@
   // -- selection on the strip --------------------------------------------------------------
   const panel = $("#selection");
   let anchor = null, sel = null;  // sel = [first, last] column indexes
-  $$("#coverage .cell").forEach((g) => g.addEventListener("click", (ev) => {
+  function pick(g, ev) {
     const i = Number(g.dataset.i);
     if (ev.shiftKey && anchor !== null) sel = [Math.min(anchor, i), Math.max(anchor, i)];
     else { anchor = i; sel = [i, i]; }
     render();
-  }));
+  }
+  $$("#coverage .cell").forEach((g) => {
+    g.addEventListener("click", (ev) => pick(g, ev));
+    // By keyboard: Tab to a cell, Enter or Space picks it (with Shift: a range), arrows move.
+    g.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); pick(g, ev); }
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[ev.key];
+      const next = step && $$("#coverage .cell")[Number(g.dataset.i) + step];
+      if (next) { ev.preventDefault(); next.focus(); }
+    });
+  });
   function selected() { return sel ? cols.slice(sel[0], sel[1] + 1) : []; }
   function button(label, enabled, why, onclick, cls) {
     const b = document.createElement("button");
@@ -251,11 +261,15 @@
       "runs and filling missing ones; intervals that already have data are left alone:</p><ul>" +
       gaps.filter((c) => planned.has(c.t)).map((c) => `<li>${esc(span(c))} ` +
         `(${esc(c.s)})</li>`).join("") + "</ul>";
-    if (left.length) {
-      what += `<p class="bad">Airflow will not run ${left.map((c) => esc(span(c))).join(", ")}` +
-        ": another run already holds its logical date (a manual run of the interval before " +
-        "it?). Trigger a run for it in Airflow instead.</p>";
-    }
+    left.forEach((c) => {  // which run holds the logical date Airflow needs, and its link
+      const holder = D.cols.find((x) => x.run && (x.ld != null ? x.ld : x.t) === c.t);
+      const held = holder ? ` by run <a target="_top" href="${esc(runUrl(holder.run))}">` +
+        `<code>${esc(holder.run)}</code></a> (the interval ${esc(span(holder))})` : "";
+      what += `<p class="bad">Airflow will not run ${esc(span(c))}: another run already ` +
+        `holds its logical date, <b>${esc(new Date(c.t).toISOString())}</b>${held}. ` +
+        "Airflow's backfill finds runs by logical date, so it cannot make this one; trigger " +
+        `a run of ${esc(span(c))} in Airflow with another logical date instead.</p>`;
+    });
     if (D.paused) what += "<p class=bad>The DAG is paused: the runs wait until you unpause it.</p>";
     if (!planned.size) {
       const shown = confirmStep(title, what);
@@ -264,8 +278,10 @@
     }
     if (!(await confirmStep(title, what))) return;
     const made = await call("POST", `${D.api}/backfills`, body);
+    const filled = gaps.filter((c) => planned.has(c.t));  // named as intervals, not dates
+    const range = span({t: filled[0].t, e: filled[filled.length - 1].e});
     answerStep(made, made.ok ? `Airflow created backfill <b>#${esc(made.data.id)}</b> ` +
-      `(${esc(made.data.from_date)} → ${esc(made.data.to_date)}): its runs are queued. ` +
+      `for ${esc(range)}: its runs are queued. ` +
       `<a target="_top" href="${esc(D.airflow)}/dags/${encodeURIComponent(D.dag_id)}/backfills">` +
       "Follow it in Airflow</a>." : "");
   }

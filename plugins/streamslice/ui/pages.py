@@ -4,6 +4,7 @@ on the strip, and the actions, which call Airflow's own REST API as the signed-i
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
 from html import escape
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..alerts import duration_text
 from ..sources import lag_unit
 from ..splits import lag_text
 from . import axis, svg
@@ -62,15 +64,47 @@ def _run_link(airflow: str, dag_id: str, run_id: str, task: str | None = None) -
     return f"{url}/tasks/{quote(task, safe='')}" if task else url
 
 
+def _age(row: Overview, now: int, tz: tzinfo) -> str:
+    """How old the newest complete data is, with up to when and the limit on hover; in red
+    past the pipeline's ``alerts.freshness``."""
+    age = row.data_age(now)
+    if age is None or row.complete_to is None:
+        return '<span class="none" title="nothing published yet">-</span>'
+    limit = f"; freshness limit {duration_text(row.freshness)}" if row.freshness else \
+        "; no freshness limit (alerts.freshness)"
+    title = f"complete to {axis.when(row.complete_to, tz)}{limit}"
+    bad = ' class="bad"' if row.stale(now) else ""
+    return f'<span{bad} data-age="{age}" title="{escape(title)}">{duration_text(age)}</span>'
+
+
+def _mark(what: str, row: Overview, tz: tzinfo) -> str:
+    """One thing that needs a person (``Overview.attention``), as a badge."""
+    title = ""
+    if what == "overdue" and row.overdue_since is not None:
+        title = (f' title="Airflow was due to start the next run at '
+                 f'{axis.when(row.overdue_since, tz)} and has not: is its scheduler running?"')
+    return f'<span class="badge s-failed"{title}>{escape(what)}</span> '
+
+
+def _schedule(row: Overview) -> str:
+    """The schedule in words, with Airflow's own expression on hover."""
+    words = row.schedule_text or row.schedule
+    if words == row.schedule:
+        return f'<span class="schedule">{escape(words)}</span>'
+    return f'<span class="schedule" title="{escape(row.schedule)}">{escape(words)}</span>'
+
+
 def _badge(state: str) -> str:
     return f'<span class="badge s-{escape(state)}">{escape(state)}</span>'
 
 
 def overview(rows: list[Overview], base: str, airflow: str,
-             tz: tzinfo = timezone.utc) -> str:
+             tz: tzinfo = timezone.utc, now: int | None = None) -> str:
+    now = now if now is not None else int(time.time() * 1000)
     head = ("<tr><th>Pipeline</th><th>Source</th><th>Mode</th><th>Schedule</th>"
             f"<th>Last run ({axis.zone_label(tz)})</th><th class=n>Records</th>"
-            "<th class=n>Lag at plan</th><th class=n>Dead letters</th><th class=n>Alerts</th>"
+            "<th class=n>Data age</th><th class=n>Lag at plan</th><th class=n>Dead letters</th>"
+            "<th class=n>Alerts</th>"
             "<th></th></tr>")
     body = []
     for row in rows:
@@ -80,19 +114,21 @@ def overview(rows: list[Overview], base: str, airflow: str,
             href = escape(_run_link(airflow, row.dag_id, last.run_id))
             state = (f'<a href="{href}">{_badge(last.status)}</a> '
                      f"{axis.when(last.started_at, tz)}")
-        if row.overdue_since is not None:
-            state += (f' <span class="badge s-failed" title="Airflow was due to start the next '
-                      f'run at {axis.when(row.overdue_since, tz)} and has not: is its scheduler '
-                      f'running?">overdue</span>')
         if row.config_error:
             state = '<span class="bad">invalid pipeline file: open the DAG for the error</span>'
+        marks = "".join(_mark(what, row, tz) for what in row.attention
+                        if what != "invalid pipeline file")
+        needs = f'<div class="needs">{marks}</div>' if marks else ""
         body.append(
-            f'<tr data-pipeline="{escape(row.dag_id)}"><td><a class="name" href="{base}/'
+            f'<tr data-pipeline="{escape(row.dag_id)}"'
+            f'{" class=attention" if row.attention else ""}><td>{needs}<a class="name" '
+            f'href="{base}/'
             f'pipelines/{quote(row.dag_id, safe="")}">{escape(row.dag_id)}</a>'
             f'<div class="desc">{escape(row.description)}</div></td>'
             f'<td>{escape(row.source)}</td><td>{escape(row.mode)}</td>'
-            f'<td>{escape(row.schedule)}</td><td>{state}</td>'
+            f'<td>{_schedule(row)}</td><td>{state}</td>'
             f'<td class="n">{_num(last.records if last else None)}</td>'
+            f'<td class="n">{_age(row, now, tz)}</td>'
             f'<td class="n">{escape(last.lag_text) if last else "-"}</td>'
             f'<td class="n">{_num(last.dead_letters if last else None)}</td>'
             f'<td class="n">{row.alerts}</td>'
@@ -178,12 +214,12 @@ def pipeline(view: PipelineView, base: str, airflow: str) -> str:
 def _header(view: PipelineView, base: str, airflow: str, zone: str) -> str:
     row = view.row
     dag_url = f"{airflow}/dags/{quote(row.dag_id, safe='')}"
-    facts = " · ".join(escape(x) for x in (row.source, row.mode, row.schedule))
+    facts = " · ".join([escape(row.source), escape(row.mode), _schedule(row)])
     paused = f" {_badge('paused')}" if row.paused else ""
     return (f'<header><div class="crumbs"><a href="{base}/">All pipelines</a></div>'
             f'<h1>{escape(row.dag_id)}{paused}</h1>'
             f'<p class="facts">{facts} · times in <b>{escape(zone)}</b> · output '
-            f'<code class="output">{escape(view.output)}</code> · '
+            f'<code class="output">{escape(_where(view.output, view.can_clear))}</code> · '
             f'<a href="{escape(dag_url)}" target="_top">open the DAG in Airflow</a></p>'
             f'<p class="desc">{escape(row.description)}</p></header>')
 
@@ -221,6 +257,13 @@ def _tiles(view: PipelineView, chart: LagChart | None, span: Callable[[Cell], st
     records = sum(c.records or 0 for c in cells)
     tiles.append(("Records in view", _num(records), f"{len(cells)} "
                   f"{'intervals' if view.row.mode == 'interval' else 'batches'}"))
+    now = int(time.time() * 1000)
+    age = view.row.data_age(now)
+    limit = view.row.freshness
+    tiles.append(("Data age", duration_text(age) if age is not None else "—",
+                  ("STALE: " if view.row.stale(now) else "") +
+                  (f"limit {duration_text(limit)}" if limit else "no freshness limit")
+                  if age is not None else "nothing published yet"))
     tiles.append(("Alerts sent", _num(view.row.alerts), "see Alerts below"))
     body = "".join(f'<div class="tile"><span>{escape(a)}</span><b>{escape(b)}</b>'
                    f'<small>{escape(c)}</small></div>' for a, b, c in tiles)
@@ -281,11 +324,12 @@ def _checkpoint(view: PipelineView) -> str:
 
 
 def _position(text: PositionText) -> str:
-    """The short form; the full value on hover and copied on click."""
+    """The short form; the full value on hover, and the bare value (a sequence number
+    without its ``after``) copied on click."""
     if text.full == text.short:
         return f"<code>{escape(text.short)}</code>"
-    return (f'<code class="pos" data-full="{escape(text.full)}" title="{escape(text.full)} — '
-            f'click to copy">{escape(text.short)}</code>')
+    return (f'<code class="pos" data-full="{escape(text.to_copy)}" title="{escape(text.full)}'
+            f' — click to copy">{escape(text.short)}</code>')
 
 
 def _history(view: PipelineView) -> str:
@@ -309,12 +353,16 @@ def _history(view: PipelineView) -> str:
 def _runs(view: PipelineView, airflow: str) -> str:
     dag, tz, interval = view.row.dag_id, view.tz, view.row.mode == "interval"
     body = []
-    for n, r in enumerate(reversed(view.recent)):
+    # Newest interval first (a backfill of an old one sits with its interval), else newest run.
+    order = sorted(view.recent, key=lambda r: (r.start or 0, r.started_at or 0), reverse=True) \
+        if interval else list(reversed(view.recent))
+    for n, r in enumerate(order):
         m = r.metrics or {}
         logs = " ".join(f'<a href="{escape(_run_link(airflow, dag, r.run_id, t))}" '
-                        f'target="_top">{escape(t)} log</a>' for t in r.failed_tasks)
+                        f'target="_top">{escape(t)} log</a>' for t in r.logged)
         dead = _num(r.dead_letters)
-        if r.dead_letters and m.get("dead_letter_uri"):
+        if r.dead_letters and m.get("dead_letter_uri") and \
+                _where(m["dead_letter_uri"], view.can_clear) == m["dead_letter_uri"]:
             dead = f'<a href="{escape(m["dead_letter_uri"])}">{dead}</a>'
         when = axis.span(r.start, r.end, tz) if interval else axis.when(r.started_at, tz, True)
         why = f'<div class="why">{escape(r.reason)}</div>' if r.reason else ""
@@ -322,7 +370,8 @@ def _runs(view: PipelineView, airflow: str) -> str:
             f'<tr data-run="{escape(r.run_id)}"{" class=more" if n >= RUNS_SHOWN else ""}>'
             f'<td>{_badge(r.status)}</td><td>{when}</td>'
             f'<td class="n">{_num(r.records)}</td><td class="n">{dead}</td>'
-            f'<td class="n">{_num(m.get("late_records"))}</td><td>{_published(m)}</td>'
+            f'<td class="n">{_num(m.get("late_records"))}</td>'
+            f'<td>{_published(m, view.can_clear)}</td>'
             f'<td><a href="{escape(_run_link(airflow, dag, r.run_id))}" target="_top">'
             f'{escape(r.run_id)}</a> {logs}{why}</td></tr>')
     if not body:
@@ -335,12 +384,22 @@ def _runs(view: PipelineView, airflow: str) -> str:
             f"<th>Published</th><th>Run</th></tr>{''.join(body)}</table>{more}")
 
 
-def _published(metrics: dict[str, Any]) -> str:
+def _where(uri: str, may_change: bool) -> str:
+    """An output location as this reader may see it: a folder on the Airflow server's own
+    disk (``file://``) means something only to those who may change the pipeline (Airflow
+    lets them clear its runs); others get its last part. Object store and table locations
+    are where readers read the data: shown to all."""
+    if may_change or not uri.startswith(("file:", "/")):
+        return uri
+    return f"…/{uri.rstrip('/').rsplit('/', 1)[-1]} (on the Airflow server)"
+
+
+def _published(metrics: dict[str, Any], may_change: bool = True) -> str:
     """The run's partition (its URI on hover) and, for a table, the snapshot (Iceberg) or
     version (Delta) that holds exactly this run's state, with how to read it back."""
     where = metrics.get("published") or {}
     uri = where.get("uri")
-    title = f' title="{escape(uri)}"' if uri else ""
+    title = f' title="{escape(_where(uri, may_change))}"' if uri else ""
     cell = f"<code{title}>{escape(str(metrics.get('partition') or '-'))}</code>"
     for key, word in (("snapshot_id", "snapshot"), ("version", "version")):
         if where.get(key) is not None:
@@ -410,6 +469,8 @@ def _data(view: PipelineView, base: str, airflow: str,
                 col["late"] = run.late_records
             if run.reason:
                 col["why"] = run.reason
+            if run.logical_date is not None and run.logical_date != cell.start:
+                col["ld"] = run.logical_date  # dated otherwise (a manual run: by its end)
         if chart is not None and run is not None:
             col["lag"] = [_json_number(chart.lines[k][i]) for k in keys]
             for name, series in (("lo", chart.low), ("hi", chart.high), ("tot", chart.total)):

@@ -80,6 +80,7 @@ def strip(cells: list[Cell], cols: Columns, tz: tzinfo) -> str:
         marks.append(  # colours come from the page's style, by state (st-<state>)
             f'<rect class="cell st-{cell.status}" data-i="{i}" data-status="{cell.status}" '
             f'data-start="{cell.start if cell.start is not None else ""}" '
+            f'tabindex="0" role="button" aria-label="{escape(cell.status)}" '
             f'x="{cols.x(i):.1f}" y="2" width="{size}" height="30"/>')
     body = "".join(marks) + _time_axis(cols, [c.start for c in cells], tz, 36)
     return _svg(cols, 70, body, "interval coverage", "strip")

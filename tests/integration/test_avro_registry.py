@@ -178,3 +178,36 @@ def test_a_registry_down_at_plan_time_names_the_task_and_its_retries(
             f"subject '{topic}-value' version latest: ") in out + err
     assert "(task plan, try 1 of 1: not retried, retries: 0)" in out + err
     assert "will be retried" not in out + err
+
+
+def test_schema_ids_in_record_headers_through_a_dag_run(broker, spark, airflow_db, registry,
+                                                        tmp_path):
+    """Records written by confluent-kafka's AvroSerializer with header_schema_id_serializer
+    (the schema GUID in __value_schema_id, the bare payload as the value) land as rows
+    through Airflow and Spark; a bare payload starting 0x00 (an empty first string) was a
+    dead letter before ("schema id … is not in the Confluent Schema Registry")."""
+    from datetime import datetime, timezone
+    from decimal import Decimal
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    topic = unique("avro-hdr")
+    create_topic(broker.bootstrap, topic, 1)
+    client = SchemaRegistryClient({"url": registry.url, "basic.auth.user.info": "reader:s3cret"})
+    ser = AvroSerializer(client, json.dumps(V1),
+                         conf={"schema.id.serializer": header_schema_id_serializer})
+    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    with producer(broker.bootstrap) as p:
+        for trip in ("", "h1", "h2"):
+            headers: list = []
+            value = ser({"trip_id": trip, "fare": Decimal("1.25"), "pickup": at},
+                        SerializationContext(topic, MessageField.VALUE, headers))
+            assert [h[0] for h in headers] == ["__value_schema_id"]
+            p.produce(topic, key=b"k", value=value, headers=headers, partition=0)
+    cfg = pipeline(broker, topic, tmp_path, key="string")
+    run_dag(cfg)
+    table = pq.read_table(f"{cfg.output.dataset(cfg.name)}/batch=00000001")
+    assert sorted(table.column("trip_id").to_pylist()) == ["", "h1", "h2"]
+    assert [str(f) for f in table.column("fare").to_pylist()] == ["1.25"] * 3
+    assert not os.path.exists(f"{tmp_path}/lake/_streamslice/pipeline={cfg.name}/dead_letter")

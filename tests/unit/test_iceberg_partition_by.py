@@ -110,6 +110,23 @@ def test_a_table_partitioned_otherwise_is_refused_before_anything_lands(tmp_path
     assert table_of(plain).scan().to_arrow().num_rows == 1
 
 
+def test_without_the_setting_a_table_is_taken_as_it_is(tmp_path):
+    """A table the user made, unpartitioned: published to as before partition_by existed."""
+    from pyiceberg.catalog import load_catalog
+
+    from streamslice.commit.publishers.tables import table_schema
+    plain = target(tmp_path, partition_by=None)
+    plan = make_plan(plain, 1)
+    (tmp_path / "_streamslice").mkdir()  # where the default SQLite catalog lives
+    catalog = load_catalog("streamslice", **plain.catalog)
+    catalog.create_namespace_if_not_exists("streamslice")
+    catalog.create_table(plain.table, schema=table_schema(plan))
+    publish_once(plan, stage(tmp_path, plan, [T0], "b1"), run_id="r1", now_ms=1)
+    publish_once(plan, Staging(str(tmp_path / "staging" / "b1")), run_id="r1", now_ms=2)
+    table = table_of(plain)
+    assert not table.spec().fields and table.scan().to_arrow().num_rows == 1
+
+
 @pytest.mark.parametrize("value, fmt, message", [
     ("days(event_time)", "delta", "output.partition_by: is for format iceberg"),
     ("bucket(16, id)", "iceberg", "'bucket(16, id)' is not a time transform of a column: "

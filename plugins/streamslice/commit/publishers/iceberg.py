@@ -93,12 +93,13 @@ class IcebergPublisher:
         return self.catalog.load_table(self.identifier)
 
     def _check_spec(self, table: Table) -> None:
-        """The table is partitioned as the pipeline says, or nothing is published."""
-        if self.output.partition_by:
-            name, column = parse_partition_by(self.output.partition_by)
-            wanted: list[tuple[str | None, str]] = [(column, name)]
-        else:
-            wanted = [(PARTITION_COLUMN, "identity")]  # as every table before partition_by
+        """A table is partitioned as ``output.partition_by`` says, or nothing is published.
+        Without it, any table takes the run (as before the setting: its rows are replaced by
+        ``streamslice_partition`` whatever the table's spec)."""
+        if not self.output.partition_by:
+            return
+        name, column = parse_partition_by(self.output.partition_by)
+        wanted: list[tuple[str | None, str]] = [(column, name)]
         schema = table.schema()
         have = [(schema.find_column_name(f.source_id), str(f.transform))
                 for f in table.spec().fields]

@@ -3,6 +3,7 @@ pipeline file, its producer snippet, its ``airflow dags test`` date, then its re
 whose printed line must be what the page says it prints. Only the broker's address, the
 topic, the output folder and the pipeline's name (the session's Airflow is shared) are
 replaced. A page that drifts from what the product does fails here."""
+import json
 import re
 from pathlib import Path
 
@@ -32,23 +33,27 @@ def test_the_getting_started_page_lands_its_interval(broker, spark, airflow_db, 
         return (text.replace("localhost:9092", broker.bootstrap).replace(OUTPUT, str(output))
                 .replace('"orders"', f'"{topic}"').replace("[orders]", f"[{topic}]"))
 
-    # 2. the DAGs folder: the factory file finds the pipeline file as a DAG named after it
+    # 2. the DAGs folder: `streamslice init` writes the factory file the page shows, and that
+    # file finds the pipeline file as a DAG named after it
+    from streamslice.cli import main
     dags = tmp_path / "dags"
-    (dags / "pipelines").mkdir(parents=True)
-    (dags / "streamslice_pipelines.py").write_text(block("python", "build_dags"))
+    init, = [c for _, c in BLOCKS if c.startswith("streamslice init")]
+    assert main([*init.split()[1:], str(dags)]) == 0
+    assert (dags / "streamslice_pipelines.py").read_text() == block("python", "build_dags")
+    assert (dags / "pipelines" / "example_events.yaml").exists()
     pipeline_text = ours(block("yaml", "mode: interval"))
     (dags / "pipelines" / "orders.yaml").write_text(pipeline_text)
     scope = {"__file__": str(dags / "streamslice_pipelines.py")}
     exec(compile((dags / "streamslice_pipelines.py").read_text(), "factory", "exec"), scope)
     assert scope["orders"].dag_id == "orders"
     # `streamslice validate` as the page runs it: no --dir, from the folder above dags/
-    from streamslice.cli import main
     command, = [c for _, c in BLOCKS if c.startswith("streamslice validate")]
+    capsys.readouterr()
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp_path)
         mp.delenv("STREAMSLICE_PIPELINES", raising=False)
         assert main([*command.split()[1:], "--json"]) == 0
-    assert '"orders"' in capsys.readouterr().out
+    assert json.loads(capsys.readouterr().out)["valid"] == ["example_events", "orders"]
     assert [t.task_id for t in scope["orders"].tasks] == ["plan", "read", "commit"]
     # (run under a name of its own: the session's Airflow keeps every test's checkpoints)
     cfg = write_pipeline(name, pipeline_text)

@@ -347,10 +347,13 @@ def test_every_python_example_is_python():
 
 
 def test_getting_started_puts_the_dag_factory_file_in_the_dags_folder():
-    """The DAGs folder's one file, as the page shows it, is the repository's."""
+    """The DAGs folder's one file, as the page shows it, is what ``streamslice init`` writes
+    and the repository's own."""
+    from streamslice.scaffold import DAG_FILE, DAG_TEXT
     text = page("getting-started.md")
     shown = [b for b in code_blocks(text, "python") if "build_dags" in b]
-    assert shown == [(ROOT / "dags" / "streamslice_pipelines.py").read_text()]
+    assert shown == [DAG_TEXT] == [(ROOT / "dags" / "streamslice_pipelines.py").read_text()]
+    assert f"`{DAG_FILE}`" in text
 
 
 # The site: a MkDocs build in strict mode (what `make test` runs first), every page in its
@@ -516,3 +519,23 @@ def test_the_home_pages_words_name_real_contracts():
             continue
         module = importlib.import_module("streamslice." + ".".join(parts[:-1]))
         assert isinstance(getattr(module, parts[-1]), type), dotted
+
+
+def test_the_extras_the_docs_name_are_the_packages_and_getting_started_installs_the_tested():
+    """Getting started's list and Deployment's table name the pyproject's extras, every one
+    of them in the table; the page's pip line installs the extras the wheel test installs."""
+    import tomllib
+
+    from tests.integration.test_wheel import EXTRAS
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())
+                 ["project"]["optional-dependencies"])
+    text = page("getting-started.md")
+    listed = text[text.index("## 1. Install"):text.index("## 2.")]
+    named = set(re.findall(r"`([a-z-]+)`", listed[:listed.index("```")]))
+    assert named and named <= extras
+    pip, = re.findall(r"^pip install '\S+\[([\w,-]+)\]' -c constraints\.txt$", text, re.M)
+    assert pip == EXTRAS
+    table = section("deployment.md", "An existing or managed Airflow")
+    rows = {x for row in re.findall(r"^\| `([^|]+)` \|", table, re.M)
+            for x in re.findall(r"[a-z-]+", row)}
+    assert rows == extras

@@ -219,7 +219,7 @@ def test_the_layout_names_every_module_and_each_module_it_names_exists():
     assert [f for f in folders if f"{f}/" not in layout] == []
     for name in set(re.findall(r"\b([\w]+\.(?:py|js|css))\b", layout)):
         assert any(list((ROOT / top).glob(f"**/{name}"))
-                   for top in ("plugins", "dags", "jobs")), name
+                   for top in ("plugins", "dags", "jobs", "tests", "bench", "devtools")), name
 
 
 def test_extending_names_the_source_contract_and_the_contract_has_what_it_names():

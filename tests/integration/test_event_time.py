@@ -77,7 +77,7 @@ def test_consecutive_intervals_publish_each_record_once_by_its_field(broker, spa
                          allowed_lateness="10m",
                          event_time={"field": "event_time", "allowed_earliness": "5m"},
                          kafka={"max_records_per_split": 40},  # sub-splits of one partition
-                         format={"value": "json",
+                         format={"value": "json", "epoch_unit": "millis",
                                  "schema": {"id": "long", "event_time": "timestamp"}},
                          output=str(tmp_path))
     for hour in range(4):

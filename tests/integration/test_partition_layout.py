@@ -111,7 +111,8 @@ def test_an_iceberg_table_by_event_hour_is_pruned_by_a_filter_on_the_field(broke
     cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("ice_hour"), mode="interval",
                          schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
                          allowed_lateness="5m", event_time={"field": "event_time"},
-                         format={"value": "json", "schema": dict(TRIP_SCHEMA)},
+                         format={"value": "json", "schema": dict(TRIP_SCHEMA),
+                                 "epoch_unit": "millis"},  # taxi event_time: epoch ms
                          output={"path": str(tmp_path), "format": "iceberg",
                                  "partition_by": "hour(event_time)"})
     for hour in range(3):

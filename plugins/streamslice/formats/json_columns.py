@@ -14,7 +14,7 @@ it refuses (a seventh fractional digit, a leap second, ``20240501T100000Z``, no 
 ``TIMESTAMP``) is left to the row decoder.
 
 It answers for a whole batch or not at all: a record that does not decode, a value Arrow
-refuses, a timestamp in another form (epoch milliseconds, no offset) gives ``None``, and the row
+refuses, a timestamp in another form (an epoch number, no offset) gives ``None``, and the row
 decoder (``formats.json``) reads the batch instead, deciding each record as it always did. The
 two are fuzzed against each other and against the reference decoder.
 """

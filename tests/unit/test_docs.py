@@ -539,3 +539,13 @@ def test_the_extras_the_docs_name_are_the_packages_and_getting_started_installs_
     rows = {x for row in re.findall(r"^\| `([^|]+)` \|", table, re.M)
             for x in re.findall(r"[a-z-]+", row)}
     assert rows == extras
+
+
+def test_every_page_shows_an_example_and_the_page_about_the_ui_its_pictures():
+    """Issue #29: pages "each short and with examples"; the UI page's examples are real
+    screenshots, each a file of the site."""
+    bare = [name for name, text in PAGES.items() if name != "streamslice-page.md"
+            and not re.search(r"^```\w*\n.*?^```$", text, re.S | re.M)]
+    assert bare == []
+    pictures = re.findall(r"!\[[^\]]+\]\(([\w.-]+\.png)\)", page("streamslice-page.md"))
+    assert len(pictures) >= 3 and all((ROOT / "docs" / p).exists() for p in pictures)

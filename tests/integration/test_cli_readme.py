@@ -98,6 +98,19 @@ def test_the_demos_connections_are_in_its_database_and_the_plan_reads_through_th
         [("taxi-trips-avro", 0), ("taxi-trips-avro", 1)]
 
 
+def test_offsets_reset_resolves_the_source_connection_from_the_demos_database(checkout):
+    """Each command that reaches a service resolves the pipeline's connections as its tasks
+    do: plan (above), efo list (the README's), and a reset, which asks the broker for the
+    partitions' earliest offsets through ``streamslice_kafka`` before it stores them. Here no
+    DAG has run, so Airflow knows no asset to store them in: the one line says that, not that
+    a connection is missing (the demo's own runs make the asset)."""
+    out = run("streamslice offsets reset taxi_trips --to earliest", checkout)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.splitlines()[-1] == ("streamslice: asset 'streamslice/taxi_trips' is "
+                                           "not known to Airflow yet (has the DAG been "
+                                           "parsed?)")
+
+
 def test_a_set_airflow_home_wins_over_the_demos(checkout, tmp_path):
     out = run("streamslice offsets show taxi_trips", checkout, AIRFLOW_HOME=str(tmp_path))
     assert "using the demo's Airflow" not in out.stderr

@@ -310,8 +310,9 @@ def test_backfill_of_a_dag_airflow_does_not_know_says_where_it_looks(airflow_db)
 
 
 def test_backfill_without_a_scheduler_says_to_start_one(airflow_db):
-    """The DAG is known and unpaused, but no scheduler runs for this Airflow home: waiting for
-    the backfill's runs would never end, so it is refused (--no-wait still creates it)."""
+    """The DAG is known, but no scheduler runs for this Airflow home: waiting for the backfill's
+    runs would never end, so it is refused (--no-wait still creates it), before --unpause
+    changes anything."""
     from airflow.models.dag import DagModel
     from airflow.models.dagbundle import DagBundleModel
     from airflow.utils.session import create_session
@@ -320,11 +321,12 @@ def test_backfill_without_a_scheduler_says_to_start_one(airflow_db):
         if session.get(DagBundleModel, "dags-folder") is None:
             session.add(DagBundleModel(name="dags-folder"))
             session.flush()
-        session.add(DagModel(dag_id=cfg.name, bundle_name="dags-folder", is_paused=False))
+        session.add(DagModel(dag_id=cfg.name, bundle_name="dags-folder", is_paused=True))
     line = one_line(cli("backfill", cfg.name, "--from", "2024-05-01", "--to",
-                        "2024-05-01T02:00:00Z"))
+                        "2024-05-01T02:00:00Z", "--unpause"))
     assert re.fullmatch(
         rf"no Airflow scheduler is running for AIRFLOW_HOME={re.escape(airflow_db)}( \(last "
         rf"heartbeat [^)]*\))?, and the backfill of {re.escape(cfg.name)} would wait for one: "
         r"start `airflow scheduler` with that AIRFLOW_HOME, or pass --no-wait to create the "
         r"backfill and return", line), line
+    assert DagModel.get_dagmodel(cfg.name).is_paused

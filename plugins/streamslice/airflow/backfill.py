@@ -60,9 +60,7 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
         intervals = intervals_between(cfg, start_ms, end_ms)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    _check_dag(cfg.name, unpause)
-    if wait:
-        _check_scheduler(cfg.name)
+    _check_dag(cfg.name, unpause, wait)
     _create(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs, say)
     runs = {iv.start: "queued" for iv in intervals}
     if wait:
@@ -94,7 +92,9 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
     return {"pipeline": cfg.name, "state": state, "runs": rows}
 
 
-def _check_dag(dag_id: str, unpause: bool) -> None:
+def _check_dag(dag_id: str, unpause: bool, wait: bool = False) -> None:
+    """The DAG is known and, to wait for its runs, a scheduler runs: checked before --unpause
+    changes anything."""
     from airflow.configuration import AIRFLOW_HOME, conf
     from airflow.models.dag import DagModel
     model = DagModel.get_dagmodel(dag_id)
@@ -103,6 +103,8 @@ def _check_dag(dag_id: str, unpause: bool) -> None:
                           "yet: its dag-processor (`airflow dag-processor`, or once `airflow "
                           "dags reserialize`) parses the DAGs folder "
                           f"{conf.get('core', 'dags_folder')}; is the pipeline's file there?")
+    if wait:
+        _check_scheduler(dag_id)
     if model.is_paused:
         if not unpause:
             raise ConfigError(f"DAG {dag_id} is paused, so its backfill runs would wait forever: "

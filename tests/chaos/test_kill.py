@@ -161,3 +161,46 @@ def test_kill_then_recover_exactly_once(broker, tmp_path, mode, point, recovery)
         assert cp["positions"] == ends
     else:
         assert cp["interval_end"] == T0 + 3_600_000
+
+
+@pytest.mark.parametrize("recovery", ["retry", "new_run"])
+@pytest.mark.parametrize("point", ["read:split=1:after=1", "publish_swap", "after_publish"])
+def test_kill_an_event_time_run_in_a_hive_folder_then_recover_exactly_once(broker, tmp_path,
+                                                                           point, recovery):
+    """An interval owned by an ``event_time`` field (broker times up to 3 minutes either side
+    of it, within the bounds) and landed in ``dt=…/hour=…``: killed and recovered, the folder
+    holds every record once, the work area nothing."""
+    import json as _json
+    import random
+
+    from devtools.taxi import Trip
+    p = Pipeline(broker, tmp_path, "interval")
+    rng = random.Random(9)
+    events = sorted(T0 + rng.randrange(300_000, 3_300_000) for _ in range(120))
+    records = sorted((Trip(b"k", _json.dumps({"trip_id": f"e{i}", "event_time": t}).encode(),
+                           t + rng.randrange(-180_000, 180_000))
+                      for i, t in enumerate(events)), key=lambda r: r.timestamp)
+    topic = unique("chaos_evt")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, records, partitions=2)
+    p.file = kafka_pipeline(
+        broker.bootstrap, topic, name="chaos", folder=tmp_path, mode="interval",
+        schedule="@hourly", start_date="2024-05-01T00:00:00Z", allowed_lateness="5m",
+        event_time={"field": "event_time", "allowed_earliness": "5m"},
+        kafka={"max_records_per_split": 50},
+        format={"value": "json", "epoch_unit": "millis",
+                "schema": {"trip_id": "string", "event_time": "timestamp"}},
+        output={"path": p.output, "partition_path": "dt=%Y-%m-%d/hour=%H"}).file
+    if point == "publish_swap":
+        succeeded(p.run("first"))
+    killed(p.run("victim", fault=point))
+    succeeded(p.run("victim", try_number=2) if recovery == "retry" else p.run("rescue"))
+    folder = p.dataset / "dt=2024-05-01" / "hour=00"
+    table = ds.dataset(folder, format="parquet").to_table()
+    got = sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+    assert got == sorted((part, off) for part, off, _ in sent)
+    assert not any(table.column("is_late").to_pylist() + table.column("is_early").to_pylist())
+    assert [x.name for x in p.dataset.iterdir()] == ["dt=2024-05-01"]
+    work = p.tmp / "lake" / "_streamslice" / "pipeline=chaos"
+    assert [f for sub in ("trash", "staging") for f in (work / sub).rglob("*")
+            if f.is_file()] == []

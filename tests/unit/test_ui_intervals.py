@@ -89,23 +89,13 @@ def test_the_page_shows_times_in_the_time_zone_of_the_dags_timetable():
     assert time_zone(manual) == "UTC" and time_zone(None) == "UTC"
 
 
-def test_the_strip_shows_the_latest_48_intervals_by_default():
-    """*default: the latest 48 intervals*, as wide as the newest run's, up to the latest
-    interval's end (or now, before any run). The session is a stand-in answering the one
-    query (the newest data_interval_end): what is tested is the range made of it."""
+def test_the_strip_shows_the_latest_48_intervals_up_to_now_by_default():
+    """*default: the latest 48 intervals up to now*, as wide as the newest run's (an hour
+    before any run): a pipeline that stopped running shows what it missed since."""
     from streamslice.airflow.ui_data import default_range
     from streamslice.ui.model import Run
-
-    class Newest:
-        def __init__(self, end):
-            self.end = end
-
-        def scalar(self, query):
-            assert "data_interval_end" in str(query)
-            return self.end
     end = datetime(2024, 5, 3, tzinfo=timezone.utc)
     quarter = Run("r", "success", start=to_ms(end) - 900_000, end=to_ms(end))
-    assert default_range(Newest(end), "orders", quarter, now_ms=0) == \
-        (to_ms(end) - 48 * 900_000, to_ms(end))
-    now = to_ms(end) + 5
-    assert default_range(Newest(None), "orders", None, now_ms=now) == (now - 48 * 3_600_000, now)
+    now = to_ms(end) + 7 * 86_400_000
+    assert default_range(None, "orders", quarter, now_ms=now) == (now - 48 * 900_000, now)
+    assert default_range(None, "orders", None, now_ms=now) == (now - 48 * 3_600_000, now)

@@ -141,7 +141,7 @@ def _attention(session: Session, row: Overview, model: AssetModel | None, now: i
     if row.mode == "interval":
         dag = ui_data.serialized_dag(session, row.dag_id)
         cells = coverage(ui_data.runs(session, row.dag_id, model, since=since, until=until),
-                         ui_data.expected_intervals(session, dag, since, until))
+                         ui_data.expected_intervals(session, dag, since, until, due_by=now))
     else:
         cells = coverage(ui_data.runs(session, row.dag_id, model,
                                       limit=ui_data.DEFAULT_INTERVALS), None)
@@ -172,7 +172,8 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
         if row.mode == "interval":
             since, until = _range(session, dag_id, row.last, start, end, tz)
             shown = ui_data.runs(session, dag_id, model, since=since, until=until)
-            cells = coverage(shown, ui_data.expected_intervals(session, dag, since, until))
+            cells = coverage(shown, ui_data.expected_intervals(session, dag, since, until,
+                                                               int(time.time() * 1000)))
         else:
             shown = recent
             cells = coverage(recent, None)

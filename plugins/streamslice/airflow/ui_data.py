@@ -171,12 +171,13 @@ def time_zone(dag: SerializedDAG | None) -> str:
 
 
 def expected_intervals(session: Session, dag: SerializedDAG | None, since: int,
-                       until: int) -> list[tuple[int, int]]:
+                       until: int, due_by: int | None = None) -> list[tuple[int, int]]:
     """The data intervals the DAG's timetable schedules in ``[since, until)`` (at most
     MAX_CELLS). Airflow places the first (start date, alignment); the rest are stepped here,
     because Airflow's own iteration re-parses the cron expression for every interval (~2 ms
     each: 1,000 intervals took 2 s). Without catchup, Airflow skips every interval before the
-    first run on purpose: those are not expected (later ones it skipped are holes)."""
+    first run on purpose: those are not expected (later ones it skipped are holes). With
+    ``due_by`` (now), an interval not over by then is not expected yet."""
     if dag is None:
         return []
     if getattr(dag, "catchup", True) is False:
@@ -184,7 +185,8 @@ def expected_intervals(session: Session, dag: SerializedDAG | None, since: int,
         first = session.scalar(select(func.min(DagRun.data_interval_start))
                                .where(DagRun.dag_id == dag.dag_id))
         since = max(since, to_ms(first)) if first is not None else until
-    return intervals_of(dag, since, until)
+    found = intervals_of(dag, since, until)
+    return found if due_by is None else [(s, e) for s, e in found if e <= due_by]
 
 
 def intervals_of(dag: SerializedDAG, since: int, until: int) -> list[tuple[int, int]]:
@@ -229,15 +231,12 @@ def _stepper(timetable: Timetable, start: int, end: int) -> Callable[[int], int]
 
 def default_range(session: Session, dag_id: str, newest: Run | None,
                   now_ms: int) -> tuple[int, int]:
-    """The latest DEFAULT_INTERVALS intervals (as wide as the ``newest`` run's) up to the
-    latest interval end (or now)."""
-    from airflow.models.dagrun import DagRun
-    latest = session.scalar(select(DagRun.data_interval_end).where(DagRun.dag_id == dag_id)
-                            .order_by(DagRun.data_interval_end.desc()).limit(1))
-    until = _ms(latest) or now_ms
+    """The latest DEFAULT_INTERVALS intervals (as wide as the ``newest`` run's) up to now, so
+    a pipeline that stopped running shows the intervals it has missed since (the strip holds
+    only intervals already over: ``expected_intervals``' ``due_by``)."""
     width = (newest.end - newest.start) if newest and newest.start is not None \
         and newest.end else 3_600_000
-    return until - DEFAULT_INTERVALS * max(width, 1000), until
+    return now_ms - DEFAULT_INTERVALS * max(width, 1000), now_ms
 
 
 def latest_plan_splits(session: Session, dag_id: str, run_id: str | None) -> list[dict[str, Any]]:

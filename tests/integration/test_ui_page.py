@@ -378,7 +378,8 @@ def test_a_stale_pipeline_whose_scheduler_stopped_is_marked_and_alerted(scene, b
     row = page.locator(f'tr[data-pipeline="{stale.name}"]')
     marks = row.locator(".needs .badge").all_inner_texts()
     assert marks[0] == "overdue" and re.fullmatch(r"stale: \d+ d \d+ h old", marks[1]), marks
-    assert marks[2] == "1 alert sent"
+    # The default range runs up to now: the 48 hours before it were never run.
+    assert re.fullmatch(r"4[78] intervals missing", marks[2]) and marks[3:] == ["1 alert sent"]
     age = row.locator("[data-age]")
     assert "bad" in age.get_attribute("class")
     assert "complete to 2024-05-01 02:00; freshness limit 2 h" in age.get_attribute("title")
@@ -546,8 +547,17 @@ def test_the_overview_inside_airflows_own_ui(scene, browser):
     # The pipeline's page inside Airflow's frame talks to Airflow's API with the session:
     # a re-run's dry run lists the run's tasks (nothing is changed; cancelled).
     frame.get_by_role("link", name=cover.name).click()
-    # The default view: without catchup, Airflow skipped the day between the start date and
-    # the first run on purpose; it is not shown as missing.
+    # The default view runs up to now: the hours since the pipeline stopped running (in
+    # May 2024) are missing, up to the last one over.
+    last = frame.locator("#coverage .cell").last
+    assert last.get_attribute("data-status") == "missing"
+    assert 0 <= time.time() * 1000 - (int(last.get_attribute("data-start")) + HOUR) < HOUR
+    # Without catchup, Airflow skipped the day between the start date and the first run on
+    # purpose: a range over it does not show it as missing.
+    frame.locator("input[name=start]").fill("2024-04-30T00:00")
+    frame.locator("input[name=end]").fill("2024-05-01T06:00")
+    frame.get_by_role("button", name="Show").click()
+    frame.locator(f'#coverage .cell[data-start="{T0 + 5 * HOUR}"]').wait_for()
     assert frame.locator("#coverage .cell").first.get_attribute("data-start") == str(T0)
     frame.locator("#coverage .cell").first.click()
     frame.get_by_role("button", name="Re-run this interval").click()
@@ -681,7 +691,8 @@ def test_a_stalled_schedule_is_the_headline(scene, browser):
     assert server.patch(f"/api/v2/dags/{stalled.name}", {"is_paused": False}, token)[0] == 200
     status, dag = server.get_json(f"/api/v2/dags/{stalled.name}", token)
     assert status == 200 and dag["next_dagrun_run_after"].startswith("2024-05-01T02:00:00")
-    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{stalled.name}")
+    page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{stalled.name}"
+                             "?start=2024-05-01T00:00&end=2024-05-01T01:00")
     assert page.locator("#headline").inner_text().startswith(
         "Airflow was due to start the next run at May 1 02:00 and has not")
     assert "1 interval running or queued (May 1 00:00)" in page.locator("#headline").inner_text()

@@ -403,3 +403,24 @@ def test_a_folder_on_the_server_is_named_only_for_who_may_change_it():
     assert pages._where("file:///srv/lake/pipeline=o/", False) == \
         "…/pipeline=o (on the Airflow server)"
     assert pages._where("s3://lake/pipeline=o", False) == "s3://lake/pipeline=o"  # read there
+
+
+def test_tile_legend_and_positions_give_the_lag_of_the_run_planned_last():
+    """Backfills of old intervals with nothing behind, planned after the newest interval's
+    run that was 2,045 behind: all three say 0, measured when the backfill was planned."""
+    newest = run("new", "success", T0 + 2 * H, 5, at=T0 + 3 * H, lag_records=2045,
+                 lag_by_split={"t:0": 2045})
+    backfill = run("bf", "success", T0, 0, at=T0 + 5 * H, lag_records=0,
+                   lag_by_split={"t:0": 0})
+    cells = coverage([newest, backfill], hours(3))
+    chart = lag_chart(cells)
+    assert chart.latest == 0 and chart.measured_at == T0 + 5 * H
+    assert chart.latest_total == 0
+    assert ">0 records<" in svg.lag_legend(chart, "partitions")
+    page = pages.pipeline(view_of(Overview("d", "kafka", "interval", "manual", False), cells,
+                                  [newest, backfill],
+                                  checkpoint={"positions": {"t:0": 10}, "run_id": "new",
+                                              "interval_end": T0 + 3 * H}), "/s", "")
+    table = page.split('id="checkpoint"', 1)[1].split("</table>", 1)[0]
+    assert '<td class="n">0 records</td>' in table and "2,045" not in table
+    assert "planned 2024-05-01 05:00:00" in page

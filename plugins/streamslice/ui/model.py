@@ -172,21 +172,35 @@ class LagChart:
     high: list[float | None]
     others_count: int
     total: list[float | None]
+    latest: int | None = None  # the column of the run planned last (tile, legend, positions)
+    measured_at: int | None = None  # when that run was planned (it started), epoch ms
 
     @property
     def latest_total(self) -> float | None:
+        if self.latest is not None:
+            return self.total[self.latest]
         return next((v for v in reversed(self.total) if v is not None), None)
+
+    def at_latest(self, values: list[float | None]) -> float | None:
+        """A line's figure at the run planned last (not the newest interval: a backfill of an
+        old interval is planned after it, and its lag is the one measured last)."""
+        if self.latest is not None:
+            return values[self.latest]
+        return next((v for v in reversed(values) if v is not None), None)
 
 
 def lag_chart(cells: list[Cell], top: int = TOP_SPLITS) -> LagChart | None:
     columns: list[dict[str, float]] = []  # per column: split key → lag
     peak: dict[str, float] = {}
     unit: LagUnit = "records"
-    for cell in cells:
+    latest: tuple[int, int] | None = None  # (started_at, column) of the run planned last
+    for i, cell in enumerate(cells):
         run = cell.run
         by_split = ((run.metrics or {}).get("lag_by_split") or {}) if run else {}
         if by_split and run:
             unit = run.lag_unit or unit
+            if latest is None or (run.started_at or 0) >= latest[0]:
+                latest = (run.started_at or 0, i)
         values = {k: float(v) for k, v in by_split.items() if v is not None}
         for key, value in values.items():
             if value > peak.get(key, -1.0):
@@ -208,7 +222,9 @@ def lag_chart(cells: list[Cell], top: int = TOP_SPLITS) -> LagChart | None:
         high.append(max(rest) if rest else None)
         total.append(float(folded(values.values())) if values else None)
     return LagChart(unit=unit, lines=lines, low=low, high=high,
-                    others_count=len(peak) - len(named), total=total)
+                    others_count=len(peak) - len(named), total=total,
+                    latest=latest[1] if latest else None,
+                    measured_at=latest[0] if latest and latest[0] else None)
 
 
 Level = Literal["ok", "warn", "bad", "idle"]

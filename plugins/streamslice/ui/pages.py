@@ -251,9 +251,11 @@ def _tiles(view: PipelineView, chart: LagChart | None, span: Callable[[Cell], st
         tiles.append(("Latest run", span(newest) if newest else "—",
                       newest.status if newest else "none yet"))
     lag = chart.latest_total if chart else None
+    when = f", planned {axis.when(chart.measured_at, tz, seconds=True)}" \
+        if chart and chart.measured_at else ""
     tiles.append(("Lag at the last plan", lag_text(lag, chart.unit) if chart else "—",
                   ("worst of all " if chart and chart.unit == "ms" else "all ") +
-                  view.splits_name if chart else "no figures yet"))
+                  view.splits_name + when if chart else "no figures yet"))
     records = sum(c.records or 0 for c in cells)
     tiles.append(("Records in view", _num(records), f"{len(cells)} "
                   f"{'intervals' if view.row.mode == 'interval' else 'batches'}"))
@@ -303,8 +305,10 @@ def _checkpoint(view: PipelineView) -> str:
             what = f"Last interval committed: ending <b>{escape(axis.when(end, tz))}</b>"
     else:
         what = f"Batch <b>#{escape(str(cp.get('batch')))}</b>"
+    chart = lag_chart(view.cells)  # the lag of the run planned last, as tile and legend
+    measured = view.cells[chart.latest].run if chart and chart.latest is not None else None
     rows = checkpoint_rows(cp, view.plan_splits, view.row.source,
-                           view.recent[-1] if view.recent else None)
+                           measured or (view.recent[-1] if view.recent else None))
     body = "".join(
         f'<tr{" class=more" if i >= POSITIONS_SHOWN else ""}><td>{escape(r["split"])}</td>'
         f'<td>{_position(r["next"])}</td><td>{_position(r["planned_end"])}</td>'
@@ -319,7 +323,8 @@ def _checkpoint(view: PipelineView) -> str:
             f'{view.splits_name} continues, furthest behind first (click a position to copy '
             f'it):</p><table id="checkpoint" class="collapsed"><tr><th>'
             f'{escape(view.split_noun[0].capitalize())}</th>'
-            '<th>Next position</th><th>Last plan ended at</th><th class=n>Lag (last run)</th>'
+            '<th>Next position</th><th>Last plan ended at</th>'
+            '<th class=n>Lag (at the last plan)</th>'
             f'</tr>{body}</table>{more}')
 
 

@@ -183,13 +183,14 @@ def _segments(values: list[float | None]) -> list[list[tuple[int, float]]]:
 
 
 def lag_legend(chart: LagChart | None, name: str) -> str:
-    """The named lines with their latest value, then "others" with how many it folds."""
+    """The named lines with their value at the last plan (``LagChart.at_latest``), then
+    "others" with how many it folds."""
     if chart is None:
         return ""
 
     def latest(values: list[float | None]) -> str:
-        v = next((x for x in reversed(values) if x is not None), None)
-        return lag_text(v, chart.unit)
+        assert chart is not None
+        return lag_text(chart.at_latest(values), chart.unit)
     rows = [f'<li><i style="background:{PALETTE[n % len(PALETTE)]}"></i>'
             f'<span class="k" title="{escape(key)}">{escape(key)}</span>'
             f'<span class="v">{latest(values)}</span></li>'
@@ -201,5 +202,5 @@ def lag_legend(chart: LagChart | None, name: str) -> str:
     how = "worst" if chart.unit == "ms" else "sum"
     rows.append(f'<li class="total"><i></i><span class="k">all {name} ({how})</span>'
                 f'<span class="v">{latest(chart.total)}</span></li>')
-    head = '<li class="head"><span class="k"></span><span class="v">latest</span></li>'
+    head = '<li class="head"><span class="k"></span><span class="v">at the last plan</span></li>'
     return f'<ul class="lag-legend">{head}{"".join(rows)}</ul>'

@@ -14,8 +14,10 @@ backfill refuses every new one until the sweep counts it as abandoned, 2 minutes
 creation, and the next try can leave another. So the wrapper waits on what matters, its runs,
 then closes its backfill itself on the scheduler's own condition, in one conditional UPDATE; it
 closes a finished backfill that stands in its way the same way and removes an empty one its own
-failed try left. A backfill with a run queued or running is never touched: that is refused
-with a clear message."""
+failed try left. A try can also fail on the lock after its runs were committed: a backfill
+created since such a try of ours, with runs queued or running, is ours and is followed. Any
+other backfill with a run queued or running is never touched: that is refused with a clear
+message."""
 from __future__ import annotations
 
 import subprocess
@@ -144,6 +146,7 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
     # (Airflow counts it as abandoned 2 minutes after its creation; closed here then).
     deadline = time.monotonic() + SETUP_WAIT_S
     waiting = None
+    locked_since = None  # when our first try that met SQLite's lock began
     while True:
         since = datetime.now(timezone.utc) - timedelta(seconds=1)
         out = _airflow(*args, check=False)
@@ -152,6 +155,12 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
         text = out.stderr + out.stdout
         if "AlreadyRunningBackfill" in text:
             busy = _open_backfill_runs(dag_id)
+            if busy and locked_since and _open_backfill_runs(dag_id, locked_since):
+                # A try of ours failed on the lock after its runs were committed: the backfill
+                # in the way is ours, with our range and reprocess behaviour; follow its runs.
+                _say(say, f"backfill {dag_id}: the metadata database was busy, but the try "
+                          "created its runs; following them")
+                return
             if busy:
                 raise StreamsliceError(
                     f"another backfill of {dag_id} is still running ({busy} runs queued or "
@@ -162,6 +171,7 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
                 continue
             now = "another backfill of it has no runs (being created, or left by a failed try)"
         elif "database is locked" in text:
+            locked_since = locked_since or since
             # SQLite cannot wait out a write after a read that another writer overtook, so
             # `backfill create` can fail after it committed the backfill but before its runs
             # (and Airflow's clean-up then fails the same way): remove that empty backfill.
@@ -235,14 +245,17 @@ def _write_db(statement: Any) -> int:
         return 0
 
 
-def _open_backfill_runs(dag_id: str) -> int:
-    """Queued or running runs of the DAG's backfills that are not marked complete."""
+def _open_backfill_runs(dag_id: str, created_since: datetime | None = None) -> int:
+    """Queued or running runs of the DAG's backfills that are not marked complete (and were
+    created since ``created_since``, when given)."""
     from airflow.models.backfill import Backfill
     from airflow.models.dagrun import DagRun
     from sqlalchemy import func, select
     query = select(func.count(DagRun.id)).join(Backfill, DagRun.backfill_id == Backfill.id).where(
         Backfill.dag_id == dag_id, Backfill.completed_at.is_(None),
         DagRun.state.in_(["queued", "running"]))
+    if created_since is not None:
+        query = query.where(Backfill.created_at >= created_since)
     return _read_db(lambda session: session.scalar(query), 0)
 
 

@@ -110,8 +110,8 @@ def test_both_write_paths_stage_the_same_data(spark, broker, tmp_path, case):
     assert direct.summaries() == sparks.summaries()
     figures = verify(plan, direct)
     assert figures == verify(plan, sparks) and figures["records"] > 0
-    dead = [ds.dataset(files(s, "_dead_letter")).to_table().sort_by("offset").to_pylist()
-            if files(s, "_dead_letter") else [] for s in (direct, sparks)]
+    dead = [ds.dataset(files(s, "_dead_letter", ".dlq")).to_table().sort_by("offset").to_pylist()
+            if files(s, "_dead_letter", ".dlq") else [] for s in (direct, sparks)]
     assert dead[0] == dead[1] and bool(dead[0]) == case.startswith("json")
 
     order = [("partition", "ascending"), ("offset", "ascending")]

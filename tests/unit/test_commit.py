@@ -125,8 +125,7 @@ def test_trash_a_crash_left_is_removed_and_dead_letters_live_outside_the_dataset
     (crashed / "old.parquet").write_bytes(b"old rows")
     st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
     dead = pa.table({"value": [b"x"], "error": ["bad"]})
-    (tmp_path / "staging" / "_dead_letter").mkdir()
-    pq.write_table(dead, tmp_path / "staging" / "_dead_letter" / "split-00000.parquet")
+    st.write_dead_letters(0, dead)
     sums = good_summaries(plan)
     sums[0]["dead_letters"] = 1
     st.write_summary(0, sums[0])
@@ -137,6 +136,8 @@ def test_trash_a_crash_left_is_removed_and_dead_letters_live_outside_the_dataset
     assert pq.read_table(manifest["dead_letter_uri"]).num_rows == 1
     assert sorted(p.name for p in (tmp_path / "ds" / "batch=00000001").iterdir()) == \
         ["_manifest.json", "part-0.parquet"]
+    # the work area holds Parquet, but none that a glob of the whole output reads as data
+    assert list((tmp_path / "_streamslice").rglob("*.parquet")) == []
 
 
 def test_any_publish_removes_the_trash_of_partitions_in_place_again(tmp_path):

@@ -3,7 +3,8 @@
 ``<dataset>/_staging/<partition>/<attempt>/``
   ``data/``                      records: ``part-N.parquet`` per split, moved in by the reader
                                  (``reading.sink``), or files Spark's own committer wrote
-  ``_dead_letter/split-N.parquet``  records that failed to decode, written by the reader
+  ``_dead_letter/split-N.dlq``     records that failed to decode, written by the reader: Parquet
+                                 named so that no ``**/*.parquet`` glob takes them for data
   ``_summary/split-N.json``        what the reader saw for split N, written when it finishes
   ``_tmp/``                        data files being written, moved to ``data/`` when complete
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ..aws import AwsAuth
 
 DATA, DEAD_LETTER, SUMMARY, TMP = "data", "_dead_letter", "_summary", "_tmp"
+DLQ = "dlq"  # the dead letters' extension: Parquet files, kept out of a reader's *.parquet glob
 
 
 def split_file(split_id: int, ext: str) -> str:
@@ -92,7 +94,7 @@ class Staging:
         self._write_atomic(self._path(SUMMARY, split_file(split_id, "json")), write)
 
     def write_dead_letters(self, split_id: int, table: pa.Table | None) -> None:
-        path = self._path(DEAD_LETTER, split_file(split_id, "parquet"))
+        path = self._path(DEAD_LETTER, split_file(split_id, DLQ))
         if table is None or table.num_rows == 0:
             if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
                 self.fs.delete_file(path)
@@ -116,14 +118,14 @@ class Staging:
         return out
 
     def dead_letter_rows(self) -> int:
-        files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(".parquet")]
+        files = [i.path for i in self._list(DEAD_LETTER) if i.base_name.endswith(f".{DLQ}")]
         return sum(pq.read_metadata(p, filesystem=self.fs).num_rows for p in files)
 
     def dead_letter_reasons(self, limit: int = 3) -> list[str]:
         """The first ``limit`` dead letters' reasons, by split."""
         reasons: list[str] = []
         files = sorted(i.path for i in self._list(DEAD_LETTER)
-                       if i.base_name.endswith(".parquet"))
+                       if i.base_name.endswith(f".{DLQ}"))
         for path in files:
             if len(reasons) >= limit:
                 break

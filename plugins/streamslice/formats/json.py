@@ -438,14 +438,24 @@ _RFC3339 = msgspec.json.Decoder(datetime)
 _RFC3339_NTZ = msgspec.json.Decoder(Annotated[datetime, msgspec.Meta(tz=False)])
 
 
+# The ISO 8601 shapes Spark's stringToTimestamp reads too: a calendar date with dashes, an
+# hour with optional minutes and seconds behind ``T`` or a blank, then an optional offset.
+# ``fromisoformat`` also reads basic (``20240501T100000``) and week (``2024-W18-3``) forms,
+# which from_json refuses; so do we.
+_EXTENDED = re.compile(r"\s*\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}(?::\d{2}(?::\d{2}(?:[.,]\d+)?)?)?)?"
+                       r"\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?\s*")
+
+
 def _text_time(value: str, decoder: msgspec.json.Decoder) -> datetime:
     """RFC 3339 as msgspec reads it (the fast decoder reads those natively, rounding a
     seventh fractional digit), else what ``datetime.fromisoformat`` reads (which truncates
-    it): one rule for both decoders."""
+    it) of the shapes Spark reads: one rule for both decoders."""
     try:
         parsed: datetime = decoder.decode(msgspec.json.encode(value))
         return parsed
     except msgspec.MsgspecError:
+        if not _EXTENDED.fullmatch(value):
+            raise ValueError(value) from None
         return datetime.fromisoformat(value.strip())
 
 

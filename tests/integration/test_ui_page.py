@@ -389,7 +389,10 @@ def test_a_stale_pipeline_whose_scheduler_stopped_is_marked_and_alerted(scene, b
     page, errors = open_page(browser, server, "admin", f"/streamslice/pipelines/{stale.name}")
     tile = page.locator(".tile", has_text="Data age").inner_text()
     assert "STALE: limit 2 h" in tile
-    assert page.locator("#headline").inner_text().startswith("Airflow was due to start")
+    said = page.locator("#headline").inner_text()
+    assert said.startswith("Airflow was due to start")
+    assert re.search(r"The newest complete data is \d+ d \d+ h old, past its freshness limit "
+                     r"of 2 h\.", said), said
     alerts = page.locator("section", has_text="Alerts").locator("tr", has_text="stale")
     assert alerts.count() == 1
     assert "complete to 2024-05-01T02:00:00.000Z; freshness limit 2 h" in alerts.inner_text()

@@ -424,3 +424,15 @@ def test_tile_legend_and_positions_give_the_lag_of_the_run_planned_last():
     table = page.split('id="checkpoint"', 1)[1].split("</table>", 1)[0]
     assert '<td class="n">0 records</td>' in table and "2,045" not in table
     assert "planned 2024-05-01 05:00:00" in page
+
+
+def test_stale_data_is_said_in_the_headline_after_a_stall():
+    cells = coverage([run("a", "success", T0, 1)], hours(1))
+    told = headline(cells, "interval", False, stale="3 d old, past its freshness limit of 2 h")
+    assert told.level == "bad" and told.text == (
+        "The newest complete data is 3 d old, past its freshness limit of 2 h.")
+    both = headline(cells, "interval", False, overdue="May 1 01:00", stale="3 d old, past "
+                    "its freshness limit of 2 h")
+    assert both.text.startswith("Airflow was due to start the next run at May 1 01:00")
+    assert "has not: is its scheduler running (and not out of pool slots)? The newest " \
+        "complete data is 3 d old" in both.text

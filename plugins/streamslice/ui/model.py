@@ -237,17 +237,24 @@ class Headline:
 
 
 def headline(cells: list[Cell], mode: str, paused: bool, span: Any = lambda c: "",
-             manual: bool = False, overdue: str | None = None) -> Headline:
+             manual: bool = False, overdue: str | None = None,
+             stale: str | None = None) -> Headline:
     """The one sentence an operator reads first: what needs doing, else that all is well.
     ``span(cell)`` names a cell's interval or batch in words; ``manual``: no schedule;
     ``overdue``: since when Airflow's next scheduled run is overdue (``Overview.overdue``),
-    said first: nothing new arrives until that is fixed."""
+    said first: nothing new arrives until that is fixed; ``stale``: the data's age past
+    its freshness limit, in words, said next."""
     told = headline_in_view(cells, mode, paused, span, manual)
-    if overdue is None:
+    first = []
+    if overdue is not None:
+        first.append(f"Airflow was due to start the next run at {overdue} and has not: is its "
+                     "scheduler running (and not out of pool slots)?")
+    if stale is not None:
+        first.append(f"The newest complete data is {stale}.")
+    if not first:
         return told
-    stalled = (f"Airflow was due to start the next run at {overdue} and has not: is its "
-               "scheduler running (and not out of pool slots)?")
-    return Headline("bad", f"{stalled} {told.text}" if told.level != "ok" else stalled)
+    said = " ".join(first)
+    return Headline("bad", f"{said} {told.text}" if told.level != "ok" else said)
 
 
 def headline_in_view(cells: list[Cell], mode: str, paused: bool, span: Any,

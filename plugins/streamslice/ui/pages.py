@@ -64,6 +64,15 @@ def _run_link(airflow: str, dag_id: str, run_id: str, task: str | None = None) -
     return f"{url}/tasks/{quote(task, safe='')}" if task else url
 
 
+def _stale(row: Overview) -> str | None:
+    """``939 d 6 h old, past its freshness limit of 2 h``, or None while fresh."""
+    now = int(time.time() * 1000)
+    if not row.stale(now) or row.freshness is None:
+        return None
+    return (f"{duration_text(row.data_age(now) or 0)} old, past its freshness limit of "
+            f"{duration_text(row.freshness)}")
+
+
 def _age(row: Overview, now: int, tz: tzinfo) -> str:
     """How old the newest complete data is, with up to when and the limit on hover; in red
     past the pipeline's ``alerts.freshness``."""
@@ -174,7 +183,8 @@ def pipeline(view: PipelineView, base: str, airflow: str) -> str:
     counts = {s: sum(c.status == s for c in cells) for s in svg.COLORS}
     top = headline(cells, row.mode, row.paused, lambda c: axis.short(c.start, tz),
                    manual=row.schedule == "manual",
-                   overdue=axis.short(view.overdue, tz) if view.overdue is not None else None)
+                   overdue=axis.short(view.overdue, tz) if view.overdue is not None else None,
+                   stale=_stale(row))
     zone = axis.zone_label(tz, view.range_end)
     what = "interval" if interval else "batch"
     unit = chart.unit if chart else lag_unit(row.source)

@@ -29,9 +29,9 @@ def test_each_bad_file_is_one_error_and_the_good_one_still_loads(tmp_path, name)
     data, message = BAD_FILES[name]
     (tmp_path / "good.yaml").write_text(GOOD)
     (tmp_path / f"{name}.yaml").write_bytes(data)
-    started = time.monotonic()
+    started = time.process_time()  # CPU seconds: a busy machine does not slow them
     configs, errors = load_pipelines(tmp_path)
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
     assert [c.name for c in configs] == ["good"]
     assert len(errors) == 1 and message in str(errors[0])
     assert str(errors[0]).startswith(str(tmp_path / f"{name}.yaml"))

@@ -203,7 +203,7 @@ def _faults(store, q, body):
     return store.faults
 
 
-def handler(store, user):
+def handler(store, user):  # noqa: C901 - a flat dispatch over the registry API's routes
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 

@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line: one sentence, never a traceback
         if debug_requested(args.debug):
             traceback.print_exc()
         print(f"streamslice: {explain(exc, where)}", file=sys.stderr)

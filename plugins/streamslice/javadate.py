@@ -22,7 +22,7 @@ NUMERIC = set("yMdHhkKmsSDu")
 SUPPORTED = NUMERIC | set("aEXZzG")
 
 
-def parse_java_date_ms(text: str, pattern: str, now: datetime | None = None) -> int:
+def parse_java_date_ms(text: str, pattern: str, now: datetime | None = None) -> int:  # noqa: C901 - a dispatch over Java's pattern letters
     """``text`` in ``pattern`` → epoch ms; ValueError naming what did not match."""
     regex, fields = compile_pattern(pattern)
     m = regex.fullmatch(str(text).strip())

@@ -127,7 +127,7 @@ def landed(cfg):
     return out
 
 
-def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch, tmp_path):
+def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch, tmp_path):  # noqa: C901 - a test: produce, derive the truth, run, compare
     """The same over a real Kinesis-compatible server, whose arrival times are its own: runs of
     4-second intervals read by arrival time widened by the bounds (1s each way); records whose
     ``event_time`` is up to 6s either side of their arrival. Every record whose interval ran

@@ -60,7 +60,7 @@ def send(cfg: PipelineConfig, alert: Alert, context: dict[str, Any] | None = Non
                 notifier.notify(ctx)
             except NotImplementedError:  # an async-only notifier
                 asyncio.run(notifier.async_notify(ctx))
-        except Exception as exc:  # a broken notifier must not turn into a failed run
+        except Exception as exc:  # noqa: BLE001 - a broken notifier must not turn into a failed run
             log.error("delivering the %s alert via %s failed: %s", alert.kind,
                       spec.get("class") or spec["type"], exc)
 
@@ -77,7 +77,7 @@ def record(cfg: PipelineConfig, alert: Alert, context: dict[str, Any] | None) ->
                   {"at": now, "kind": alert.kind, "message": alert.message,
                    "run_id": alert.run_id, "task": alert.details.get("task"),
                    "error_kind": alert.details.get("error_kind")})
-    except Exception as exc:  # no state here (deadline callbacks) or it failed: log only
+    except Exception as exc:  # noqa: BLE001 - no state here (deadline callbacks) or it failed: log only
         log.debug("alert not recorded in the asset state: %s", exc)
 
 

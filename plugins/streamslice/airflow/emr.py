@@ -158,7 +158,7 @@ def cancel_job_run(aws_conn_id: str | None, job: dict[str, str], hook: Any = Non
             return
         hook.conn.cancel_job_run(applicationId=job["application_id"], jobRunId=job["job_id"])
         log.info("EMR Serverless job run %s cancelled (was %s)", job["job_id"], state)
-    except Exception as exc:  # the task fails (or is killed) anyway; say why it was not
+    except Exception as exc:  # noqa: BLE001 - a cleanup: the task fails anyway, say why it was not
         log.warning("could not cancel EMR Serverless job run %s: %s", job["job_id"], exc)
 
 
@@ -181,7 +181,7 @@ class EmrJobRunTrigger(EmrServerlessStartJobTrigger):
                              self.status_queries)
         except asyncio.CancelledError:
             raise  # a user's clear or kill: the triggerer calls on_kill (Airflow 3.3)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure is the trigger's failure event
             yield TriggerEvent({"status": "failure", "message": str(exc),
                                 self.return_key: self.return_value})
             return

@@ -61,7 +61,7 @@ def check_freshness(pipeline_files: list[str], **context: Any) -> dict[str, str]
     for path in pipeline_files:
         try:
             cfg = load_pipeline(path)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one broken file must not stop the others' check
             log.warning("freshness: %s", exc)
             continue
         assert cfg.alerts is not None

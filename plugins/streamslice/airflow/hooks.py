@@ -113,7 +113,7 @@ def connection(conn_id: str, field: str) -> Connection:
         try:
             from airflow.models.connection import Connection as Stored
             return Stored.get_connection_from_secrets(conn_id)
-        except Exception:  # not there either, or no database to ask in this process
+        except Exception:  # noqa: BLE001 - not there either, or no database to ask in this process
             pass
         from ..errors import ConfigError
         example = EXAMPLES[TYPES.get(field, "generic")]

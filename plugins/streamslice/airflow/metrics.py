@@ -32,5 +32,5 @@ def emit(figures: list[Figure], pipeline: str, source: str) -> None:
                     stats.gauge(stat, figure.value, tags=its_tags)
                 else:
                     stats.timing(stat, figure.value, tags=its_tags)
-    except Exception as exc:  # a metrics backend must not fail the run
+    except Exception as exc:  # noqa: BLE001 - a metrics backend must not fail the run
         log.warning("sending streamslice metrics for %s failed: %s", pipeline, exc)

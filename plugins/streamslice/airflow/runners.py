@@ -63,7 +63,7 @@ def _run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str, properties: dict
         from ..spark.session import spark_session
         try:
             spark = spark_session(master=cfg.spark.master, conf=cfg.spark.conf)
-        except Exception as exc:  # a JVM that cannot start: one line, not Py4J's traceback
+        except Exception as exc:  # noqa: BLE001 - a JVM that cannot start: one line, not Py4J's traceback
             raise unwrap(exc) from None
         run_read(spark, plan, staging_uri, properties=properties, options=options)
     elif cfg.spark.runner == "connect":

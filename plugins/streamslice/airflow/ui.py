@@ -225,7 +225,7 @@ def action(dag_id: str, name: str, body: ActionBody) -> dict[str, str]:
                                       running)
     except StreamsliceError as exc:
         raise HTTPException(status_code=409, detail=str(exc)) from None
-    except Exception as exc:  # the source's own answer, in one line
+    except Exception as exc:  # noqa: BLE001 - the source's own answer, in one line
         raise HTTPException(status_code=502, detail=(str(exc).splitlines() or [""])[0][:300]
                             ) from None
     log.warning("streamslice page: %s on %s: %s", name, dag_id, done)
@@ -275,7 +275,7 @@ def _pipeline_of(extra: dict[str, Any]) -> PipelineConfig | None:
         return None
     try:
         return load_pipeline(extra["pipeline_file"])
-    except Exception as exc:  # the page still shows everything else
+    except Exception as exc:  # noqa: BLE001 - the page still shows everything else
         log.warning("streamslice page: %s", exc)
         return None
 

@@ -166,7 +166,7 @@ def time_zone(dag: SerializedDAG | None) -> str:
     try:
         return str((timetable.serialize() if timetable is not None else {}).get("timezone")
                    or "UTC")
-    except Exception:  # a timetable that does not serialize its zone
+    except Exception:  # noqa: BLE001 - a timetable that does not serialize its zone
         return "UTC"
 
 

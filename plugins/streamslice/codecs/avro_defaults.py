@@ -21,7 +21,7 @@ from .avro import AvroSchemaError
 _NUMBERS = {"int", "long", "float", "double"}
 
 
-def bytes_defaults(schema: Any, named: dict[str, Any]) -> None:
+def bytes_defaults(schema: Any, named: dict[str, Any]) -> None:  # noqa: C901 - a dispatch over the Avro spec's default rules
     """Every field default of a parsed reader ``schema`` (fastavro's ``parse_schema`` output:
     full names, ``named`` its named types) with bytes where the spec means bytes."""
     walked: set[int] = set()

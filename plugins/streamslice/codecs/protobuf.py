@@ -59,7 +59,7 @@ def new_pool() -> Any:
 def add_registered(pool: Any, registered: Registered, name: str = "main.proto") -> Any:
     """A registry's schema (base64 FileDescriptorProto, as Confluent serves it with
     ``format=serialized``) and its references into ``pool`` → the main file's descriptor."""
-    from google.protobuf import descriptor_pb2
+    from google.protobuf import descriptor_pb2, message
     for ref_name, ref in registered.references:
         try:
             pool.FindFileByName(ref_name)
@@ -68,7 +68,7 @@ def add_registered(pool: Any, registered: Registered, name: str = "main.proto") 
     try:
         proto = descriptor_pb2.FileDescriptorProto.FromString(
             base64.b64decode(registered.text, validate=True))
-    except Exception:
+    except (ValueError, TypeError, message.Error):  # not base64 (binascii.Error), DecodeError
         raise ProtobufSchemaError(
             f"{registered.name} is not a serialized descriptor (.proto text needs protoc: "
             "give the compiled descriptor set as format.descriptor_set)") from None
@@ -78,17 +78,17 @@ def add_registered(pool: Any, registered: Registered, name: str = "main.proto") 
     except KeyError:
         try:
             pool.Add(proto)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the pool's error varies by backend (upb, cpp, python)
             raise ProtobufSchemaError(f"{registered.name}: {exc}") from None
     return pool.FindFileByName(proto.name)
 
 
 def add_descriptor_set(pool: Any, data: bytes) -> list[Any]:
     """A compiled descriptor set (``protoc --include_imports -o``) into ``pool``."""
-    from google.protobuf import descriptor_pb2
+    from google.protobuf import descriptor_pb2, message
     try:
         files = descriptor_pb2.FileDescriptorSet.FromString(data).file
-    except Exception as exc:
+    except (TypeError, message.Error) as exc:  # DecodeError; TypeError: not bytes
         raise ProtobufSchemaError(f"not a compiled descriptor set: {exc}") from None
     out = []
     for proto in files:
@@ -97,7 +97,7 @@ def add_descriptor_set(pool: Any, data: bytes) -> list[Any]:
         except KeyError:
             try:
                 pool.Add(proto)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the pool's error varies by backend (upb, cpp, python)
                 raise ProtobufSchemaError(f"descriptor set file {proto.name}: {exc}") from None
             out.append(pool.FindFileByName(proto.name))
     return out
@@ -342,7 +342,7 @@ class ProtobufCodec(Codec):
                 if v is not None:
                     try:
                         pa.array([v], self.type)
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - pyarrow's errors vary by type: the row's own reason
                         errors[row] = f"value does not fit {self.type}: {str(exc)[:200]}"
                         v = None
                 out.append(v)

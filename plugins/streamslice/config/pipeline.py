@@ -169,7 +169,7 @@ def load_pipelines(folder: str | os.PathLike[str]
             configs.append(load_pipeline(path))
         except ConfigError as exc:
             errors.append(exc)
-        except Exception as exc:  # a file must never take the other pipelines down with it
+        except Exception as exc:  # noqa: BLE001 - a file must never take the other pipelines down
             errors.append(ConfigError(f"cannot be loaded: {type(exc).__name__}: {exc}",
                                       file=str(path)))
     names: dict[str, str] = {}
@@ -181,7 +181,7 @@ def load_pipelines(folder: str | os.PathLike[str]
     return configs, errors
 
 
-def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipeline",
+def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipeline",  # noqa: C901 - the YAML's top-level keys, one check each
                    project_root: str | None = None) -> PipelineConfig:
     try:
         data = yamlfile.load(text)
@@ -402,7 +402,7 @@ def _decoding(f: Fields) -> Decoding:
     return dec
 
 
-def _output(f: Fields, root: str) -> Output:
+def _output(f: Fields, root: str) -> Output:  # noqa: C901 - the output section's keys, one check each
     path = f.str("path", "output")
     if "://" not in path and not os.path.isabs(path):
         path = os.path.normpath(os.path.join(root, path))

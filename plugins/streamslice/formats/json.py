@@ -299,7 +299,7 @@ def _converter(typ: pa.DataType, epoch: str = "seconds") -> Conv:
     return conv
 
 
-def _nonnull_converter(typ: pa.DataType, epoch: str) -> Conv:
+def _nonnull_converter(typ: pa.DataType, epoch: str) -> Conv:  # noqa: C901 - a flat dispatch over Arrow's types
     if pa.types.is_struct(typ):
         children = [(f.name, _converter(f.type, epoch), f.nullable) for f in typ]
 
@@ -340,7 +340,7 @@ def _nonnull_converter(typ: pa.DataType, epoch: str) -> Conv:
     return _scalar(typ, epoch)
 
 
-def _scalar(typ: pa.DataType, epoch: str = "seconds") -> Conv:
+def _scalar(typ: pa.DataType, epoch: str = "seconds") -> Conv:  # noqa: C901 - a flat dispatch over Arrow's scalar types
     label = _LABELS.get(typ, spark_type(typ))
 
     def check(ok: Callable[[Any], bool], make: Callable[[Any], Any] = lambda v: v) -> Conv:
@@ -564,7 +564,7 @@ def _msgspec_record(schema: pa.Schema | pa.StructType, native: bool,
     return TypedDict(f"Record{next(_counter)}", fields, total=False)  # type: ignore[operator]
 
 
-def _msgspec_type(typ: pa.DataType, native: bool, epoch: str = "seconds") -> Any:
+def _msgspec_type(typ: pa.DataType, native: bool, epoch: str = "seconds") -> Any:  # noqa: C901 - a flat dispatch over Arrow's types
     if pa.types.is_struct(typ):
         return _msgspec_record(typ, native, epoch)
     if pa.types.is_list(typ):

@@ -119,7 +119,7 @@ class JsonSchemaCodec(Codec):
         return arrays
 
 
-def arrow_type(s: Any, path: str, root: dict[str, Any], depth: int = 0) -> pa.DataType:
+def arrow_type(s: Any, path: str, root: dict[str, Any], depth: int = 0) -> pa.DataType:  # noqa: C901 - a dispatch over JSON Schema's keywords
     where = path or "the top level"
     if depth > 32:
         raise ValueError(f"{where}: nested too deeply (a recursive $ref?)")

@@ -17,7 +17,7 @@ CLIENTS = ("confluent-kafka", "kafka-python")
 AUTHS = ("msk_iam",)  # else the client properties' own SASL/SSL settings
 
 
-def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
+def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:  # noqa: C901 - the kafka section's keys, one check each
     """``f`` is a Fields over the kafka mapping. Returns the KafkaSource's fields."""
     servers = f.parse("bootstrap_servers", check_bootstrap_servers, None)
     conn_id = f.str("conn_id", None)

@@ -60,7 +60,7 @@ def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
                           field=f"{f.path}.flink_properties") from None
 
 
-def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict[str, Any]:
+def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict[str, Any]:  # noqa: C901 - the kinesis section's keys, one check each
     if flink is not None:
         from .flink import flink_to_native
         try:

@@ -36,7 +36,7 @@ def subscribe(client: Any, split: KinesisSplit, consumer_arn: str, settings: Pol
                             backoff, retry_on=RECOVERABLE, sleep=sleep, passthrough=NOT_IN_SHARD,
                             ConsumerARN=consumer_arn, ShardId=split.shard_id,
                             StartingPosition=position.starting_position())
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - not_in_shard re-raises what it does not name
                 raise not_in_shard(exc, split, position) from None
             stream = resp["EventStream"]
             try:
@@ -57,7 +57,7 @@ def subscribe(client: Any, split: KinesisSplit, consumer_arn: str, settings: Pol
             failures = 0
         except StreamsliceError:  # ours (an unreachable stream, a start not in the shard)
             raise
-        except Exception as exc:  # the event stream broke: resubscribe where we were
+        except Exception as exc:  # noqa: BLE001 - the stream broke: classified by error_code below
             code = error_code(exc)
             failures += 1
             if failures > backoff.max_retries or (code not in RECOVERABLE and not _network(exc)):

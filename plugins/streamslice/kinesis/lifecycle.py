@@ -107,7 +107,7 @@ def consumers_section(source: KinesisSource, properties: Callable[[], dict[str, 
                              f"{int((now - created) // 60)} min"))
                 actions.append(leak_action(source, name, c["ConsumerName"],
                                            str(c["ConsumerStatus"]), in_use))
-    except Exception as exc:  # the page still shows everything else: one sentence here
+    except Exception as exc:  # noqa: BLE001 - the page still shows everything else
         what = (str(exc).splitlines() or [type(exc).__name__])[0][:240].rstrip(". ")
         return PageSection(title, columns, error=(
             f"Could not list the stream's consumers: {what}. Check that the stream can be "

@@ -72,7 +72,7 @@ def parents_of(shard: dict[str, Any]) -> list[str]:
     return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId")) if p]
 
 
-def plan_kinesis(source: KinesisSource, request: PlanRequest,
+def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - the per-shard cases of one plan, in the order read
                  client: Any = None) -> SourcePlan:
     """Next positions come from what the readers saw (``checkpoint.next_positions``), so the
     plan leaves them empty."""

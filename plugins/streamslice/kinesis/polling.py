@@ -90,7 +90,7 @@ def shard_iterator(client: Any, split: KinesisSplit, position: Position,
         resp = call(client.get_shard_iterator, f"GetShardIterator({split.shard_id})",
                     settings.backoff["get_shard_iterator"], passthrough=NOT_IN_SHARD,
                     **iterator_args(split_ref(split), split.shard_id, position))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - not_in_shard re-raises what it does not name
         raise not_in_shard(exc, split, position) from None
     iterator: str = resp["ShardIterator"]
     return iterator

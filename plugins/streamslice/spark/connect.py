@@ -77,7 +77,7 @@ def connect_session(remote: str, conf: dict[str, str] | None = None) -> Iterator
         yield spark
     except StreamsliceError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - Spark wraps every error: unwrap names ours
         raise unwrap(exc) from None
     finally:
         if spark is not None:
@@ -170,5 +170,5 @@ def _close(spark: Any, shared: bool) -> None:
 def _quietly(call: Any) -> None:
     try:
         call()
-    except Exception:  # best effort: the server may be gone
+    except Exception:  # noqa: BLE001 - a cleanup: the server may be gone
         pass

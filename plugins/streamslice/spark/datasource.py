@@ -223,7 +223,7 @@ def _spark_file(name: str) -> str | None:
     from pyspark import SparkFiles
     try:
         return SparkFiles.get(name)
-    except Exception:  # no SparkFiles root in this worker
+    except Exception:  # noqa: BLE001 - no SparkFiles root in this worker
         return None
 
 

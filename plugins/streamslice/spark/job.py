@@ -55,7 +55,7 @@ def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
             df = df.withColumn(name, _functions(spark).lit(value))
         (df.write.mode("overwrite").format(fmt).option("compression", compression)
          .save(staging.data_uri))
-    except Exception as exc:  # Spark wraps executor errors; surface ours with their kind
+    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors: unwrap names ours
         raise unwrap(exc) from None
     return staging.data_uri
 

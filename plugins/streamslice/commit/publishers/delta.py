@@ -95,7 +95,7 @@ class DeltaPublisher:
                 write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],
                                 mode="append", commit_properties=props,
                                 storage_options=storage)
-        except Exception as exc:  # delta-rs reports schema conflicts as generic errors
+        except Exception as exc:  # noqa: BLE001 - delta-rs reports schema conflicts as generic errors
             raise CommitError(f"Delta commit to {self.table_uri} failed: "
                               f"{type(exc).__name__}: {exc}") from None
         staging.fs.delete_dir(staging.root)

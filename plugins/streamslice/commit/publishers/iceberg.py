@@ -48,7 +48,7 @@ class IcebergPublisher:
         props = iceberg_properties(props, output.auth)  # output.aws: S3 FileIO, Glue
         try:
             self.catalog = load_catalog(name, **props)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - each catalog type raises its own errors
             raise CommitError(f"cannot open the Iceberg catalog ({props.get('type')}): "
                               f"{type(exc).__name__}: {exc}") from None
 
@@ -184,7 +184,7 @@ class IcebergPublisher:
         try:
             with table.update_schema() as update:
                 update.union_by_name(wanted)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - pyiceberg's errors vary by catalog
             raise CommitError(f"incompatible schema change for Iceberg table "
                               f"{self.identifier}: {exc}") from None
 

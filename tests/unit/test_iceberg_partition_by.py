@@ -128,7 +128,7 @@ def test_without_the_setting_a_table_is_taken_as_it_is(tmp_path):
 
 
 @pytest.mark.parametrize("value, fmt, message", [
-    ("days(event_time)", "delta", "output.partition_by: is for format iceberg"),
+    ("days(event_time)", "parquet", "output.partition_by: is for format iceberg"),
     ("bucket(16, id)", "iceberg", "'bucket(16, id)' is not a time transform of a column: "
                                   "hour(column), day(column), month(column), year(column)"),
     ("day(a.b)", "iceberg", "is not a time transform of a column"),

@@ -79,7 +79,7 @@ class Output:
     aws: AwsAuth = AwsAuth()  # how every process reaches S3 / a Glue catalog (no secrets)
     # strftime template of the interval's start: its folder (planning.layout); None: interval=…
     partition_path: str | None = None
-    partition_by: str | None = None  # iceberg: "day(event_time)" (a time transform)
+    partition_by: str | None = None  # iceberg, delta: "day(event_time)" (a time transform)
 
     def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
@@ -456,13 +456,14 @@ def _output(f: Fields, root: str) -> Output:  # noqa: C901 - the output section'
 def _partition_by(f: Fields, fmt: str) -> str | None:
     """``hour(col)``, ``day(col)``, ``month(col)`` or ``year(col)``: Iceberg's time transforms
     of a timestamp column of the records (checked against the records' schema at plan
-    time)."""
+    time); a Delta table is partitioned by a column of the transform's values."""
     value = f.str("partition_by", None)
     if value is None:
         return None
-    if fmt != "iceberg":
-        raise f.error("is for format iceberg (a partition spec with a time transform); "
-                      "folders take partition_path", "partition_by")
+    if fmt not in ("iceberg", "delta"):
+        raise f.error("is for format iceberg (a partition spec with a time transform) or delta "
+                      "(a partition column of it); folders take partition_path",
+                      "partition_by")
     from ..commit.publishers.transforms import parse_partition_by
     try:
         parse_partition_by(value)

@@ -117,7 +117,8 @@ class OutputTarget:
     # None: the partition's name (interval=…, batch=…) is its folder
     partition_path: str | None = None
     # An Iceberg table's partition spec: a time transform of a record column, "day(event_time)"
-    # (commit.publishers.iceberg); None: identity on the partition's name
+    # (commit.publishers.iceberg), or a Delta table's partition column of it (….delta); None:
+    # identity on the partition's name
     partition_by: str | None = None
 
     def folder(self, partition: str, interval: Interval | None) -> str:

@@ -4,8 +4,13 @@ The dataset folder is the table (or ``output.table``, a path or ``s3://`` URI), 
 the run's partition name. A run replaces its partition with an overwrite whose predicate is
 that partition (``mode=overwrite, predicate=…``), in one commit; an incremental batch also
 records a Delta application transaction (app id = pipeline, version = batch), Delta's own
-idempotent-writer mechanism. Commit info carries the pipeline, run id, plan id, end positions
-and the manifest, which is how a retry finds its own commit.
+idempotent-writer mechanism. With ``output.partition_by`` (``day(event_time)``) the table is
+partitioned by a column of that transform's values instead (``event_time_day``, computed here,
+``transforms.delta_partition_field``), so a time filter prunes; the run's replace stays the same
+one overwrite of the rows its predicate names (``streamslice_partition``): each file a run
+writes holds only that run's rows, so the replace removes whole files. Commit info carries the
+pipeline, run id, plan id, end positions and the manifest, which is how a retry finds its
+own commit.
 
 delta-rs cannot register files it did not write, so the staged Parquet is read and written
 again by delta-rs (streamed, batch by batch); the benchmark shows what that costs.
@@ -24,8 +29,11 @@ from ...lineage import location_dataset
 from . import PARTITION_COLUMN
 from .files import publish_dead_letters, staged_files
 from .tables import check_compatible, commit_properties, manifest_from, table_schema
+from .transforms import delta_partition_field, delta_partition_values, parse_partition_by
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
@@ -69,30 +77,35 @@ class DeltaPublisher:
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
         schema = table_schema(plan)
+        by = self.output.partition_by
+        if by:
+            schema = schema.append(delta_partition_field(by))
+        partition_by = [schema.names[-1]]  # streamslice_partition, or the time column
         storage = self.storage_options()
         exists = DeltaTable.is_deltatable(self.table_uri, storage)
         if exists:  # an incompatible schema fails here, before anything lands
-            existing = pa.schema(DeltaTable(self.table_uri, storage_options=storage)
-                                 .schema().to_arrow())
+            table = DeltaTable(self.table_uri, storage_options=storage)
+            self._check_partitioning(table.metadata().partition_columns, partition_by)
+            existing = pa.schema(table.schema().to_arrow())
             check_compatible(existing, schema, f"Delta table {self.table_uri}",
                              widen=False)  # delta-rs keeps a column's type
         publish_dead_letters(self.output, plan, staging)
         files = staged_files(staging)
         data = ds.dataset(files, format="parquet", filesystem=staging.fs) if files else None
-        reader = _batches(data, schema)
+        reader = _batches(data, schema, by)
         txns = [Transaction(app_id=plan.pipeline, version=plan.batch)] if plan.batch else None
         props = CommitProperties(custom_metadata=commit_properties(plan, manifest),
                                  app_transactions=txns)
         faults.check("table_commit")
         try:
             if exists:  # replace the partition, one commit
-                write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],
+                write_deltalake(self.table_uri, reader, partition_by=partition_by,
                                 mode="overwrite",
                                 predicate=f"{PARTITION_COLUMN} = '{plan.partition}'",
                                 schema_mode="merge", commit_properties=props,
                                 storage_options=storage)
             else:
-                write_deltalake(self.table_uri, reader, partition_by=[PARTITION_COLUMN],
+                write_deltalake(self.table_uri, reader, partition_by=partition_by,
                                 mode="append", commit_properties=props,
                                 storage_options=storage)
         except Exception as exc:  # noqa: BLE001 - delta-rs reports schema conflicts as generic errors
@@ -103,11 +116,33 @@ class DeltaPublisher:
         found = self.published_manifest(plan, latest=1) or self.published_manifest(plan)
         return found["published"] if found else {"uri": self.uri(plan)}
 
+    def _check_partitioning(self, have: list[str], wanted: list[str]) -> None:
+        """A table is partitioned as the pipeline says, or nothing is published (delta-rs would
+        refuse the write less plainly)."""
+        if have != wanted:
+            by = self.output.partition_by
+            raise CommitError(f"Delta table {self.table_uri} is partitioned by "
+                              f"{', '.join(have) or 'nothing'}, the pipeline by "
+                              f"{', '.join(wanted)}"
+                              f"{f' (output.partition_by: {by})' if by else ''}"
+                              "; nothing was published: write to a new table")
 
-def _batches(data: ds.Dataset | None, schema: pa.Schema) -> pa.RecordBatchReader:
-    """The staged records in the table's schema (streamed)."""
+
+def _batches(data: ds.Dataset | None, schema: pa.Schema, partition_by: str | None
+             ) -> pa.RecordBatchReader:
+    """The staged records in the table's schema (streamed), with the partition column of
+    ``output.partition_by`` computed from its record column when there is one."""
     if data is None:
         return pa.RecordBatchReader.from_batches(schema, iter(()))
-    scanner = data.scanner(columns=schema.names)
-    return pa.RecordBatchReader.from_batches(
-        schema, (b.cast(schema) if b.schema != schema else b for b in scanner.to_batches()))
+    records = schema.remove(len(schema) - 1) if partition_by else schema
+    scanner = data.scanner(columns=records.names)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for b in scanner.to_batches():
+            b = b.cast(records) if b.schema != records else b
+            if partition_by:
+                _, column = parse_partition_by(partition_by)
+                b = b.append_column(schema.field(len(schema) - 1),
+                                    delta_partition_values(partition_by, b.column(column)))
+            yield b
+    return pa.RecordBatchReader.from_batches(schema, batches())

@@ -1,12 +1,16 @@
-"""``output.partition_by``: an Iceberg table partitioned by a time transform of a record column
-(``day(event_time)``, ``hour(timestamp)``), so a filter on that column prunes partitions in
-every engine that reads Iceberg (Spark, Trino, Athena, DuckDB, pyiceberg), as Iceberg's hidden
-partitioning promises. The names are Iceberg's transforms (Spark's DDL says ``days(…)``)."""
+"""``output.partition_by``: a table partitioned by a time transform of a record column
+(``day(event_time)``, ``hour(timestamp)``). Iceberg partitions by the transform itself, so a
+filter on that column prunes partitions in every engine that reads Iceberg (Spark, Trino,
+Athena, DuckDB, pyiceberg), as Iceberg's hidden partitioning promises. Delta has no hidden
+transforms: the table gets a partition column ``<column>_<transform>`` holding the transform's
+value in UTC (``delta_partition_column``), which a filter names. The names are Iceberg's
+transforms (Spark's DDL says ``days(…)``)."""
 from __future__ import annotations
 
 import re
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import ConfigError
 
@@ -39,3 +43,29 @@ def iceberg_transform(name: str):  # type: ignore[no-untyped-def]
     from pyiceberg.transforms import DayTransform, HourTransform, MonthTransform, YearTransform
     return {"hour": HourTransform, "day": DayTransform, "month": MonthTransform,
             "year": YearTransform}[name]()
+
+
+def delta_partition_field(text: str) -> pa.Field:
+    """The Delta partition column ``output.partition_by`` stands for: ``event_time_day`` a DATE,
+    ``event_time_hour`` the text ``2024-05-01-01``, ``event_time_month`` ``2024-05`` (Iceberg's
+    own partition texts: they sort in time order, and DuckDB prunes on them, where it does not
+    on a TIMESTAMP partition), ``event_time_year`` the year as an INT."""
+    name, column = parse_partition_by(text)
+    typ = {"day": pa.date32(), "year": pa.int32()}.get(name, pa.string())
+    return pa.field(f"{column}_{name}", typ)
+
+
+def delta_partition_values(text: str, values: pa.Array | pa.ChunkedArray
+                           ) -> pa.Array | pa.ChunkedArray:
+    """The partition column's values for a batch's column ``values`` (timestamps or dates),
+    by UTC whatever the column's time zone; a null time gives a null partition value."""
+    name, _ = parse_partition_by(text)
+    if pa.types.is_date(values.type):
+        values = values.cast(pa.date32()).cast(pa.timestamp("s"))
+    elif values.type.tz is not None:
+        values = values.cast(pa.timestamp(values.type.unit))
+    if name == "day":
+        return values.cast(pa.date32())
+    if name == "year":
+        return pc.year(values).cast(pa.int32())
+    return pc.strftime(values, format="%Y-%m-%d-%H" if name == "hour" else "%Y-%m")

@@ -13,7 +13,8 @@ import pytest
 from devtools.duck import connect
 from streamslice.commit.protocol import publish_once
 from streamslice.commit.publishers.transforms import delta_partition_field, delta_partition_values
-from streamslice.errors import CommitError
+from streamslice.errors import CommitError, ConfigError
+from streamslice.planning.planner import check_columns
 from streamslice.reading.staging import Staging
 from tests.unit.test_iceberg_partition_by import DAY, T0, make_plan, stage, target
 
@@ -133,3 +134,15 @@ def test_values_are_utc_whatever_the_column_zone_and_a_null_time_has_no_partitio
         "day(t)", "hour(t)", "month(t)", "year(t)"))] == [
         ("t_day", pa.date32()), ("t_hour", pa.string()), ("t_month", pa.string()),
         ("t_year", pa.int32())]
+
+
+def test_a_record_column_named_like_the_partition_column_is_refused_at_plan_time(tmp_path):
+    clash = make_plan(target(tmp_path, fmt="delta"),
+                      schema=(("event_time", "timestamp"), ("Event_Time_Day", "string")))
+    with pytest.raises(ConfigError, match="the Delta table's partition column 'event_time_day' "
+                                          "would be a second column of that name"):
+        check_columns(clash)
+    check_columns(make_plan(target(tmp_path, "hour(event_time)", fmt="delta"),
+                            schema=(("event_time", "timestamp"), ("event_time_day", "string"))))
+    check_columns(make_plan(target(tmp_path),  # Iceberg's partition field is no column
+                            schema=(("event_time", "timestamp"), ("event_time_day", "string"))))

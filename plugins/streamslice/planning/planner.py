@@ -91,7 +91,7 @@ def check_columns(plan: ReadPlan) -> None:
     _check_folder_columns(plan, schema.names)
     if plan.output is not None and plan.output.partition_by:
         from ..commit.publishers.transforms import check_column
-        check_column(plan.output.partition_by, schema)
+        check_column(plan.output.partition_by, schema, delta=plan.output.format == "delta")
     if plan.interval is not None and plan.interval.event_time:
         from ..reading.event_time import EventTime
         EventTime.from_dict(plan.interval.event_time).field_type(decoder)

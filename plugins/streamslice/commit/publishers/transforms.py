@@ -27,8 +27,9 @@ def parse_partition_by(text: str) -> tuple[str, str]:
     return m.group(1).rstrip("s"), m.group(2)
 
 
-def check_column(text: str, schema: pa.Schema) -> None:
-    """The transform's column is a top-level timestamp or date column of the records."""
+def check_column(text: str, schema: pa.Schema, delta: bool = False) -> None:
+    """The transform's column is a top-level timestamp or date column of the records; on Delta
+    the partition column it adds is not one of theirs."""
     _, column = parse_partition_by(text)
     if column not in schema.names:
         raise ConfigError(f"output.partition_by: {text!r}: the records have no top-level column "
@@ -37,6 +38,12 @@ def check_column(text: str, schema: pa.Schema) -> None:
     if not (pa.types.is_timestamp(typ) or pa.types.is_date(typ)):
         raise ConfigError(f"output.partition_by: {text!r}: column {column!r} is {typ}; a time "
                           "transform takes a timestamp or date column")
+    added = delta_partition_field(text).name
+    if delta and added.lower() in (n.lower() for n in schema.names):
+        raise ConfigError(f"output.partition_by: {text!r}: the Delta table's partition column "
+                          f"{added!r} would be a second column of that name beside the "
+                          "records' own: rename the record field or partition by another "
+                          "transform")
 
 
 def iceberg_transform(name: str):  # type: ignore[no-untyped-def]

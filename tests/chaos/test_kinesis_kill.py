@@ -18,6 +18,7 @@ from tests.chaos.test_kill import killed, succeeded
 from tests.conftest import ROOT
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import kinesis_pipeline, unique
+from tests.support.wait import wait_until_clock
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 POINTS = ["plan", "read:split=1:after=1", "before_publish", "after_publish",
@@ -88,7 +89,9 @@ def test_a_killed_consumer_registration_leaves_nothing_after_the_sweeper(kinesis
         register(client, arn, name)
     out = run(["tests.chaos.efo", action, kinesis.endpoint, arn, name], f"efo_{action}")
     assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
-    time.sleep(1.2)
+    created = [c["ConsumerCreationTimestamp"].timestamp()
+               for c in client.list_stream_consumers(StreamARN=arn)["Consumers"]]
+    wait_until_clock(max(created, default=time.time()) + 1.2)  # older than the sweep's 1s
     sweep(client, arn, "ss-chaos", older_than_s=1)
     left = client.list_stream_consumers(StreamARN=arn)["Consumers"]
     assert [c["ConsumerName"] for c in left if c["ConsumerStatus"] != "DELETING"] == []
@@ -111,7 +114,7 @@ def test_kill_an_efo_read_then_recover_without_leaking_consumers(kinesis, tmp_pa
     leaked = consumers()
     assert list(leaked) == [run_consumer_name("ss-chaos", "victim")]  # no teardown ran
     created = leaked[run_consumer_name("ss-chaos", "victim")]["ConsumerCreationTimestamp"]
-    time.sleep(max(0.0, created.timestamp() + 1.2 - time.time()))  # older than sweep_older_than
+    wait_until_clock(created.timestamp() + 1.2)  # older than sweep_older_than
     succeeded(go("victim", 2) if recovery == "retry" else go("rescue"))
     assert read_back(tmp_path) == sorted(sent)  # every record, once
     import json

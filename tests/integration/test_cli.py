@@ -17,8 +17,9 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import PIPELINES_DIR, ROOT
-from tests.support.kinesis import create_stream, put
+from tests.support.kinesis import all_records, create_stream, put
 from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
+from tests.support.wait import wait_until_clock
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "streamslice")
@@ -106,29 +107,26 @@ def test_plan_at_a_time_for_an_interval_pipeline(broker):
     assert "[2024-05-01T01:00:00.000Z, 2024-05-01T02:00:00.000Z)" in text
 
 
-def test_efo_list_and_sweep(kinesis):
+def test_efo_list_and_sweep(kinesis, monkeypatch):
     client = kinesis.client()
     stream = unique("cli-efo")
     arn = create_stream(client, stream, 1)
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-cli-0123456789")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-cli-team-b")
     args = ["--region", "us-east-1", "--endpoint-url", kinesis.endpoint]
-    env_keys = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
-    os.environ.update(env_keys)
-    try:
-        listed = json.loads(cli("efo", "list", stream, *args, "--json").stdout)
-        assert sorted(c["ConsumerName"] for c in listed) == ["ss-cli-0123456789",
-                                                             "ss-cli-team-b"]
-        time.sleep(1.5)
-        bad = cli("efo", "sweep", stream, "--prefix", "ss-cli", "--older-than", "banana", *args)
-        assert bad.returncode == 1 and "--older-than: 'banana' is not a duration" in bad.stderr
-        swept = cli("efo", "sweep", stream, "--prefix", "ss-cli", "--older-than", "1s", *args)
-        assert swept.returncode == 0, swept.stderr
-        assert swept.stdout.strip() == "deregistered ss-cli-0123456789"  # not another pipeline's
-        assert "1 of 20 consumers" in cli("efo", "list", stream, *args).stdout
-    finally:
-        for key in env_keys:
-            os.environ.pop(key)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    listed = json.loads(cli("efo", "list", stream, *args, "--json").stdout)
+    assert sorted(c["ConsumerName"] for c in listed) == ["ss-cli-0123456789", "ss-cli-team-b"]
+    created = [c["ConsumerCreationTimestamp"].timestamp()
+               for c in client.list_stream_consumers(StreamARN=arn)["Consumers"]]
+    wait_until_clock(max(created) + 1.5)  # both older than the sweep's 1s
+    bad = cli("efo", "sweep", stream, "--prefix", "ss-cli", "--older-than", "banana", *args)
+    assert bad.returncode == 1 and "--older-than: 'banana' is not a duration" in bad.stderr
+    swept = cli("efo", "sweep", stream, "--prefix", "ss-cli", "--older-than", "1s", *args)
+    assert swept.returncode == 0, swept.stderr
+    assert swept.stdout.strip() == "deregistered ss-cli-0123456789"  # not another pipeline's
+    assert "1 of 20 consumers" in cli("efo", "list", stream, *args).stdout
 
 
 def test_kinesis_offsets_reset_then_runs_read_from_there(kinesis, spark, airflow_db, tmp_path):
@@ -164,9 +162,9 @@ def test_kinesis_offsets_reset_then_runs_read_from_there(kinesis, spark, airflow
         {"type": "TRIM_HORIZON"} and cp["batch"] == 1
     assert run_and_read(2) == ["a0", "a1", "a2"]
 
-    time.sleep(1.2)
+    wait_until_clock(max(all_records(client, stream).values()) / 1000 + 1.2)  # a*: > 1.2s old
     mark = int(time.time() * 1000)
-    time.sleep(0.3)
+    wait_until_clock(mark / 1000 + 0.3)  # b* arrive after the mark
     b = send("b", 4)
     reset("--to", str(mark))
     assert run_and_read(3) == ["b0", "b1", "b2", "b3"]

@@ -11,6 +11,7 @@ import pytest
 from streamslice.airflow.store import OfflineCheckpointStore
 from tests.support.kinesis import all_records, create_stream, put, wait_active
 from tests.support.pipelines import kinesis_pipeline, run_dag, unique
+from tests.support.wait import wait_until_clock
 
 pytestmark = pytest.mark.integration
 
@@ -34,13 +35,13 @@ def test_at_timestamp_intervals_match_arrival_times(kinesis, spark, airflow_db, 
     create_stream(client, stream, 4)
     width = 4
     start = (int(time.time()) // width + 1) * width  # the next boundary
-    time.sleep(max(0.0, start - time.time()))
+    wait_until_clock(start)
     sent = []
-    for second in range(3 * width):
+    for second in range(3 * width):  # a wave a second, paced by the clock
         sent += put(client, stream, [json.dumps({"n": second * 100 + i}).encode()
                                      for i in range(100)])
-        time.sleep(max(0.0, start + second + 1 - time.time()))
-    time.sleep(max(0.0, start + 3 * width + 0.5 - time.time()))
+        wait_until_clock(start + second + 1)
+    wait_until_clock(start + 3 * width + 0.5)  # the last interval is over
     truth = all_records(client, stream)
     assert set(truth) == set(sent)
     begin = datetime.fromtimestamp(start, tz=timezone.utc)

@@ -1,13 +1,13 @@
 """Enhanced Fan-Out consumers registered and deregistered as Airflow tasks; reads through
 SubscribeToShard. Real Kinesis-compatible server, real Spark, real Airflow (dag.test)."""
 import json
-import time
 
 import pyarrow.dataset as ds
 import pytest
 
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import kinesis_pipeline, run_dag, unique
+from tests.support.wait import wait_for, wait_until_clock
 
 pytestmark = pytest.mark.integration
 
@@ -86,9 +86,8 @@ def test_none_uses_the_given_arn_and_makes_no_registration_calls(efo_stream, spa
     client, stream, arn, sent = efo_stream
     given = client.register_stream_consumer(StreamARN=arn, ConsumerName="external")
     consumer_arn = given["Consumer"]["ConsumerARN"]
-    while client.describe_stream_consumer(ConsumerARN=consumer_arn)[
-            "ConsumerDescription"]["ConsumerStatus"] != "ACTIVE":
-        time.sleep(0.1)
+    wait_for(lambda: client.describe_stream_consumer(ConsumerARN=consumer_arn)[
+        "ConsumerDescription"]["ConsumerStatus"] == "ACTIVE", what="external ACTIVE")
     cfg = pipeline(stream, tmp_path, registration="none", consumer_arn=consumer_arn)
     run = run_dag(cfg)
     assert set(states(run)) == {"plan", "read", "commit"}
@@ -99,13 +98,13 @@ def test_none_uses_the_given_arn_and_makes_no_registration_calls(efo_stream, spa
 
 def test_the_21st_consumer_is_refused_clearly(efo_stream, spark, airflow_db, tmp_path):
     client, stream, arn, _ = efo_stream
+    def registered(i):
+        try:
+            return client.register_stream_consumer(StreamARN=arn, ConsumerName=f"other-{i}")
+        except client.exceptions.LimitExceededException:  # 5 CREATING at once
+            return None
     for i in range(20):
-        while True:
-            try:
-                client.register_stream_consumer(StreamARN=arn, ConsumerName=f"other-{i}")
-                break
-            except client.exceptions.LimitExceededException:  # 5 CREATING at once
-                time.sleep(0.3)
+        wait_for(lambda i=i: registered(i), what=f"other-{i} registered")
     run = run_dag(pipeline(stream, tmp_path), expect="failed")
     assert states(run)["efo_register"] == "failed"
     from streamslice.errors import SourceError
@@ -122,7 +121,8 @@ def test_sweeper_removes_a_leaked_consumer(efo_stream, spark, airflow_db, tmp_pa
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test-00c0ffee00")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="someone-else")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test-team-b")
-    time.sleep(2.5)
+    created = [c["ConsumerCreationTimestamp"].timestamp() for c in consumers(client, arn).values()]
+    wait_until_clock(max(created) + 2.5)  # all three older than sweep_older_than
     cfg = pipeline(stream, tmp_path, sweep_older_than="2s")
     run_dag(cfg)
     assert sorted(consumers(client, arn)) == ["someone-else", "ss-test-team-b"]
@@ -136,10 +136,9 @@ def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
     client, stream, arn, _ = efo_stream
     cfg = pipeline(stream, tmp_path, registration="keep")
     client.register_stream_consumer(StreamARN=arn, ConsumerName="ss-test")
-    for _ in range(100):  # deregistering a consumer still CREATING is refused
-        if consumers(client, arn)["ss-test"]["ConsumerStatus"] == "ACTIVE":
-            break
-        time.sleep(0.1)
+    # deregistering a consumer still CREATING is refused
+    wait_for(lambda: consumers(client, arn)["ss-test"]["ConsumerStatus"] == "ACTIVE",
+             what="ss-test ACTIVE")
     try:
         extra = output_asset(cfg).extra
         assert (extra["efo"], extra["source"]) == (True, "kinesis")
@@ -169,12 +168,8 @@ def _props(endpoint):
 
 
 def _wait_status(client, arn, name, status):
-    for _ in range(200):
-        got = consumers(client, arn).get(name, {}).get("ConsumerStatus")
-        if got == status:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{name} never became {status}")
+    wait_for(lambda: consumers(client, arn).get(name, {}).get("ConsumerStatus") == status,
+             what=f"{name} {status}")
 
 
 def test_registering_a_name_still_deleting_waits_and_registers_it_again(efo_stream):

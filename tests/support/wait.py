@@ -1,0 +1,24 @@
+"""Waiting on conditions, never on fixed sleeps: CI may share its two cores, so a test waits
+for what it needs (a consumer ACTIVE, a clock past a record's arrival), however long it takes
+up to a generous timeout, and says what it waited for when it gives up."""
+import time
+
+
+def wait_for(predicate, timeout=30.0, what="the condition", interval=0.05):
+    """Calls ``predicate`` until it returns something truthy and returns that; an
+    AssertionError naming ``what`` once ``timeout`` seconds have passed without it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_until_clock(epoch_s):
+    """Until the wall clock reads ``epoch_s`` (seconds), for tests whose records' arrival or
+    creation times must fall on one side of a boundary: there the clock is the condition."""
+    while (left := epoch_s - time.time()) > 0:
+        time.sleep(min(left, 0.05))

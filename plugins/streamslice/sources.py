@@ -315,6 +315,15 @@ class Source(ABC, Generic[SplitT]):
         """Reporting after the checkpoint advanced (e.g. a consumer-group mirror).
         ``properties()`` resolves the client properties, only if they are needed."""
 
+    @classmethod
+    def resolve_splits(cls, splits: list[SplitT],
+                       properties: Callable[[], dict[str, Any]]) -> list[SplitT]:
+        """Called on Spark's driver when it plans a DataFrame read's input partitions: the
+        splits with what the source resolves once per read bound (Kafka: a Spark read's
+        timestamps) and checked, so a bad range fails there, as one line, before any task.
+        ``properties()`` resolves the client properties, only if they are needed."""
+        return splits
+
     # -- reading (executors: these only get the plan) --------------------------------------
     @classmethod
     @abstractmethod

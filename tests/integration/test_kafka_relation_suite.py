@@ -162,8 +162,8 @@ def test_no_matched_offset_for_timestamp_startingOffsets(spark, broker, stamped)
     topic, ts = stamped
     df = reader(spark, broker, topic, startingOffsetsByTimestamp=by_timestamp(
         topic, lambda p: ts[1] if p < 2 else 2 ** 63 - 1)).load()
-    with pytest.raises(Exception, match="No offset matched from request"):
-        df.collect()
+    planning_fails(df, f"No offset matched from request of topic-partition {topic}-2 and "
+                       f"timestamp {2 ** 63 - 1}")
 
 
 def test_preferences_on_offset_related_options(spark, broker, stamped):
@@ -272,17 +272,26 @@ def test_resolved_start_offset_greater_than_end_offset_without_latest(spark, bro
     df = reader(spark, broker, topic, startingOffsets=offsets(topic, {0: 3, 1: 3, 2: 3}),
                 endingOffsetsByTimestamp=json.dumps(
                     {topic: {str(p): stamps[p] for p in range(3)}})).load()
-    with pytest.raises(Exception,
-                       match="The resolved start offset 3 is greater than the resolved end "
-                             "offset 1 for"):
-        df.collect()
+    planning_fails(df, "The resolved start offset 3 is greater than the resolved end offset "
+                       "1 for topic")
 
 
 def test_resolved_start_offset_greater_than_end_offset_with_latest(spark, broker):
     topic = new_topic(broker)
     df = reader(spark, broker, topic,
                 startingOffsets=offsets(topic, {0: 1, 1: 1, 2: 1})).load()
-    with pytest.raises(Exception,
-                       match="The resolved start offset 1 is greater than the resolved end "
-                             "offset 0 for"):
-        df.collect()
+    planning_fails(df, "The resolved start offset 1 is greater than the resolved end offset "
+                       "0 for topic")
+
+
+def planning_fails(df, message):
+    """Spark resolves the offsets on its driver and fails there (KafkaOffsetReader): here
+    when Spark plans the input partitions, before any task runs, as one line without a
+    Python traceback, and again on the next action."""
+    for _ in range(2):
+        with pytest.raises(Exception) as failed:
+            df.collect()
+        text = str(failed.value)
+        assert message in text, text
+        assert "Failed to generate Python data source read partitions" in text, text
+        assert "Traceback" not in text and "stage failure" not in text, text

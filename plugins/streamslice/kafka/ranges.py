@@ -1,7 +1,9 @@
 """One partition's range as Spark's Kafka source resolves it (``KafkaOffsetReaderAdmin``,
 ``KafkaSourceRDD.resolveRange``): used when a read given as Spark options is planned
-(``spark_read``) and when a task binds a split planned unresolved (``late``). Pure: it gets
-the watermarks and a timestamp look-up, so the executor side never loads the planner."""
+(``spark_read``), when Spark plans its input partitions on the driver (``late.resolve``:
+timestamps become offsets and the range is checked) and when a task binds ``earliest`` /
+``latest`` (``late.bind``). Pure: it gets the watermarks and a timestamp look-up, so the
+executor side never loads the planner."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -20,15 +22,8 @@ def bind_range(key: str, start: dict[str, int], stop: dict[str, int], low: int, 
     go through ``lookup`` (``offsetsForTimes``: None when no record is at or after), then the
     data-loss, order and bound checks. Used at plan time and by late binding alike."""
     def at(spec: dict[str, int], starting: bool) -> int:
-        if "offset" in spec:
-            off = spec["offset"]
-            return low if off == EARLIEST else high if off == LATEST else off
-        found = lookup(spec["timestamp"])
-        if found is None:
-            if starting and no_match_policy == "error":
-                raise PlanError(no_match(key, spec["timestamp"]))
-            return high
-        return int(found)
+        off = by_offset(key, spec, starting, no_match_policy, lookup)["offset"]
+        return low if off == EARLIEST else high if off == LATEST else off
 
     first, last = at(start, True), at(stop, False)
     if first < low:
@@ -37,6 +32,22 @@ def bind_range(key: str, start: dict[str, int], stop: dict[str, int], low: int, 
         first = low
     check_range(key, first, last, high)
     return first, last
+
+
+def by_offset(key: str, spec: dict[str, int], starting: bool, no_match_policy: str,
+              lookup: Callable[[int], int | None]) -> dict[str, int]:
+    """A side's spec with its timestamp looked up (``offsetsForTimes``), as Spark's
+    ``fetchSpecificTimestampBasedOffsets`` does on the driver: the offset found, or, with no
+    record at or after it, ``latest`` (-1; a start fails instead unless the strategy says
+    latest). An offset spec is returned as it is."""
+    if "offset" in spec:
+        return spec
+    found = lookup(spec["timestamp"])
+    if found is None:
+        if starting and no_match_policy == "error":
+            raise PlanError(no_match(key, spec["timestamp"]))
+        return {"offset": LATEST}
+    return {"offset": int(found)}
 
 
 def no_match(key: str, ms: int) -> str:

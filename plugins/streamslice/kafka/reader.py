@@ -62,7 +62,7 @@ class KafkaSplitReader(SplitReader):
         self.include_headers = include_headers
 
     def fetch(self) -> Iterable[RawBatch]:
-        if self.split.late:  # Spark-option reads bind earliest/latest/timestamps now
+        if self.split.late:  # Spark-option reads bind earliest/latest now
             from .late import bind
             self.split = bind(self.split, self.properties)
             self.stats.note(start=self.split.start, stop=self.split.stop)

@@ -141,6 +141,15 @@ class KafkaSource(Source["KafkaSplit"]):
         """A Spark user may choose the client beside a plan (``.option("client", …)``)."""
         return {"client": options["client"]} if "client" in options else {}
 
+    @classmethod
+    def resolve_splits(cls, splits: list[KafkaSplit],
+                       properties: Callable[[], dict[str, Any]]) -> list[KafkaSplit]:
+        """A Spark read's timestamps become offsets and its ranges are checked (``late``)."""
+        if not any(s.late for s in splits):
+            return splits
+        from .late import resolve
+        return resolve(splits, properties())
+
     def after_commit(self, positions: dict[str, Any],
                      properties: Callable[[], dict[str, Any]]) -> None:
         if not self.commit_group:

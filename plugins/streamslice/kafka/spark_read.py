@@ -2,9 +2,10 @@
 ``KafkaOffsetReaderAdmin`` and ``KafkaOffsetRangeCalculator`` do it.
 
 Without ``minPartitions`` / ``maxRecordsPerPartition`` every partition is one split whose
-start and stop stay unresolved (``earliest``, ``latest``, timestamps) until a task reads it
-(``kafka.late``), so each action on the DataFrame sees the topic as it is then. With them,
-offsets are resolved now and ranges divided as Spark divides them.
+start and stop stay unresolved (``earliest``, ``latest``, timestamps): Spark's driver resolves
+timestamps and checks the ranges when it plans the read, and tasks bind ``earliest`` /
+``latest`` (``kafka.late``), so each action on the DataFrame sees the topic as it is then.
+With them, offsets are resolved now and ranges divided as Spark divides them.
 """
 from __future__ import annotations
 

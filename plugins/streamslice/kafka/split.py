@@ -24,7 +24,7 @@ class KafkaSplit:
     owned_until: int | None = None
     home_from: int | None = None  # with an event-time field: b(s) and b(e-E)
     early_until: int | None = None
-    late: dict[str, Any] | None = None  # unresolved start/stop, bound when read (kafka.late)
+    late: dict[str, Any] | None = None  # unresolved start/stop (kafka.late)
 
     lag_unit: ClassVar[LagUnit] = "records"
 

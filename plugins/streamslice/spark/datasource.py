@@ -141,16 +141,26 @@ class PlanReader(DataSourceReader):
 
     @user_errors
     def partitions(self) -> list[SplitPartition]:
+        """Spark's driver plans the read here: the source resolves and checks what it binds
+        once per read (``Source.resolve_splits``), so a bad range fails now, as one line,
+        and the tasks read the splits as resolved."""
         if not self.splits:
             return [SplitPartition([None])]
-        if not self.pack:
-            return [SplitPartition([s]) for s in self.splits]
-        from streamslice.planning.packing import pack_splits
         from streamslice.sources import source_class
-        split = source_class(self.kind).split_from_dict
-        sizes = [split(s).size for s in self.splits]
-        return [SplitPartition([self.splits[i] for i in group])
+        source = source_class(self.kind)
+        splits = [s.to_dict() for s in source.resolve_splits(
+            [source.split_from_dict(s) for s in self.splits], self._properties)]
+        if not self.pack:
+            return [SplitPartition([s]) for s in splits]
+        from streamslice.planning.packing import pack_splits
+        sizes = [source.split_from_dict(s).size for s in splits]
+        return [SplitPartition([splits[i] for i in group])
                 for group in pack_splits(sizes, self.slots)]
+
+    def _properties(self) -> dict[str, Any]:
+        from streamslice.registry.base import split_properties
+        from streamslice.secrets import with_secrets
+        return split_properties(with_secrets(self.properties, _spark_file))[0]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from streamslice.errors import StreamsliceError

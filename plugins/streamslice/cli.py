@@ -1,8 +1,9 @@
-"""``streamslice``: validate, plan, offsets, backfill, demo, and each source's own commands
-(``Source.add_cli_commands``: Kinesis adds ``efo``).
+"""``streamslice``: validate, plan, offsets, backfill, freshness, demo, and each source's own
+commands (``Source.add_cli_commands``: Kinesis adds ``efo``).
 
 The core commands (validate, plan) load only the core package unless the pipeline names an
-Airflow connection; commands that touch Airflow's metadata database (offsets, backfill) import
+Airflow connection; commands that touch Airflow's metadata database (offsets, backfill,
+freshness) import
 Airflow when they run. Tables for people, ``--json`` for scripts, one clear line (exit 1) for
 every error (``cli_errors``), the traceback only with ``--debug``.
 
@@ -123,6 +124,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true")
     b.set_defaults(run=cmd_backfill)
 
+    f = sub.add_parser("freshness", help="check every pipeline's freshness limit and send "
+                       "its stale alert, outside Airflow's scheduler (exit 3 while one is stale)")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(run=cmd_freshness)
+
     i = sub.add_parser("init", help="write the DAG file and an example pipeline into a "
                        "DAGs folder")
     i.add_argument("folder", nargs="?", default=None, help="the DAGs folder (default: "
@@ -184,6 +190,15 @@ def progress(done: int, total: int, label: str, width: int = 30) -> None:
     end = "\n" if done >= total else ""
     print(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
           flush=True, file=sys.stderr)
+
+
+def logs_to_stderr() -> None:
+    """Airflow's logging setup (on import) logs to stdout; a command's logs (the alerts it
+    sends, the notifiers' own) go to stderr, so stdout stays the command's output."""
+    import logging
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
+            handler.setStream(sys.stderr)
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -313,6 +328,31 @@ def cmd_backfill(args: Args) -> int:
                              [[r["interval"], r["state"], r.get("records")]
                               for r in result["runs"]]))
     return 0 if result["state"] in ("success", "created") else 1
+
+
+STALE_EXIT = 3  # 1: the check failed (one line on stderr), 2: a bad command line
+
+
+def cmd_freshness(args: Args) -> int:
+    """The freshness watchdog's check (``airflow.freshness.check``) from outside Airflow's
+    scheduler, on the metadata database directly: the same verdicts, the same one ``stale``
+    alert per stretch. Exit 0 when no pipeline is stale, 3 while one is (alerted now or
+    before), else 1 when a pipeline file does not load."""
+    from .airflow.freshness import check
+    from .airflow.store import OfflineAssetStates
+    from .config import load_pipelines
+    configs, errors = load_pipelines(pipelines_dir(args))
+    logs_to_stderr()
+    verdicts = check(configs, {"asset_state_store": OfflineAssetStates()})
+    for err in errors:
+        print(f"streamslice: not checked: {err}", file=sys.stderr)
+    rows = [[name, verdict] for name, verdict in sorted(verdicts.items())]
+    text = table(["pipeline", "freshness"], rows) if rows else \
+        f"no pipeline sets alerts.freshness ({len(configs)} pipelines)"
+    emit(args, {"pipelines": verdicts, "errors": [str(e) for e in errors]}, text)
+    if any(v in ("stale", "alerted") for v in verdicts.values()):
+        return STALE_EXIT
+    return 1 if errors else 0
 
 
 def cmd_init(args: Args) -> int:

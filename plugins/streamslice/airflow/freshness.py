@@ -5,10 +5,10 @@ kept in its asset state) once per stale stretch.
 
 Why a DAG apart: a pipeline whose DAG is paused, failing or whose runs hang makes no runs, so
 no check inside its own runs would ever fire. The watchdog runs on its own schedule, whatever
-the pipelines' DAGs do. It needs Airflow's scheduler like every DAG: a stopped scheduler is
-shown on the Streamslice page (which the api-server computes on each request, overdue and
-stale alike) and belongs to Airflow's own health check (``/api/v2/monitor/health``) and the
-``data_age`` metric going silent in monitoring."""
+the pipelines' DAGs do. It needs Airflow's scheduler like every DAG: for a stopped scheduler,
+``streamslice freshness`` (the CLI) runs the same ``check`` from outside Airflow (cron, a
+Kubernetes CronJob), on the metadata database directly, and exits non-zero while a pipeline
+is stale."""
 from __future__ import annotations
 
 import logging
@@ -54,16 +54,27 @@ def build_watchdog(configs: list[PipelineConfig]) -> Any:
 
 
 def check_freshness(pipeline_files: list[str], **context: Any) -> dict[str, str]:
-    """Each pipeline's verdict (``fresh``, ``stale``, ``alerted``: stale and already told,
-    ``never published``); a file that no longer loads is skipped, its own DAG says why."""
-    now = int(time.time() * 1000)
-    verdicts = {}
+    """The watchdog task: ``check`` over the files that still load (a file that no longer
+    loads is skipped, its own DAG says why)."""
+    configs = []
     for path in pipeline_files:
         try:
-            cfg = load_pipeline(path)
+            configs.append(load_pipeline(path))
         except Exception as exc:  # noqa: BLE001 - one broken file must not stop the others' check
             log.warning("freshness: %s", exc)
-            continue
+    return check(configs, context)
+
+
+def check(configs: list[PipelineConfig], context: dict[str, Any]) -> dict[str, str]:
+    """Each pipeline's verdict (``fresh``, ``stale``: alerted now, ``alerted``: stale and
+    already told, ``never published``), sending one ``stale`` alert per stale stretch through
+    the pipeline's notifiers. ``context`` holds ``asset_state_store`` (a task's, or
+    ``store.OfflineAssetStates`` outside Airflow's scheduler: ``streamslice freshness``); the
+    stretch alerted is kept under ``stale_alerted``, so the watchdog and the command never
+    both alert the same one."""
+    now = int(time.time() * 1000)
+    verdicts = {}
+    for cfg in watched(configs):
         assert cfg.alerts is not None
         state = context["asset_state_store"][output_asset(cfg)]
         newest = complete_to(state.get(KEY))

@@ -41,8 +41,9 @@ class TaskCheckpointStore:
         self.state.set(KEY, checkpoint.to_dict())
 
 
-class OfflineCheckpointStore:
-    """For the CLI and tests: direct metadata-database access through the state backend."""
+class OfflineAssetState:
+    """One asset's state from outside a task (CLI, tests): direct metadata-database access
+    through Airflow's state backend, values JSON as a task's ``asset_state_store`` keeps them."""
 
     def __init__(self, asset_name: str) -> None:
         self.asset_name = asset_name
@@ -59,18 +60,40 @@ class OfflineCheckpointStore:
                               "(has the DAG been parsed?)")
         return AssetScope(asset_id=asset_id)
 
-    def get(self) -> Checkpoint | None:
-        """The checkpoint, or None when there is none (also before Airflow knows the DAG)."""
+    def get(self, key: str) -> Any:
+        """The value, or None when there is none (also before Airflow knows the DAG)."""
         from airflow.state import get_state_backend
         from airflow.utils.session import create_session
         with create_session() as session:
             scope = self._scope(session, required=False)
-            raw = get_state_backend().get(scope, KEY, session=session) if scope else None
-        return Checkpoint.from_dict(json.loads(raw)) if raw else None
+            raw = get_state_backend().get(scope, key, session=session) if scope else None
+        return json.loads(raw) if raw else None
 
-    def put(self, checkpoint: Checkpoint) -> None:
+    def set(self, key: str, value: Any) -> None:
         from airflow.state import get_state_backend
         from airflow.utils.session import create_session
         with create_session() as session:
-            get_state_backend().set(self._scope(session), KEY, json.dumps(checkpoint.to_dict()),
+            get_state_backend().set(self._scope(session), key, json.dumps(value),
                                     session=session)
+
+
+class OfflineAssetStates:
+    """A stand-in for a task context's ``asset_state_store`` outside tasks: ``[asset]`` gives
+    that asset's ``OfflineAssetState``."""
+
+    def __getitem__(self, asset: Any) -> OfflineAssetState:
+        return OfflineAssetState(asset.name)
+
+
+class OfflineCheckpointStore:
+    """For the CLI and tests: the checkpoint through ``OfflineAssetState``."""
+
+    def __init__(self, asset_name: str) -> None:
+        self.state = OfflineAssetState(asset_name)
+
+    def get(self) -> Checkpoint | None:
+        """The checkpoint, or None when there is none (also before Airflow knows the DAG)."""
+        return Checkpoint.from_dict(self.state.get(KEY))
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        self.state.set(KEY, checkpoint.to_dict())

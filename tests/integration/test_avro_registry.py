@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from devtools.services import SchemaRegistry, create_topic
+from tests.support.connections import connection
 from tests.support.kafka import producer
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
@@ -26,12 +27,10 @@ V2 = {**V1, "fields": [*V1["fields"], {"name": "tip", "type": ["null", "double"]
 
 @pytest.fixture(scope="module")
 def registry():
-    with SchemaRegistry(user="reader:s3cret") as sr:
-        os.environ["AIRFLOW_CONN_TEST_SCHEMA_REGISTRY"] = json.dumps({
-            "conn_type": "http", "host": "127.0.0.1", "port": sr.port, "schema": "http",
-            "login": "reader", "password": "s3cret"})
+    with SchemaRegistry(user="reader:s3cret") as sr, pytest.MonkeyPatch.context() as mp:
+        connection(mp, "test_schema_registry", "http", host="127.0.0.1", port=sr.port,
+                   schema="http", login="reader", password="s3cret")
         yield sr
-        os.environ.pop("AIRFLOW_CONN_TEST_SCHEMA_REGISTRY", None)
 
 
 def produce(bootstrap, topic, sr, schema, records, extra=()):

@@ -7,7 +7,6 @@ never had is a dead letter; the Glue connection's keys never reach the plan nor 
 tasks' logs."""
 import json
 import logging
-import os
 import uuid
 
 import pyarrow.dataset as ds
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamslice.commit.manifest import read_manifest
+from tests.support.connections import aws_connection
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import kinesis_pipeline, run_dag, unique
 
@@ -36,15 +36,10 @@ def glue(sns_queue, kinesis):
     registry = unique("streams")
     client = moto.client("glue")
     client.create_registry(RegistryName=registry)
-    os.environ["AIRFLOW_CONN_TEST_GLUE"] = json.dumps({
-        "conn_type": "aws", "login": "glue-reader", "password": SECRET,
-        "extra": {"region_name": "us-east-1", "endpoint_url": moto.endpoint}})
-    os.environ["AIRFLOW_CONN_TEST_KINESIS"] = json.dumps({
-        "conn_type": "aws", "login": "test", "password": "test",
-        "extra": {"region_name": "us-east-1", "endpoint_url": kinesis.endpoint}})
-    yield client, registry
-    for name in ("AIRFLOW_CONN_TEST_GLUE", "AIRFLOW_CONN_TEST_KINESIS"):
-        os.environ.pop(name, None)
+    with pytest.MonkeyPatch.context() as mp:
+        aws_connection(mp, "test_glue", moto.endpoint, login="glue-reader", password=SECRET)
+        aws_connection(mp, "test_kinesis", kinesis.endpoint)
+        yield client, registry
     client.delete_registry(RegistryId={"RegistryName": registry})
 
 

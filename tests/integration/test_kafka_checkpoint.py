@@ -1,7 +1,6 @@
 """The checkpoint API: read it, reset it to earliest / a timestamp / offsets / latest, and the
 next incremental run replays from there into a new batch. The Kafka connection comes from an
 Airflow connection id with client properties in its extra."""
-import json
 
 import pyarrow.dataset as ds
 import pytest
@@ -9,6 +8,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from streamslice.airflow.checkpoints import reset_checkpoint, show_checkpoint
+from tests.support.connections import connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
@@ -18,9 +18,8 @@ T0 = 1_714_521_600_000
 def test_reset_and_replay(broker, spark, airflow_db, monkeypatch, tmp_path):
     topic = unique("reset")
     create_topic(broker.bootstrap, topic, 2)
-    monkeypatch.setenv("AIRFLOW_CONN_TEST_KAFKA", json.dumps(
-        {"conn_type": "kafka", "extra": {"bootstrap.servers": broker.bootstrap,
-                                         "client.id": "streamslice-test"}}))
+    connection(monkeypatch, "test_kafka", "kafka", extra={"bootstrap.servers": broker.bootstrap,
+                                                          "client.id": "streamslice-test"})
     cfg = kafka_pipeline(None, topic, name=unique("reset"), retries=0, output=tmp_path,
                          kafka={"conn_id": "test_kafka"})
     sent = produce(broker.bootstrap, topic, trips(T0, 1, 100, seed=2), partitions=2)

@@ -9,6 +9,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from streamslice.airflow.store import OfflineCheckpointStore
+from tests.support.connections import aws_connection
 from tests.support.kinesis import all_records, create_stream, put, wait_active
 from tests.support.pipelines import kinesis_pipeline, run_dag, unique
 from tests.support.wait import wait_until_clock
@@ -22,9 +23,7 @@ def _rows(path):
 
 
 def _aws_conn(monkeypatch, kinesis):
-    monkeypatch.setenv("AIRFLOW_CONN_TEST_AWS", json.dumps({
-        "conn_type": "aws", "login": "test", "password": "test",
-        "extra": {"region_name": "us-east-1", "endpoint_url": kinesis.endpoint}}))
+    aws_connection(monkeypatch, "test_aws", kinesis.endpoint)
 
 
 def test_at_timestamp_intervals_match_arrival_times(kinesis, spark, airflow_db, monkeypatch,

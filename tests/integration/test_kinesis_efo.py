@@ -5,6 +5,7 @@ import json
 import pyarrow.dataset as ds
 import pytest
 
+from tests.support.connections import aws_connection
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import kinesis_pipeline, run_dag, unique
 from tests.support.wait import wait_for, wait_until_clock
@@ -14,9 +15,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def efo_stream(kinesis, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_TEST_AWS", json.dumps({
-        "conn_type": "aws", "login": "test", "password": "test",
-        "extra": {"region_name": "us-east-1", "endpoint_url": kinesis.endpoint}}))
+    aws_connection(monkeypatch, "test_aws", kinesis.endpoint)
     client = kinesis.client()
     stream = unique("efo")
     arn = create_stream(client, stream, 2)

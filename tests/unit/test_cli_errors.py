@@ -3,13 +3,13 @@ command meets: an undefined connection names its field, the Airflow home and how
 it; the command's plan resolves the connections the plan task resolves (a schema registry's
 too); errors of Airflow, SQLAlchemy and botocore become one line (real exception classes,
 no client faked)."""
-import json
 
 import pytest
 
 from streamslice.cli_errors import Where, explain
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError, SourceError
+from tests.support.connections import connection
 
 KAFKA = "mode: incremental\nkafka: {conn_id: no_such_kafka, topics: [t]}\noutput: {path: /x}\n"
 
@@ -55,9 +55,8 @@ def test_the_command_resolves_a_registrys_connection_as_the_plan_task_does(monke
     ``format.registry.conn_id`` works under Airflow failed to plan from the command line."""
     from streamslice.airflow.hooks import pipeline_properties
     from streamslice.cli import _properties, names_connection
-    monkeypatch.setenv("AIRFLOW_CONN_SR_CLI", json.dumps({
-        "conn_type": "http", "host": "registry.example", "port": 8081, "schema": "https",
-        "login": "u", "password": "p"}))
+    connection(monkeypatch, "sr_cli", "http", host="registry.example", port=8081,
+               schema="https", login="u", password="p")
     cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
                          "format:\n  value: avro\n  registry: {conn_id: sr_cli}\n  subject: s\n"
                          "output: {path: /x}\n")

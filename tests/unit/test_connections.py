@@ -1,20 +1,19 @@
 """Connections and client properties: an Airflow Kafka connection's SASL/SSL settings reach
 both clients; EFO registration retries the 5-consumers-CREATING limit (fake client)."""
-import json
 
 import pytest
 from botocore.exceptions import ClientError
 
 from streamslice.kafka.properties import kafka_python_kwargs
+from tests.support.connections import connection
 
 
 def test_kafka_connection_passes_sasl_and_ssl_through(monkeypatch):
     from streamslice.airflow.hooks import KafkaConnectionHook, source_properties
     from streamslice.config import parse_pipeline
-    monkeypatch.setenv("AIRFLOW_CONN_SECURE_KAFKA", json.dumps({
-        "conn_type": "kafka", "login": "svc-user", "password": "s3cret",
-        "extra": {"bootstrap.servers": "k1:9093,k2:9093", "security.protocol": "SASL_SSL",
-                  "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/ca.pem"}}))
+    connection(monkeypatch, "secure_kafka", "kafka", login="svc-user", password="s3cret",
+               extra={"bootstrap.servers": "k1:9093,k2:9093", "security.protocol": "SASL_SSL",
+                      "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/ca.pem"})
     props = KafkaConnectionHook("secure_kafka").client_properties()
     assert props == {"bootstrap.servers": "k1:9093,k2:9093", "security.protocol": "SASL_SSL",
                      "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/ca.pem",
@@ -87,7 +86,7 @@ def test_a_registry_connection_becomes_schema_registry_properties(monkeypatch, c
     """*format.registry.conn_id*: resolved in the task that plans or reads, never planned."""
     from streamslice.airflow.hooks import registry_properties
     from streamslice.config import parse_pipeline
-    monkeypatch.setenv("AIRFLOW_CONN_SR", json.dumps(conn))
+    connection(monkeypatch, "sr", **conn)
     cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'b:1', topics: [t]}\n"
                          "format: {value: avro, registry: {conn_id: sr}, subject: s}\n")
     assert registry_properties(cfg.decode) == {f"schema.registry.{k}": v
@@ -102,15 +101,15 @@ def test_an_aws_connection_is_read_as_the_amazon_provider_reads_it(monkeypatch):
     each process itself, so only its settings come out of here."""
     from streamslice.airflow.hooks import aws_properties
     from streamslice.errors import ConfigError
-    monkeypatch.setenv("AIRFLOW_CONN_ROLE_AWS", json.dumps({
-        "conn_type": "aws", "login": "AKIAEXAMPLE", "password": "wJalrEXAMPLE", "extra": {
+    connection(monkeypatch, "role_aws", "aws", login="AKIAEXAMPLE",
+               password="wJalrEXAMPLE", extra={
             "region_name": "eu-west-1", "profile_name": "etl",
             "role_arn": "arn:aws:iam::123456789012:role/reader",
             "assume_role_kwargs": {"ExternalId": "ext-7", "RoleSessionName": "slices",
                                    "DurationSeconds": 3600},
             "service_config": {"kinesis": {"endpoint_url": "http://kinesis:4567"},
                                "glue": {"endpoint_url": "http://glue:5000"},
-                               "sts": {"endpoint_url": "http://sts:5000"}}}}))
+                               "sts": {"endpoint_url": "http://sts:5000"}}})
     assert aws_properties("role_aws") == {
         "region": "eu-west-1", "endpoint_url": "http://kinesis:4567", "profile": "etl",
         "role_arn": "arn:aws:iam::123456789012:role/reader", "external_id": "ext-7",
@@ -120,9 +119,9 @@ def test_an_aws_connection_is_read_as_the_amazon_provider_reads_it(monkeypatch):
     assert aws_properties("role_aws", service="glue")["endpoint_url"] == "http://glue:5000"
     # the pipeline's own region wins over the connection's, as a hook's region_name does
     assert aws_properties("role_aws", region="us-east-2")["region"] == "us-east-2"
-    monkeypatch.setenv("AIRFLOW_CONN_WEB_AWS", json.dumps({"conn_type": "aws", "extra": {
+    connection(monkeypatch, "web_aws", "aws", extra={
         "role_arn": "arn:aws:iam::123456789012:role/r",
-        "assume_role_method": "assume_role_with_web_identity"}}))
+        "assume_role_method": "assume_role_with_web_identity"})
     with pytest.raises(ConfigError, match="assume_role_method 'assume_role_with_web_identity' "
                                           "is not supported"):
         aws_properties("web_aws")

@@ -6,6 +6,7 @@ import pytest
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
 from streamslice.kafka.msk_iam import AUTH_KEY, detected, msk_region
+from tests.support.connections import connection
 
 
 @pytest.mark.parametrize("servers, region", [
@@ -25,9 +26,9 @@ def test_a_connection_with_oauthbearer_to_msk_means_msk_iam(monkeypatch):
     servers = "b-1.c.kafka.us-east-1.amazonaws.com:9098"
     assert detected({"bootstrap.servers": servers, "sasl.mechanism": "OAUTHBEARER"})
     assert not detected({"bootstrap.servers": servers, "sasl.mechanism": "SCRAM-SHA-512"})
-    monkeypatch.setenv("AIRFLOW_CONN_MSK", json.dumps({"conn_type": "kafka", "extra": {
+    connection(monkeypatch, "msk", "kafka", extra={
         "bootstrap.servers": servers, "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "OAUTHBEARER"}}))
+        "sasl.mechanism": "OAUTHBEARER"})
     cfg = parse_pipeline("mode: incremental\nkafka: {conn_id: msk, topics: [t]}\n"
                          "output: {path: /x}\n")
     props = source_properties(cfg.source)

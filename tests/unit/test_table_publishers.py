@@ -12,6 +12,7 @@ from streamslice.errors import CommitError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from streamslice.reading.staging import Staging
+from tests.support.connections import connection
 
 
 def target(tmp_path, fmt):
@@ -117,12 +118,10 @@ def test_rolling_back_a_reprocessed_partition_as_the_readme_shows(tmp_path, fmt)
 def test_iceberg_catalog_properties_from_an_airflow_connection(tmp_path, monkeypatch):
     """output.conn_id: the catalog's properties (which may hold credentials) come from the
     connection in the commit task and never enter the plan."""
-    import json
 
     from streamslice.airflow.hooks import with_catalog_connection
-    monkeypatch.setenv("AIRFLOW_CONN_LAKE_CATALOG", json.dumps({
-        "conn_type": "generic", "extra": {"type": "sql", "uri": f"sqlite:///{tmp_path}/c.db",
-                                          "warehouse": f"file://{tmp_path}/wh"}}))
+    connection(monkeypatch, "lake_catalog", "generic", extra={
+        "type": "sql", "uri": f"sqlite:///{tmp_path}/c.db", "warehouse": f"file://{tmp_path}/wh"})
     cfg = parse_pipeline(f"mode: incremental\nkafka: {{bootstrap_servers: 'a:1', topics: [t]}}\n"
                          f"output: {{path: '{tmp_path}', format: iceberg, "
                          "conn_id: lake_catalog}\n", default_name="p")

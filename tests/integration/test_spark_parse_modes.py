@@ -125,6 +125,7 @@ def test_failfast_fails_the_query_with_sparks_text(spark, broker, topic):
                f"detected in record parsing: {name}:" in text
         assert "Parse Mode: FAILFAST. To process malformed records as null result, try " \
                "setting the option 'mode' as 'PERMISSIVE'." in text
+        assert "Traceback" not in text, text  # the task's error as its line, as Spark's
 
 
 def test_a_read_that_cannot_fail_keeps_sparks_columns(spark, broker, topic):

@@ -52,16 +52,27 @@ def user_errors(method: F) -> F:
     worker starts without it, so an unexpected error keeps its traceback."""
     @functools.wraps(method)
     def run(*args: Any, **kwargs: Any) -> Any:
-        if os.environ.get(_HIDE) == "streamslice":
-            del os.environ[_HIDE]
+        _show_traceback()
         try:
             return method(*args, **kwargs)
         except Exception as exc:
             from streamslice.errors import StreamsliceError
-            if isinstance(exc, StreamsliceError) and _HIDE not in os.environ:
-                os.environ[_HIDE] = "streamslice"
+            if isinstance(exc, StreamsliceError):
+                _hide_traceback()
             raise
     return run  # type: ignore[return-value]
+
+
+def _hide_traceback() -> None:
+    """PySpark's worker prints only the exception it is about to report (unless the user
+    set SPARK_HIDE_TRACEBACK themselves, which stays as it is)."""
+    if _HIDE not in os.environ:
+        os.environ[_HIDE] = "streamslice"
+
+
+def _show_traceback() -> None:
+    if os.environ.get(_HIDE) == "streamslice":
+        del os.environ[_HIDE]
 
 
 class SplitPartition(InputPartition):
@@ -163,6 +174,7 @@ class PlanReader(DataSourceReader):
         return split_properties(with_secrets(self.properties, _spark_file))[0]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        _show_traceback()  # a reused worker starts each task with tracebacks shown
         from streamslice.errors import StreamsliceError
         from streamslice.reading.decode import Decoder
         from streamslice.reading.malformed import Malformed
@@ -198,7 +210,8 @@ class PlanReader(DataSourceReader):
                     assert self.schema is not None
                     yield from _with_malformed(reader, Malformed(self.mode, self.schema,
                                                                  split.key))
-        except StreamsliceError as exc:  # crosses to the driver as one line with its kind
+        except StreamsliceError as exc:  # crosses to the driver as one line with its kind,
+            _hide_traceback()  # without the worker's traceback in the task's failure
             raise RuntimeError(exc.to_line()) from None
 
     def _sink(self, source: type[Source[Any]], request: ReadRequest,

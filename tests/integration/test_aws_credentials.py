@@ -16,6 +16,7 @@ import pytest
 from devtools.services import free_port, wait_for_port
 from streamslice.config import parse_pipeline
 from streamslice.errors import SourceError
+from tests.support.connections import aws_connection, connection
 from tests.support.kafka import producer
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
@@ -148,10 +149,9 @@ def test_kafka_sasl_password_stays_out_of_every_artifact(broker, spark, airflow_
     with producer(broker.bootstrap) as p:
         for i in range(50):
             p.produce(topic, b"v%d" % i, partition=i % 2)
-    monkeypatch.setenv("AIRFLOW_CONN_SASL_KAFKA", json.dumps({
-        "conn_type": "kafka", "login": "svc", "password": SECRET_PASSWORD,
-        "extra": {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                  "sasl.mechanism": "PLAIN"}}))
+    connection(monkeypatch, "sasl_kafka", "kafka", login="svc", password=SECRET_PASSWORD,
+               extra={"bootstrap.servers": broker.bootstrap,
+                      "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"})
     cfg = kafka_pipeline(None, topic, name=unique("sasl"), retries=0, output=tmp_path,
                          kafka={"conn_id": "sasl_kafka", "start": "earliest",
                                 "commit_offsets_to_group": False})
@@ -169,13 +169,12 @@ def test_aws_keys_and_role_sessions_stay_out_of_every_artifact(
     """An AWS connection with static keys, and the same keys as the base of an assumed role
     (moto's STS): the readers sign with them (or with the role's session), and no key or
     session token is in any artifact."""
-    extra = {"region_name": "us-east-1", "endpoint_url": kinesis.endpoint}
+    extra = {}
     if mode == "assumed role":
         extra.update(role_arn=ROLE, assume_role_kwargs={"ExternalId": "ext-7"},
                      service_config={"sts": {"endpoint_url": moto.endpoint}})
-    monkeypatch.setenv("AIRFLOW_CONN_KEYS_AWS", json.dumps({
-        "conn_type": "aws", "login": SECRET_KEY_ID, "password": SECRET_ACCESS,
-        "extra": extra}))
+    aws_connection(monkeypatch, "keys_aws", kinesis.endpoint, login=SECRET_KEY_ID,
+                   password=SECRET_ACCESS, **extra)
     client = kinesis.client()
     stream = unique("keys")
     create_stream(client, stream, 2)

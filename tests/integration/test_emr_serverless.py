@@ -13,6 +13,7 @@ import pytest
 
 from devtools.services import EmrServerlessLocal, create_topic
 from devtools.taxi import produce, trips
+from tests.support.connections import aws_connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
@@ -40,9 +41,7 @@ def aws(emr, monkeypatch):
     for key, value in {"AWS_ENDPOINT_URL": emr.endpoint, "AWS_ACCESS_KEY_ID": "test",
                        "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("AIRFLOW_CONN_EMR_LOCAL", json.dumps({
-        "conn_type": "aws", "login": "test", "password": "test",
-        "extra": {"region_name": "us-east-1", "endpoint_url": emr.endpoint}}))
+    aws_connection(monkeypatch, "emr_local", emr.endpoint)
     return emr
 
 

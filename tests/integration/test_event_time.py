@@ -16,6 +16,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import Trip, produce
 from streamslice.commit.manifest import read_manifest
+from tests.support.connections import aws_connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -136,9 +137,7 @@ def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch
     from datetime import datetime, timezone
 
     from tests.support.kinesis import all_records, create_stream, put
-    monkeypatch.setenv("AIRFLOW_CONN_TEST_AWS", json.dumps({
-        "conn_type": "aws", "login": "test", "password": "test",
-        "extra": {"region_name": "us-east-1", "endpoint_url": kinesis.endpoint}}))
+    aws_connection(monkeypatch, "test_aws", kinesis.endpoint)
     import time
     client = kinesis.client()
     stream = unique("evtime")

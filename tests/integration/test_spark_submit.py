@@ -12,6 +12,7 @@ from devtools.services import SparkStandalone, create_topic, free_port
 from devtools.taxi import produce, trips
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
+from tests.support.connections import connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = pytest.mark.integration
@@ -34,10 +35,9 @@ def test_pipeline_read_through_spark_submit(broker, standalone, airflow_db, tmp_
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(1_714_521_600_000, 1, 300, seed=5))
     password = f"pw-{unique('submit')}"
-    monkeypatch.setenv("AIRFLOW_CONN_SUBMIT_KAFKA", json.dumps({
-        "conn_type": "kafka", "login": "svc", "password": password,
-        "extra": {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                  "sasl.mechanism": "PLAIN"}}))
+    connection(monkeypatch, "submit_kafka", "kafka", login="svc", password=password,
+               extra={"bootstrap.servers": broker.bootstrap,
+                      "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"})
     cfg = kafka_pipeline(None, topic, name=unique("submit"), retries=0,
                          kafka={"conn_id": "submit_kafka", "commit_offsets_to_group": False},
                          spark={"runner": "spark-submit", "master": standalone.master,

@@ -103,20 +103,7 @@ def test_an_iceberg_table_by_event_hour_is_pruned_by_a_filter_on_the_field(broke
     on the field, DuckDB reads every row, and a re-run of an hour replaces its rows."""
     from pyiceberg.catalog import load_catalog
 
-    from devtools.taxi import TRIP_SCHEMA
-    topic = unique("ice_hour")
-    create_topic(broker.bootstrap, topic, 2)
-    sent = produce(broker.bootstrap, topic, trips(T0, 3, 60, seed=8, late_share=0.2,
-                                                  max_delay_ms=120_000), partitions=2)
-    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("ice_hour"), mode="interval",
-                         schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
-                         allowed_lateness="5m", event_time={"field": "event_time"},
-                         format={"value": "json", "schema": dict(TRIP_SCHEMA),
-                                 "epoch_unit": "millis"},  # taxi event_time: epoch ms
-                         output={"path": str(tmp_path), "format": "iceberg",
-                                 "partition_by": "hour(event_time)"})
-    for hour in range(3):
-        run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
+    cfg, sent = _three_event_hours(broker, tmp_path, "iceberg", seed=8)
     target = cfg.output.target(cfg.name)
     props = dict(target.catalog)
     table = load_catalog(props.pop("name", "streamslice"), **props).load_table(target.table)
@@ -149,20 +136,7 @@ def test_a_delta_table_by_event_hour_is_pruned_by_a_filter_on_its_hour_column(br
     it, every record lands once, and a re-run of an hour replaces its rows in one commit."""
     from deltalake import DeltaTable
 
-    from devtools.taxi import TRIP_SCHEMA
-    topic = unique("delta_hour")
-    create_topic(broker.bootstrap, topic, 2)
-    sent = produce(broker.bootstrap, topic, trips(T0, 3, 60, seed=9, late_share=0.2,
-                                                  max_delay_ms=120_000), partitions=2)
-    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("delta_hour"), mode="interval",
-                         schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
-                         allowed_lateness="5m", event_time={"field": "event_time"},
-                         format={"value": "json", "schema": dict(TRIP_SCHEMA),
-                                 "epoch_unit": "millis"},  # taxi event_time: epoch ms
-                         output={"path": str(tmp_path), "format": "delta",
-                                 "partition_by": "hour(event_time)"})
-    for hour in range(3):
-        run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
+    cfg, sent = _three_event_hours(broker, tmp_path, "delta", seed=9)
     uri = cfg.output.target(cfg.name).table
     table = DeltaTable(uri)
     assert table.metadata().partition_columns == ["event_time_hour"]
@@ -182,3 +156,24 @@ def test_a_delta_table_by_event_hour_is_pruned_by_a_filter_on_its_hour_column(br
     run_dag(cfg, logical_date=utc(2024, 5, 1, 1))  # hour 0 again: replaced, not added
     table = DeltaTable(uri)
     assert table.version() == version + 1 and table.to_pyarrow_table().num_rows == len(sent)
+
+
+def _three_event_hours(broker, tmp_path, fmt, seed):
+    """Three hours of taxi trips (a fifth late, by up to two minutes) owned by their
+    ``event_time`` field, landed hour by hour in a table of ``fmt`` partitioned by
+    ``hour(event_time)``: the pipeline and the (partition, offset, timestamp) produced."""
+    from devtools.taxi import TRIP_SCHEMA
+    name = unique(f"{fmt}_hour")
+    create_topic(broker.bootstrap, name, 2)
+    sent = produce(broker.bootstrap, name, trips(T0, 3, 60, seed=seed, late_share=0.2,
+                                                 max_delay_ms=120_000), partitions=2)
+    cfg = kafka_pipeline(broker.bootstrap, name, name=name, mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
+                         allowed_lateness="5m", event_time={"field": "event_time"},
+                         format={"value": "json", "schema": dict(TRIP_SCHEMA),
+                                 "epoch_unit": "millis"},  # taxi event_time: epoch ms
+                         output={"path": str(tmp_path), "format": fmt,
+                                 "partition_by": "hour(event_time)"})
+    for hour in range(3):
+        run_dag(cfg, logical_date=utc(2024, 5, 1, hour + 1))
+    return cfg, sent

@@ -10,7 +10,6 @@ import pytest
 
 from streamslice.commit.manifest import read_manifest
 from streamslice.commit.protocol import publish_once
-from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.layout import PartitionPath
@@ -18,6 +17,7 @@ from streamslice.planning.plan import Interval, OutputTarget, ReadPlan
 from streamslice.planning.planner import check_columns
 from streamslice.reading.staging import Staging
 from streamslice.sources import read_plan
+from tests.unit.test_config import error, parse
 
 HOURLY = """\
 mode: interval
@@ -32,16 +32,6 @@ output:
 """
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
-
-
-def parse(text):
-    return parse_pipeline(text, file="p.yaml", default_name="p")
-
-
-def error(text):
-    with pytest.raises(ConfigError) as info:
-        parse(text)
-    return str(info.value)
 
 
 def test_an_hourly_hive_path_renders_the_interval_start_in_utc():

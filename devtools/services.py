@@ -241,14 +241,14 @@ class SparkStandalone:
              "--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
              "--webui-port", str(self.worker_ui), "--work-dir", str(self.work_dir)],
             env=env, stdout=log, stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a busy machine starts a JVM slowly
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/",
                                             timeout=2) as r:
                     if json.load(r).get("aliveworkers", 0) >= 1:
                         return self
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or an empty page while it starts
                 pass
             time.sleep(0.5)
         raise RuntimeError("the Spark worker did not register with the master")

@@ -16,7 +16,14 @@ from streamslice.commit.publishers.transforms import delta_partition_field, delt
 from streamslice.errors import CommitError, ConfigError
 from streamslice.planning.planner import check_columns
 from streamslice.reading.staging import Staging
-from tests.unit.test_iceberg_partition_by import DAY, T0, make_plan, stage, target
+from tests.unit.test_iceberg_partition_by import (
+    DAY,
+    T0,
+    make_plan,
+    publish_two_batches,
+    stage,
+    target,
+)
 
 HOUR = 3_600_000
 
@@ -36,13 +43,7 @@ def files_scanned(sql):
 
 def test_a_filter_on_the_day_column_reads_only_its_files_and_a_rerun_replaces_exactly(tmp_path):
     out = target(tmp_path, fmt="delta")
-    # batch 1: days 1 and 2 (a run may span partitions: late and early records do)
-    first = make_plan(out, 1, records=3)
-    publish_once(first, stage(tmp_path, first, [T0 + 5, T0 + 7, T0 + DAY + 3], "b1"),
-                 run_id="r1", now_ms=1)
-    second = make_plan(out, 2, records=2)
-    publish_once(second, stage(tmp_path, second, [T0 + 2 * DAY + 1, T0 + 2 * DAY + 2], "b2"),
-                 run_id="r2", now_ms=2)
+    publish_two_batches(tmp_path, out)
     dt = table(out)
     assert dt.metadata().partition_columns == ["event_time_day"]
     assert pa.schema(dt.schema().to_arrow()).field("event_time_day").type == pa.date32()

@@ -56,6 +56,17 @@ def stage(tmp_path, plan, times, name):
     return st
 
 
+def publish_two_batches(tmp_path, out):
+    """Batch 1 on days 1 and 2 (a run may span partitions: late and early records do), batch 2
+    on day 3."""
+    first = make_plan(out, 1, records=3)
+    publish_once(first, stage(tmp_path, first, [T0 + 5, T0 + 7, T0 + DAY + 3], "b1"),
+                 run_id="r1", now_ms=1)
+    second = make_plan(out, 2, records=2)
+    publish_once(second, stage(tmp_path, second, [T0 + 2 * DAY + 1, T0 + 2 * DAY + 2], "b2"),
+                 run_id="r2", now_ms=2)
+
+
 def table_of(output):
     from pyiceberg.catalog import load_catalog
     return load_catalog("streamslice", **output.catalog).load_table(output.table)
@@ -63,13 +74,7 @@ def table_of(output):
 
 def test_a_filter_on_the_column_plans_only_its_partitions(tmp_path):
     out = target(tmp_path)
-    # batch 1: days 1 and 2 (a run may span partitions: late and early records do)
-    first = make_plan(out, 1, records=3)
-    publish_once(first, stage(tmp_path, first, [T0 + 5, T0 + 7, T0 + DAY + 3], "b1"),
-                 run_id="r1", now_ms=1)
-    second = make_plan(out, 2, records=2)
-    publish_once(second, stage(tmp_path, second, [T0 + 2 * DAY + 1, T0 + 2 * DAY + 2], "b2"),
-                 run_id="r2", now_ms=2)
+    publish_two_batches(tmp_path, out)
     table = table_of(out)
     assert [(f.name, str(f.transform)) for f in table.spec().fields] == \
         [("event_time_day", "day")]

@@ -9,7 +9,7 @@ import pytest
 from devtools.services import create_topic
 from streamslice.errors import DataLossError, PlanError
 from streamslice.kafka.late import bind, resolve
-from streamslice.kafka.options import EARLIEST, LATEST
+from streamslice.kafka.spark_options import EARLIEST, LATEST
 from streamslice.kafka.split import KafkaSplit
 from tests.support.kafka import producer
 from tests.support.pipelines import unique

@@ -485,7 +485,7 @@ def test_the_extending_pages_record_format_works_once_registered(monkeypatch, tm
                                  None, b"\x01"])
     assert arrays[0].to_pylist() == [42, -1, None, None]
     assert errors == {3: "key: expected 8 bytes, got 1"}
-    from streamslice.spark.options import decoding_from_options
+    from streamslice.spark.plan_options import decoding_from_options
     assert decoding_from_options({"keyformat": "long"}).key.name == "long"
 
 

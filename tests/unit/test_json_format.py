@@ -129,7 +129,7 @@ def test_epoch_millis_by_setting():
         datetime(2024, 5, 1, 0, 0, 0, 500, tzinfo=timezone.utc),
         datetime(2024, 5, 1, tzinfo=timezone.utc)]
     assert Json.from_options({"schema": "at TIMESTAMP"}, "value").options == {}
-    from streamslice.spark.options import check_names
+    from streamslice.spark.plan_options import check_names
     check_names({"epochunit": "millis", "keyepochunit": "millis"}, "kafka", (), "kafka.")
     with pytest.raises(ConfigError, match="option epochUnit: 'ms' is not one of: seconds, "
                                           "millis"):
@@ -365,7 +365,7 @@ def test_flatten_spark_option_and_older_plans():
     from streamslice.errors import ConfigError
     from streamslice.planning.plan import PLAN_VERSION
     from streamslice.sources import read_plan
-    from streamslice.spark.options import decoding_from_options
+    from streamslice.spark.plan_options import decoding_from_options
     from tests.unit.test_plan_version import saved
     assert decoding_from_options({"schema": "a INT", "flatten": "False"}).flatten is False
     assert decoding_from_options({"schema": "a INT"}).flatten is True
@@ -384,7 +384,7 @@ def test_flatten_spark_option_and_older_plans():
     '{"id": "long", "user": {"name": "string", "tags": "array<string>"}}'])
 def test_spark_users_give_the_schema_as_ddl_or_json(schema):
     """format("streamslice-kafka") and streamslice-kinesis share these options."""
-    from streamslice.spark.options import decoding_from_options
+    from streamslice.spark.plan_options import decoding_from_options
     decode = decoding_from_options({"schema": schema})
     assert decode.value.name == "json" and decode.on_error == "fail"  # Spark's default: fail
     assert decode.value.schema == "id BIGINT, user STRUCT<name: STRING, tags: ARRAY<STRING>>"
@@ -400,6 +400,6 @@ def test_spark_users_give_the_schema_as_ddl_or_json(schema):
 ])
 def test_bad_spark_schema_options_are_one_line(opts, message):
     from streamslice.errors import ConfigError
-    from streamslice.spark.options import decoding_from_options
+    from streamslice.spark.plan_options import decoding_from_options
     with pytest.raises(ConfigError, match=re.escape(message)):
         decoding_from_options(opts)

@@ -15,7 +15,7 @@ from streamslice.kafka.fetch import RawBatch
 from streamslice.kafka.reader import KafkaSplitReader
 from streamslice.kafka.split import KafkaSplit
 from streamslice.reading.decode import Decoder
-from streamslice.spark.options import decoding_from_options
+from streamslice.spark.plan_options import decoding_from_options
 
 HEAD = "mode: incremental\nkafka: {bootstrap_servers: '127.0.0.1:9', topics: [t]}\nformat:\n"
 KEY_SCHEMA = json.dumps({"type": "object", "properties": {

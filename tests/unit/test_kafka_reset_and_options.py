@@ -3,7 +3,7 @@ the integration tests), and the ``plan`` option."""
 import pytest
 
 from streamslice.errors import ConfigError
-from streamslice.spark.options import plan_from_options
+from streamslice.spark.plan_options import plan_from_options
 from tests.unit.test_planner import LOGS, FakeAdmin, source
 
 

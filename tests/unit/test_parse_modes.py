@@ -1,7 +1,7 @@
-"""Spark's parse modes for DataFrame reads (``reading.malformed``, ``spark.options.parse_mode``):
-the options, the schema with its corrupt-record column, and what each mode makes of a batch
-of dead letters. Plain Arrow batches; the same over a real broker and Spark is
-tests/integration/test_spark_parse_modes.py."""
+"""Spark's parse modes for DataFrame reads (``reading.malformed``,
+``spark.plan_options.parse_mode``): the options, the schema with its corrupt-record column,
+and what each mode makes of a batch of dead letters. Plain Arrow batches; the same over a
+real broker and Spark is tests/integration/test_spark_parse_modes.py."""
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -15,7 +15,7 @@ from streamslice.kinesis.reader import DEAD_LETTER_SCHEMA as KINESIS_DEAD
 from streamslice.reading.decode import Decoder
 from streamslice.reading.malformed import Malformed, ParseMode
 from streamslice.sources import source_class
-from streamslice.spark.options import parse_mode
+from streamslice.spark.plan_options import parse_mode
 
 RAW = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
 

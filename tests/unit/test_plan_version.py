@@ -13,7 +13,7 @@ from streamslice.kinesis.split import KinesisSplit
 from streamslice.planning import plan as plan_module
 from streamslice.planning.plan import PLAN_VERSION, Interval, OutputTarget, ReadPlan
 from streamslice.sources import read_plan
-from streamslice.spark.options import plan_from_options
+from streamslice.spark.plan_options import plan_from_options
 
 
 def kafka_plan(**kw):

@@ -7,12 +7,12 @@ import re
 import pytest
 
 from streamslice.errors import ConfigError
-from streamslice.kafka.options import OPTIONS
 from streamslice.kafka.properties import kafka_python_kwargs
 from streamslice.kafka.source import KafkaSource
+from streamslice.kafka.spark_options import OPTIONS
 from streamslice.kafka.spark_read import divide
 from streamslice.kafka.subscriber import PartitionSet, TopicList, TopicPattern
-from streamslice.spark.options import check_names
+from streamslice.spark.plan_options import check_names
 
 
 def parse(**kw):
@@ -162,7 +162,7 @@ def rng(tp, lo, hi):
     ([rng("t1", 0, 5)], None, 2, [("t1", 0, 1), ("t1", 1, 3), ("t1", 3, 5)]),
 ])
 def test_spark_range_division(ranges, min_parts, max_records, expected):
-    from streamslice.kafka.options import Side, SparkRead
+    from streamslice.kafka.spark_options import Side, SparkRead
     r = SparkRead(Side("earliest"), Side("latest"), min_partitions=min_parts,
                   max_records_per_partition=max_records)
     assert divide(ranges, r) == expected

@@ -6,7 +6,7 @@ import pytest
 from streamslice.errors import ConfigError
 from streamslice.kinesis.positions import ArrivedBefore, AtTimestamp, Latest, Tip, TrimHorizon
 from streamslice.kinesis.source import KinesisSource
-from streamslice.spark.options import check_names
+from streamslice.spark.plan_options import check_names
 
 ARN = "arn:aws:kinesis:us-east-1:000000000000:stream/taxi/consumer/c:1"
 

@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
-from .options import EARLIEST, LATEST
 from .ranges import bind_range, by_offset
+from .spark_options import EARLIEST, LATEST
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import DataLossError, PlanError
-from .options import EARLIEST, LATEST, spark_tp
+from .spark_options import EARLIEST, LATEST, spark_tp
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -9,7 +9,7 @@ from ..aws import AwsAuth
 from ..errors import ConfigError, SourceError
 from ..sources import ReadRequest, ResetTarget, Source, SourcePlan
 from ..splits import NO_POSITION, PositionText
-from .options import EARLIEST, LATEST, OPTIONS
+from .spark_options import EARLIEST, LATEST, OPTIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from ..reading.decode import Decoder
     from ..sources import PlanRequest
     from .admin import KafkaAdmin
-    from .options import SparkRead
     from .positions import Position as KafkaPosition
     from .reader import KafkaSplitReader
+    from .spark_options import SparkRead
     from .split import KafkaSplit
     from .subscriber import Subscriber
 
@@ -65,7 +65,7 @@ class KafkaSource(Source["KafkaSplit"]):
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, dict[str, Any]]:
-        from .options import kafka_from_options
+        from .spark_options import kafka_from_options
         fields, properties = kafka_from_options(options)
         return cls(**fields), properties
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..sources import SourcePlan
-from .options import EARLIEST, LATEST, Side, spark_tp
 from .ranges import bind_range
+from .spark_options import EARLIEST, LATEST, Side, spark_tp
 from .split import KafkaSplit
 
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from ..sources import PlanRequest
     from .admin import KafkaAdmin, TopicPartition
-    from .options import SparkRead
     from .source import KafkaSource
+    from .spark_options import SparkRead
 
 
 def plan_spark_read(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> SourcePlan:

@@ -72,7 +72,7 @@ class KinesisSource(Source["KinesisSplit"]):
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:
-        from .options import kinesis_from_options
+        from .spark_options import kinesis_from_options
         fields, given = kinesis_from_options(options)
         source = cls(**fields)
         return source, source.client_properties(given)

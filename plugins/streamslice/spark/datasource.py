@@ -91,14 +91,14 @@ class PlannedSource(DataSource):
 
     def _plan(self) -> ReadPlan:
         if not hasattr(self, "_cached_plan"):
-            from streamslice.spark.options import plan_from_options
+            from streamslice.spark.plan_options import plan_from_options
             self._cached_plan = plan_from_options(dict(self.options), self.kind)
         return self._cached_plan
 
     def _mode(self) -> ParseMode | None:
         """Spark's parse mode for a DataFrame read; None on the DAG's path (``staging``),
         which stages dead letters instead."""
-        from streamslice.spark.options import parse_mode
+        from streamslice.spark.plan_options import parse_mode
         options = {k.lower(): v for k, v in self.options.items()}
         return None if options.get("staging") else parse_mode(options, self._plan())
 
@@ -134,7 +134,7 @@ def dataframe_schema(plan: ReadPlan, mode: ParseMode | None) -> pa.Schema:
 class PlanReader(DataSourceReader):
     def __init__(self, plan: ReadPlan, options: dict[str, str], mode: ParseMode | None = None,
                  schema: pa.Schema | None = None) -> None:
-        from streamslice.config.options import client_properties
+        from streamslice.config.data_source_options import client_properties
         from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
         self.kind, self.plan_json = plan.source, plan.to_json()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from ..config.options import client_properties
+from ..config.data_source_options import client_properties
 from ..errors import ConfigError, PlanError, PlanVersionError
 
 if TYPE_CHECKING:

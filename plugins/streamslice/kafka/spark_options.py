@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config.options import client_properties
+from ..config.data_source_options import client_properties
 from ..errors import ConfigError
 
 EARLIEST, LATEST = -2, -1

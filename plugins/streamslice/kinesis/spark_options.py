@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..config.options import client_properties, json_option
+from ..config.data_source_options import client_properties, json_option
 from ..errors import ConfigError
 
 if TYPE_CHECKING:

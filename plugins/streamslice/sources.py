@@ -14,7 +14,9 @@ import importlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal
+
+from .splits import SplitT
 
 if TYPE_CHECKING:
     import argparse
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
     from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
-SplitT = TypeVar("SplitT", bound="Split")
 
 # kind → "module:Class"; imported on first use, so a Kafka run never loads boto3.
 SOURCES: dict[str, str] = {
@@ -51,17 +52,17 @@ def source_class(kind: str) -> type[Source[Any]]:
     return cls
 
 
-def read_split(kind: str, data: dict[str, Any]) -> Split:
+def read_split(kind: str, data: dict[str, Any]) -> Split[Any]:
     """One split of a ``kind`` source from a plan's JSON."""
     from .errors import PlanError
     if kind not in SOURCES:
         raise PlanError(f"plan for source {kind!r}, which this streamslice does not have "
                         f"(sources: {', '.join(SOURCES)})")
-    split: Split = source_class(kind).split_from_dict(data)
+    split: Split[Any] = source_class(kind).split_from_dict(data)
     return split
 
 
-def read_plan(data: dict[str, Any] | str | bytes) -> ReadPlan:
+def read_plan(data: dict[str, Any] | str | bytes) -> ReadPlan[Split[Any]]:
     """A ReadPlan from its JSON (text or parsed), each split read by the plan's own source;
     a plan of another version is migrated or refused (``planning.plan.upgrade``)."""
     from .planning.plan import ReadPlan
@@ -111,7 +112,7 @@ class PlanRequest:
 class SourcePlan:
     """What a source's planner returns, the same shape for every source."""
 
-    splits: Sequence[Split]
+    splits: Sequence[Split[Any]]
     gaps: list[dict[str, Any]] = field(default_factory=list)
     next_positions: dict[str, Any] = field(default_factory=dict)  # {} when readers decide
     info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
@@ -121,7 +122,7 @@ class SourcePlan:
 class ReadRequest:
     """What an executor has for one split: the plan, client properties and read options."""
 
-    plan: ReadPlan
+    plan: ReadPlan[Any]
     properties: dict[str, Any]
     decoder: Decoder
     staging: Staging | None = None
@@ -332,12 +333,12 @@ class Source(ABC, Generic[SplitT]):
 
     @classmethod
     @abstractmethod
-    def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
+    def record_schema(cls, decoder: Decoder, plan: ReadPlan[SplitT]) -> pa.Schema:
         """The Arrow schema of the records this source's readers produce."""
 
     @classmethod
     @abstractmethod
-    def open_reader(cls, split: SplitT, request: ReadRequest) -> SplitReader:
+    def open_reader(cls, split: SplitT, request: ReadRequest) -> SplitReader[SplitT]:
         """A reader for one split."""
 
     # -- commit ---------------------------------------------------------------------------
@@ -345,7 +346,7 @@ class Source(ABC, Generic[SplitT]):
     """(columns naming a split key, position column to range-check or None)."""
 
     @classmethod
-    def next_positions(cls, plan: ReadPlan, summaries: dict[int, dict[str, Any]],
+    def next_positions(cls, plan: ReadPlan[SplitT], summaries: dict[int, dict[str, Any]],
                        base: dict[str, Any]) -> dict[str, Any]:
         """The checkpoint positions after ``plan`` committed. By default the plan knows them;
         a source whose readers decide (Kinesis) overrides this."""
@@ -356,7 +357,7 @@ class Source(ABC, Generic[SplitT]):
     # -- lineage --------------------------------------------------------------------------
     @classmethod
     @abstractmethod
-    def lineage_dataset(cls, plan: ReadPlan, split: SplitT) -> DatasetName:
+    def lineage_dataset(cls, plan: ReadPlan[SplitT], split: SplitT) -> DatasetName:
         """The dataset ``split`` reads, named as OpenLineage names datasets
         (``streamslice.lineage``): Kafka's topic, Kinesis' stream, a folder of files."""
 

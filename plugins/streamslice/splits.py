@@ -21,16 +21,20 @@ Pure core: no Airflow, no PySpark.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 LagUnit = Literal["records", "ms"]
 LAG_UNITS: tuple[LagUnit, ...] = ("records", "ms")
 
+# A split's position type: a Kafka offset or a line number (``int``), a Kinesis position
+# (``dict``). Each source's split fixes it, so its start and end are typed in its package.
+PositionT_co = TypeVar("PositionT_co", covariant=True)
+
 
 @runtime_checkable
-class Split(Protocol):
+class Split(Protocol[PositionT_co]):
     """One partition's range in a ReadPlan. Splits are dataclasses; ``to_dict`` is what the
-    plan's JSON holds and the source's ``split_from_dict`` reads back."""
+    plan's JSON holds and the source's split serializer reads back."""
 
     id: int  # unique in its plan: the Spark task, the staging file and the summary use it
     lag_unit: ClassVar[LagUnit]
@@ -41,11 +45,11 @@ class Split(Protocol):
         ``stream:shardId-000000000001``). Sub-splits of one partition share a key."""
 
     @property
-    def start(self) -> Any:
+    def start(self) -> PositionT_co:
         """The first position read (a JSON value; ``Source.position_text`` renders it)."""
 
     @property
-    def end(self) -> Any:
+    def end(self) -> PositionT_co:
         """Where the read stops (a JSON value): an exclusive offset, or a bound such as an
         arrival time when the readers find the last position themselves."""
 
@@ -65,6 +69,11 @@ class Split(Protocol):
 
     def to_dict(self) -> dict[str, Any]:
         """The split as the plan's JSON holds it."""
+
+
+# One source's split type: what ``ReadPlan``, ``SplitReader`` and a source's roles are
+# generic in, so a source's own code gets its own splits back without a cast.
+SplitT = TypeVar("SplitT", bound="Split[Any]")
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ def test_unknown_and_unbound_splits_keep_their_own_task():
     shard = {"stream": "s", "start": {"type": "TRIM_HORIZON"}, "stop_before": 1}
     splits = [kinesis({"id": i, "shard_id": f"shardId-{i:012d}", **shard}) for i in range(3)]
     splits.append(kafka({"id": 3, "topic": "t", "partition": 0, "start": -2, "stop": -1,
-                         "late": {"start": {"offset": -2}, "stop": {"offset": -1}}}))
+                         "unresolved": {"start": {"offset": -2}, "stop": {"offset": -1}}}))
     splits += [kafka({"id": i, "topic": "t", "partition": i, "start": 0, "stop": 5})
                for i in range(4, 10)]
     groups = pack_splits([s.size for s in splits], 2)

@@ -99,6 +99,22 @@ def test_an_older_plan_is_migrated_step_by_step(monkeypatch):
         plan_module.upgrade(saved(version=1))
 
 
+
+def test_a_version_7_kafka_split_s_late_sides_are_its_unresolved_ones():
+    """Version 8 renamed a Kafka split's ``late`` (sides a Spark-option read binds later) to
+    ``unresolved``; a saved version 7 plan reads with them there, and its late-record bounds
+    (``late_from``) stay as they were."""
+    sides = {"start": {"offset": -2}, "stop": {"offset": -1}, "no_match": "error",
+             "fail_on_data_loss": True}
+    old = saved(version=7)
+    old["splits"][0].pop("unresolved")
+    old["splits"][0].update(late=sides, late_from=4)
+    plan = read_plan(old)
+    assert (plan.splits[0].unresolved, plan.splits[0].late_from) == (sides, 4)
+    assert plan.splits[1].unresolved is None and plan.version == PLAN_VERSION
+    with pytest.raises(PlanError, match="unknown field 'late'"):  # this version has no late
+        read_plan({**saved(), "splits": [{**saved()["splits"][0], "late": sides}]})
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.update(surprise=1), "plan: unknown field 'surprise' for plan version"),
     (lambda d: d.pop("partition"), "plan: field 'partition' is missing"),

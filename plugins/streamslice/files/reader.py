@@ -34,7 +34,7 @@ class Lines:
     values: list[bytes]
 
 
-class FileSplitReader(SplitReader):
+class FileSplitReader(SplitReader["FileSplit"]):
     dead_letter_schema = DEAD_LETTER_SCHEMA
 
     def __init__(self, split: FileSplit, *, root: str, decoder: Decoder | None = None,

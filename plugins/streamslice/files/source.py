@@ -110,7 +110,7 @@ class FileSource(Source["FileSplit"]):
         return split
 
     @classmethod
-    def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
+    def record_schema(cls, decoder: Decoder, plan: ReadPlan[FileSplit]) -> pa.Schema:
         from .reader import record_schema
         return record_schema(decoder)
 
@@ -122,7 +122,7 @@ class FileSource(Source["FileSplit"]):
                                fault=request.fault)
 
     @classmethod
-    def lineage_dataset(cls, plan: ReadPlan, split: FileSplit) -> DatasetName:
+    def lineage_dataset(cls, plan: ReadPlan[FileSplit], split: FileSplit) -> DatasetName:
         from ..lineage import location_dataset
         return location_dataset(plan.source_info["root"])  # the folder: one dataset
 

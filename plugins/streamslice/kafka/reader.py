@@ -44,7 +44,7 @@ DEAD_LETTER_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), *_
                                 ("headers", HEADERS), ("error", pa.string())])
 
 
-class KafkaSplitReader(SplitReader):
+class KafkaSplitReader(SplitReader["KafkaSplit"]):
     dead_letter_schema = DEAD_LETTER_SCHEMA
 
     def __init__(self, split: KafkaSplit, *, properties: dict[str, Any],
@@ -62,8 +62,8 @@ class KafkaSplitReader(SplitReader):
         self.include_headers = include_headers
 
     def fetch(self) -> Iterable[RawBatch]:
-        if self.split.late:  # Spark-option reads bind earliest/latest now
-            from .late import bind
+        if self.split.unresolved:  # Spark-option reads bind earliest/latest now
+            from .binding import bind
             self.split = bind(self.split, self.properties)
             self.stats.note(start=self.split.start, stop=self.split.stop)
         return fetch(self.client, self.split, self.properties, batch_size=self.batch_size,
@@ -84,8 +84,9 @@ class KafkaSplitReader(SplitReader):
             return self._by_event_time(cols, offsets, ts)
         late = None
         if self.interval is not None:
-            on_time, late_mask = classify(ts, offsets, self.interval, self.split.late_from,
-                                          self.split.owned_until)
+            at = self.split.interval_offsets("late_from", "owned_until")
+            on_time, late_mask = classify(ts, offsets, self.interval, at["late_from"],
+                                          at["owned_until"])
             keep = pc.or_(on_time, late_mask)
             kept = pc.sum(keep).as_py() or 0
             if kept != n:
@@ -136,10 +137,8 @@ class KafkaSplitReader(SplitReader):
         if errors:
             failed = pa.array([i in errors for i in range(n)])
             event_ms = pc.if_else(failed, pa.scalar(None, pa.int64()), event_ms)
-        split = self.split
-        marks = classify_event_time(event_ms, offsets, self.interval, {
-            "home_from": split.home_from, "owned_until": split.owned_until,
-            "late_from": split.late_from, "early_until": split.early_until})
+        marks = classify_event_time(event_ms, offsets, self.interval, self.split.interval_offsets(
+            "home_from", "owned_until", "late_from", "early_until"))
         dead = pc.indices_nonzero(marks["dead"]).to_pylist()
         if dead:
             ours = {i: errors.get(i, f"event_time: field {self.event_time.field!r} is "
@@ -157,8 +156,8 @@ class KafkaSplitReader(SplitReader):
         arrays = [*key_cols, *value_cols]
         payload = _bytes(arrays)
         count = len(offsets)
-        arrays += [pa.repeat(pa.scalar(split.topic, pa.string()), count),
-                   pa.repeat(pa.scalar(split.partition, pa.int32()), count),
+        arrays += [pa.repeat(pa.scalar(self.split.topic, pa.string()), count),
+                   pa.repeat(pa.scalar(self.split.partition, pa.int32()), count),
                    offsets, _ts(ts), cols["timestampType"]]
         if self.include_headers:
             arrays.append(_headers(cols["headers"]))

@@ -144,10 +144,11 @@ class KafkaSource(Source["KafkaSplit"]):
     @classmethod
     def resolve_splits(cls, splits: list[KafkaSplit],
                        properties: Callable[[], dict[str, Any]]) -> list[KafkaSplit]:
-        """A Spark read's timestamps become offsets and its ranges are checked (``late``)."""
-        if not any(s.late for s in splits):
+        """A Spark read's timestamps become offsets and its ranges are checked
+        (``kafka.binding``)."""
+        if not any(s.unresolved for s in splits):
             return splits
-        from .late import resolve
+        from .binding import resolve
         return resolve(splits, properties())
 
     def after_commit(self, positions: dict[str, Any],
@@ -171,7 +172,7 @@ class KafkaSource(Source["KafkaSplit"]):
         return split
 
     @classmethod
-    def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
+    def record_schema(cls, decoder: Decoder, plan: ReadPlan[KafkaSplit]) -> pa.Schema:
         from .reader import record_schema
         return record_schema(decoder, plan.mode == "interval",
                              plan.source_info.get("include_headers", True),
@@ -189,7 +190,7 @@ class KafkaSource(Source["KafkaSplit"]):
                                                                              True))
 
     @classmethod
-    def lineage_dataset(cls, plan: ReadPlan, split: KafkaSplit) -> DatasetName:
+    def lineage_dataset(cls, plan: ReadPlan[KafkaSplit], split: KafkaSplit) -> DatasetName:
         from ..lineage import kafka_dataset
         return kafka_dataset(plan.source_info["bootstrap_servers"], split.topic)
 

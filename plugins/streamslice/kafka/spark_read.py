@@ -4,7 +4,7 @@
 Without ``minPartitions`` / ``maxRecordsPerPartition`` every partition is one split whose
 start and stop stay unresolved (``earliest``, ``latest``, timestamps): Spark's driver resolves
 timestamps and checks the ranges when it plans the read, and tasks bind ``earliest`` /
-``latest`` (``kafka.late``), so each action on the DataFrame sees the topic as it is then.
+``latest`` (``kafka.binding``), so each action on the DataFrame sees the topic as it is then.
 With them, offsets are resolved now and ranges divided as Spark divides them.
 """
 from __future__ import annotations
@@ -37,10 +37,11 @@ def plan_spark_read(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest
     info = {"bootstrap_servers": source.bootstrap_servers, "client": source.client,
             "include_headers": read.include_headers}
     if read.min_partitions is None and read.max_records_per_partition is None:
-        late = {"no_match": read.no_match, "fail_on_data_loss": read.fail_on_data_loss}
+        policy = {"no_match": read.no_match, "fail_on_data_loss": read.fail_on_data_loss}
         splits = [KafkaSplit(id=i, topic=tp.topic, partition=tp.partition, start=EARLIEST,
-                             stop=LATEST, late={**late, "start": read.start.for_partition(tp.key),
-                                                "stop": read.stop.for_partition(tp.key)})
+                             stop=LATEST, unresolved={
+                                 **policy, "start": read.start.for_partition(tp.key),
+                                 "stop": read.stop.for_partition(tp.key)})
                   for i, tp in enumerate(tps)]
         return SourcePlan(splits=splits, info=info)
     low, high = admin.beginning_offsets(tps), admin.end_offsets(tps)

@@ -24,7 +24,8 @@ class KafkaSplit:
     owned_until: int | None = None
     home_from: int | None = None  # with an event-time field: b(s) and b(e-E)
     early_until: int | None = None
-    late: dict[str, Any] | None = None  # unresolved start/stop (kafka.late)
+    # sides still to resolve, of a read given as Spark options (``kafka.binding``)
+    unresolved: dict[str, Any] | None = None
 
     lag_unit: ClassVar[LagUnit] = "records"
 
@@ -38,8 +39,8 @@ class KafkaSplit:
 
     @property
     def size(self) -> int | None:
-        """None while start/stop are unresolved (``kafka.late``): a task binds them."""
-        return None if self.late else max(0, self.stop - self.start)
+        """None while start/stop are unresolved (``kafka.binding``): a task binds them."""
+        return None if self.unresolved else max(0, self.stop - self.start)
 
     @property
     def lag(self) -> int:
@@ -49,6 +50,17 @@ class KafkaSplit:
     @property
     def offset_range(self) -> tuple[int, int]:
         return self.start, self.stop
+
+    def interval_offsets(self, *names: str) -> dict[str, int]:
+        """The interval run's offsets ``names`` (``late_from``, ``owned_until``, …), which
+        the planner sets on every split of an interval plan; a PlanError if one is missing."""
+        found = {name: getattr(self, name) for name in names}
+        missing = [name for name, value in found.items() if value is None]
+        if missing:
+            from ..errors import PlanError
+            raise PlanError(f"{self.key}: an interval read's split has no {missing[0]} "
+                            "(the plan was not made for an interval)")
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

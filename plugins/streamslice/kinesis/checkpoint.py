@@ -7,7 +7,7 @@ Checkpoint values per shard: ``{"after": seq}``, ``{"at": seq}``, ``{"at_timesta
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..sources import ResetTarget
@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 _SEQ = re.compile(r"\d{1,128}")
 
 
-def next_positions(plan: ReadPlan, summaries: dict[int, dict[str, Any]],
+def next_positions(plan: ReadPlan[KinesisSplit], summaries: dict[int, dict[str, Any]],
                    base_positions: dict[str, Any] | None) -> dict[str, Any]:
     """``{stream:shard: {"after": seq} | {"at_timestamp": ms} | {"finished": true}}``."""
     positions = dict(base_positions or {})
-    for split in cast("list[KinesisSplit]", plan.splits):
+    for split in plan.splits:
         s = summaries[split.id]
         if s.get("finished"):
             positions[split.key] = {"finished": True}

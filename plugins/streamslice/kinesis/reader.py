@@ -38,7 +38,7 @@ def record_schema(decoder: Decoder, event_time: bool = False) -> pa.Schema:
 DEAD_LETTER_SCHEMA = pa.schema([("data", pa.binary()), *_META, ("error", pa.string())])
 
 
-class KinesisSplitReader(SplitReader):
+class KinesisSplitReader(SplitReader["KinesisSplit"]):
     dead_letter_schema = DEAD_LETTER_SCHEMA
 
     def __init__(self, split: KinesisSplit, *, properties: dict[str, Any] | None = None,

@@ -202,7 +202,7 @@ class KinesisSource(Source["KinesisSplit"]):
         return split
 
     @classmethod
-    def record_schema(cls, decoder: Decoder, plan: ReadPlan) -> pa.Schema:
+    def record_schema(cls, decoder: Decoder, plan: ReadPlan[KinesisSplit]) -> pa.Schema:
         from .reader import record_schema
         return record_schema(decoder, bool(plan.interval and plan.interval.event_time))
 
@@ -221,13 +221,13 @@ class KinesisSource(Source["KinesisSplit"]):
 
     # -- commit -----------------------------------------------------------------------------
     @classmethod
-    def next_positions(cls, plan: ReadPlan, summaries: dict[int, dict[str, Any]],
+    def next_positions(cls, plan: ReadPlan[KinesisSplit], summaries: dict[int, dict[str, Any]],
                        base: dict[str, Any]) -> dict[str, Any]:
         from .checkpoint import next_positions
         return next_positions(plan, summaries, base)
 
     @classmethod
-    def lineage_dataset(cls, plan: ReadPlan, split: KinesisSplit) -> DatasetName:
+    def lineage_dataset(cls, plan: ReadPlan[KinesisSplit], split: KinesisSplit) -> DatasetName:
         from ..lineage import kinesis_dataset
         return kinesis_dataset(split.stream_arn or plan.source_info["streams"][split.stream])
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from ..errors import PlanError, PlanVersionError
+from ..splits import SplitT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,9 +24,10 @@ if TYPE_CHECKING:
     from ..aws import AwsAuth
     from ..splits import Split
 
-    SplitReader = Callable[[str, dict[str, Any]], Split]  # (source kind, split JSON) → split
+    # (source kind, split JSON) → that source's split (``sources.read_split``)
+    SplitFromDict = Callable[[str, dict[str, Any]], Split[Any]]
 
-PLAN_VERSION = 7
+PLAN_VERSION = 8
 
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
@@ -72,12 +74,29 @@ def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 8 renamed a Kafka split's ``late`` (its sides still to resolve, for a read
+    given as Spark options) to ``unresolved``: "late" is what records older than an interval
+    are."""
+    if isinstance(data.get("splits"), list):
+        data = {**data, "splits": [_renamed(s, "late", "unresolved") for s in data["splits"]]}
+    return data
+
+
+def _renamed(split: Any, old: str, new: str) -> Any:
+    if not isinstance(split, dict) or old not in split:
+        return split
+    rest = {k: v for k, v in split.items() if k != old}
+    return {**rest, new: split[old]}
+
+
 # version → the function turning a plan of that version into one of the next.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3,
                                                                      3: _v3_to_v4,
                                                                      4: _v4_to_v5,
                                                                      5: _v5_to_v6,
-                                                                     6: _v6_to_v7}
+                                                                     6: _v6_to_v7,
+                                                                     7: _v7_to_v8}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}
@@ -151,12 +170,15 @@ class OutputTarget:
 
 
 @dataclass
-class ReadPlan:
+class ReadPlan(Generic[SplitT]):
+    """``SplitT``: the source's split type. A plan read back from JSON holds ``Split[Any]``
+    until a source's own role takes it (``sources.Source``), typed by that role."""
+
     pipeline: str
     source: str  # a key of sources.SOURCES
     mode: str  # "interval" | "incremental" | "bounded"
     planned_at: int  # epoch ms
-    splits: list[Split]
+    splits: list[SplitT]
     partition: str  # output partition, relative: "interval=…" or "batch=…"
     output: OutputTarget | None = None
     run_id: str | None = None
@@ -178,7 +200,7 @@ class ReadPlan:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], read_split: SplitReader) -> ReadPlan:
+    def from_dict(cls, data: dict[str, Any], read_split: SplitFromDict) -> ReadPlan[Split[Any]]:
         """A plan from its JSON, migrated to this release's version first. ``read_split``
         turns one split's JSON into its source's split (``sources.read_plan`` passes the
         registry's; the plan itself knows no sources)."""
@@ -194,11 +216,11 @@ class ReadPlan:
             data["interval"] = build(Interval, data["interval"], "plan interval")
         if data.get("output") is not None:
             data["output"] = build(OutputTarget, data["output"], "plan output")
-        plan: ReadPlan = build(cls, data, "plan")
+        plan: ReadPlan[Split[Any]] = build(cls, data, "plan")
         return plan
 
     @classmethod
-    def from_json(cls, text: str | bytes, read_split: SplitReader) -> ReadPlan:
+    def from_json(cls, text: str | bytes, read_split: SplitFromDict) -> ReadPlan[Split[Any]]:
         try:
             data = json.loads(text)
         except ValueError as exc:
@@ -247,7 +269,7 @@ def _readable() -> str:
     return f"{oldest} to {PLAN_VERSION}" if oldest < PLAN_VERSION else str(PLAN_VERSION)
 
 
-def _split(read_split: SplitReader, kind: str, data: Any, index: int) -> Split:
+def _split(read_split: SplitFromDict, kind: str, data: Any, index: int) -> Split[Any]:
     try:
         return read_split(kind, _mapping(data, "a split"))
     except PlanError as exc:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import gc
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from .. import faults
 from ..errors import DecodeError, StreamsliceError
+from ..splits import SplitT
 from .stats import SplitStats
 
 if TYPE_CHECKING:
@@ -27,15 +28,18 @@ if TYPE_CHECKING:
 _END = object()
 
 
-class SplitReader(ABC):
+class SplitReader(ABC, Generic[SplitT]):
+    """Reads one split of a source whose split type is ``SplitT``."""
+
     dead_letter_schema: ClassVar[pa.Schema]
     # The direct write path sets it: batches go there, ``batches`` yields none, and the
     # split's file is in place before its summary is written.
     sink: ParquetSink | None = None
 
-    def __init__(self, split: Any, *, decoder: Decoder, staging: Staging | None = None,
+    def __init__(self, split: SplitT, *, decoder: Decoder, staging: Staging | None = None,
                  fault: str | None = None) -> None:
-        self.split, self.decoder, self.staging, self.fault = split, decoder, staging, fault
+        self.split: SplitT = split
+        self.decoder, self.staging, self.fault = decoder, staging, fault
         self.stats = SplitStats(split)
         self._dead: list[pa.RecordBatch] = []
 

@@ -1,6 +1,6 @@
-"""Late binding of a read given as Spark options, where Spark's Kafka source binds each side.
+"""Binding a read given as Spark options where Spark's Kafka source binds each side.
 
-A split planned from Spark options keeps its sides unresolved (``earliest``, ``latest``,
+A split planned from Spark options keeps its sides ``unresolved`` (``earliest``, ``latest``,
 timestamps). When Spark plans the read's input partitions on the driver, ``resolve`` asks the
 broker once: timestamps become the offsets they stand for (Spark's
 ``fetchSpecificTimestampBasedOffsets``, on its driver) and every range is checked against the
@@ -28,45 +28,46 @@ if TYPE_CHECKING:
 
 def resolve(splits: list[KafkaSplit], properties: dict[str, Any]) -> list[KafkaSplit]:
     """The splits with their timestamps looked up and their ranges checked (driver side)."""
-    if not any(s.late for s in splits):
+    if not any(s.unresolved for s in splits):
         return splits
     with _consumer(properties, splits[0].key) as consumer:
-        return [_resolve(consumer, s) if s.late else s for s in splits]
+        return [_resolve(consumer, s) if s.unresolved else s for s in splits]
 
 
 def bind(split: KafkaSplit, properties: dict[str, Any]) -> KafkaSplit:
     """The split with concrete offsets (the split itself when it has none to bind)."""
-    if not split.late:
+    if not split.unresolved:
         return split
     with _consumer(properties, split.key) as consumer:
         start, stop, low, high = _range(consumer, split)
-    return replace(split, start=start, stop=stop, log_start=low, high_watermark=high, late=None)
+    return replace(split, start=start, stop=stop, log_start=low, high_watermark=high,
+                   unresolved=None)
 
 
 def _resolve(consumer: Consumer, split: KafkaSplit) -> KafkaSplit:
-    late = split.late
-    assert late is not None
+    sides = split.unresolved
+    assert sides is not None
     lookup = _lookup(consumer, split)
-    start = by_offset(split.key, late["start"], True, late["no_match"], lookup)
-    stop = by_offset(split.key, late["stop"], False, late["no_match"], lookup)
-    first, last, low, high = _range(consumer, replace(split, late={**late, "start": start,
-                                                                   "stop": stop}))
+    start = by_offset(split.key, sides["start"], True, sides["no_match"], lookup)
+    stop = by_offset(split.key, sides["stop"], False, sides["no_match"], lookup)
+    first, last, low, high = _range(consumer, replace(
+        split, unresolved={**sides, "start": start, "stop": stop}))
     if start["offset"] != EARLIEST and stop["offset"] != LATEST:  # nothing left to bind
         return replace(split, start=first, stop=last, log_start=low, high_watermark=high,
-                       late=None)
-    return replace(split, late={**late, "start": start, "stop": stop})
+                       unresolved=None)
+    return replace(split, unresolved={**sides, "start": start, "stop": stop})
 
 
 def _range(consumer: Consumer, split: KafkaSplit) -> tuple[int, int, int, int]:
     from confluent_kafka import KafkaException, TopicPartition
-    late = split.late
-    assert late is not None
+    sides = split.unresolved
+    assert sides is not None
     try:
         low, high = consumer.get_watermark_offsets(
             TopicPartition(split.topic, split.partition), timeout=15)
-        start, stop = bind_range(split.key, late["start"], late["stop"], low, high,
-                                 no_match_policy=late["no_match"],
-                                 fail_on_data_loss=late["fail_on_data_loss"],
+        start, stop = bind_range(split.key, sides["start"], sides["stop"], low, high,
+                                 no_match_policy=sides["no_match"],
+                                 fail_on_data_loss=sides["fail_on_data_loss"],
                                  lookup=_lookup(consumer, split))
     except KafkaException as exc:
         raise SourceError(f"{split.key}: looking up offsets failed: {exc}") from None

@@ -1,4 +1,4 @@
-"""Where a read given as Spark options binds each side (``kafka.late``), on the real broker:
+"""Where a read given as Spark options binds each side (``kafka.binding``), on the real broker:
 timestamps on the driver, once, into the offsets a task then reads as they are (a retried
 task reads the same range); ``earliest`` / ``latest`` left for the task, as Spark's
 ``KafkaSourceRDD.resolveRange`` leaves them."""
@@ -8,7 +8,7 @@ import pytest
 
 from devtools.services import create_topic
 from streamslice.errors import DataLossError, PlanError
-from streamslice.kafka.late import bind, resolve
+from streamslice.kafka.binding import bind, resolve
 from streamslice.kafka.spark_options import EARLIEST, LATEST
 from streamslice.kafka.split import KafkaSplit
 from tests.support.kafka import producer
@@ -22,7 +22,7 @@ T0 = 1_714_521_600_000
 @pytest.fixture
 def topic(broker):
     """Offsets 0-9 at T0 + 0 s … 9 s on partition 0."""
-    name = unique("late")
+    name = unique("binding")
     create_topic(broker.bootstrap, name, 1)
     with producer(broker.bootstrap) as p:
         for i in range(10):
@@ -32,8 +32,8 @@ def topic(broker):
 
 def split(topic, start, stop, fail_on_data_loss=True):
     return KafkaSplit(id=0, topic=topic, partition=0, start=EARLIEST, stop=LATEST,
-                      late={"start": start, "stop": stop, "no_match": "error",
-                            "fail_on_data_loss": fail_on_data_loss})
+                      unresolved={"start": start, "stop": stop, "no_match": "error",
+                                  "fail_on_data_loss": fail_on_data_loss})
 
 
 def props(broker):
@@ -43,17 +43,17 @@ def props(broker):
 def test_timestamps_become_the_offsets_a_task_reads(broker, topic):
     [s] = resolve([split(topic, {"timestamp": T0 + 2500}, {"timestamp": T0 + 7000})],
                   props(broker))
-    assert (s.start, s.stop, s.late) == (3, 7, None)
+    assert (s.start, s.stop, s.unresolved) == (3, 7, None)
     assert bind(s, props(broker)) is s  # nothing left for a task to look up again
 
 
 def test_earliest_and_latest_stay_for_the_task(broker, topic):
     [s] = resolve([split(topic, {"offset": EARLIEST}, {"timestamp": T0 + 5000})], props(broker))
-    assert s.late is not None
-    assert (s.late["start"], s.late["stop"]) == ({"offset": EARLIEST}, {"offset": 5})
+    assert s.unresolved is not None
+    assert (s.unresolved["start"], s.unresolved["stop"]) == ({"offset": EARLIEST}, {"offset": 5})
     assert bind(s, props(broker)).offset_range == (0, 5)
     [s] = resolve([split(topic, {"timestamp": T0 + 4000}, {"offset": LATEST})], props(broker))
-    assert s.late is not None and s.late["start"] == {"offset": 4}
+    assert s.unresolved is not None and s.unresolved["start"] == {"offset": 4}
     with producer(broker.bootstrap) as p:  # latest is where the log ends when a task reads
         p.produce(topic, value=b"10", partition=0, timestamp=T0 + 10_000)
     assert bind(s, props(broker)).offset_range == (4, 11)
@@ -61,7 +61,7 @@ def test_earliest_and_latest_stay_for_the_task(broker, topic):
 
 def test_an_ending_timestamp_without_a_record_is_latest(broker, topic):
     [s] = resolve([split(topic, {"offset": 2}, {"timestamp": T0 + 60_000})], props(broker))
-    assert s.late is not None and s.late["stop"] == {"offset": LATEST}
+    assert s.unresolved is not None and s.unresolved["stop"] == {"offset": LATEST}
 
 
 def test_range_errors_are_raised_when_resolving(broker, topic):

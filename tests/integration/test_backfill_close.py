@@ -17,8 +17,9 @@ def now():
     return datetime.now(timezone.utc)
 
 
-def add_backfill(dag_id, run_states=(), created_at=None):
-    """A backfill row with one run (and its association) per state in ``run_states``."""
+def add_backfill(dag_id, run_states=(), created_at=None, starts=None):
+    """A backfill row with one run (and its association) per state in ``run_states``, at
+    ``starts`` (logical dates) when given."""
     from airflow.models.backfill import Backfill, BackfillDagRun
     from airflow.models.dag import DagModel
     from airflow.models.dagbundle import DagBundleModel
@@ -37,7 +38,7 @@ def add_backfill(dag_id, run_states=(), created_at=None):
         session.add(backfill)
         session.flush()
         for i, state in enumerate(run_states):
-            start = at - timedelta(days=backfill.id, hours=i + 1)
+            start = starts[i] if starts else at - timedelta(days=backfill.id, hours=i + 1)
             run = DagRun(dag_id=dag_id, run_id=f"{dag_id}-{backfill.id}-{i}", logical_date=start,
                          run_after=start, data_interval=(start, start + timedelta(hours=1)),
                          state=state, run_type="backfill", backfill_id=backfill.id)
@@ -85,3 +86,39 @@ def test_the_empty_backfill_a_failed_try_left_is_removed(airflow_db):
     assert _drop_empty_backfills(dag_id, start - timedelta(seconds=5)) == 1
     assert completed(ours) == "gone"
     assert completed(earlier) is False and completed(with_runs) is False
+
+
+def test_the_intervals_a_backfill_made_half_way_does_not_hold(airflow_db):
+    """A plain ``airflow backfill create`` failing half-way on SQLite can leave a backfill
+    holding its first intervals only; the wrapper asks which of its intervals the latest
+    backfill made since its first try holds neither a run nor a reason not to make one for."""
+    from airflow.models.backfill import Backfill, BackfillDagRun
+    from airflow.utils.session import create_session
+
+    from streamslice.airflow.backfill import _uncovered
+    from streamslice.errors import StreamsliceError
+    from streamslice.planning.plan import Interval
+    from streamslice.timeutil import from_ms
+    hour, t0 = 3_600_000, 1_714_521_600_000
+    intervals = [Interval(t0 + h * hour, t0 + (h + 1) * hour) for h in range(4)]
+    dag_id, first_try = unique("bf"), now()
+    earlier = add_backfill(dag_id, ["failed", "success", "failed", "failed"],
+                           created_at=first_try - timedelta(minutes=5),
+                           starts=[from_ms(iv.start) for iv in intervals])
+    with create_session() as session:
+        half = Backfill(dag_id=dag_id, from_date=from_ms(t0), to_date=from_ms(t0 + 3 * hour),
+                        dag_run_conf={}, max_active_runs=1, created_at=now())
+        session.add(half)
+        session.flush()
+        rows = session.query(BackfillDagRun).filter_by(backfill_id=earlier).order_by(
+            BackfillDagRun.sort_ordinal).all()
+        session.add(BackfillDagRun(backfill_id=half.id, dag_run_id=rows[0].dag_run_id,
+                                   logical_date=rows[0].logical_date, sort_ordinal=1))
+        session.add(BackfillDagRun(backfill_id=half.id, dag_run_id=None,
+                                   logical_date=rows[1].logical_date, sort_ordinal=2,
+                                   exception_reason="already exists"))
+    assert _uncovered(dag_id, intervals, first_try) == intervals[2:]
+    # the latest counts: the earlier one, whole, is an older backfill's record
+    assert _uncovered(dag_id, intervals, first_try - timedelta(minutes=10)) == intervals[2:]
+    with pytest.raises(StreamsliceError, match="no backfill of .* created since"):
+        _uncovered(unique("bf"), intervals, first_try)

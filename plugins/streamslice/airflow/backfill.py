@@ -17,9 +17,17 @@ closes a finished backfill that stands in its way the same way and removes an em
 failed try left. A try can also fail on the lock after its runs were committed: a backfill
 created since such a try of ours, with runs queued or running, is ours and is followed. Any
 other backfill with a run queued or running is never touched: that is refused with a clear
-message."""
+message.
+
+On SQLite a plain ``backfill create`` also commits run by run (``backfill_create`` says why),
+so one failing half-way could leave a backfill holding only its first intervals, which the
+wrapper then followed and, on a ``--reprocess failed`` re-run, reported the others' old
+failed runs as its outcome. The wrapper runs ``backfill_create``, whose runs commit together,
+and still checks what the backfill it follows holds: one holding only some of the intervals
+is followed, then another is made for the rest."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -31,7 +39,7 @@ from ..commit.manifest import read_manifest
 from ..config.schedule import intervals_between
 from ..errors import ConfigError, StreamsliceError
 from ..planning.planner import partition_name
-from ..timeutil import from_ms, iso
+from ..timeutil import from_ms, iso, to_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,24 +71,8 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     _check_dag(cfg.name, unpause, wait)
-    _create(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs, say)
-    runs = {iv.start: "queued" for iv in intervals}
-    if wait:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            runs.update(_states(cfg.name, list(runs)))
-            done = sum(1 for s in runs.values() if s in FINISHED)
-            if on_progress:
-                on_progress(done, len(runs), f"backfill {cfg.name}")
-            if done == len(runs):
-                break
-            if time.monotonic() > deadline:
-                raise StreamsliceError(f"backfill of {cfg.name} did not finish in "
-                                       f"{timeout_s}s: {done}/{len(runs)} intervals done")
-            time.sleep(poll_s)
-        # Our runs have all ended: close the backfill now so that the next one (ours, the UI's)
-        # can start at once instead of after the scheduler's next sweep.
-        _close_finished_backfills(cfg.name)
+    runs = _run(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs,
+                wait=wait, poll_s=poll_s, timeout_s=timeout_s, on_progress=on_progress, say=say)
     target = cfg.output.target(cfg.name)
     rows = []
     for iv in intervals:
@@ -92,6 +84,38 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
     states = set(runs.values())
     state = "created" if not wait else ("success" if states == {"success"} else "failed")
     return {"pipeline": cfg.name, "state": state, "runs": rows}
+
+
+def _run(dag_id: str, intervals: list[Interval], reprocess: str, max_active_runs: int, *,
+         wait: bool, poll_s: float, timeout_s: float,
+         on_progress: Callable[[int, int, str], None] | None,
+         say: Callable[[str], None] | None) -> dict[int, str]:
+    """Create the backfill and, to wait, follow its runs to their end; each interval's run
+    state by its start. A backfill holding only some of the intervals (a plain ``airflow
+    backfill create`` failed half-way) is followed, then another made for the rest: the
+    others' runs, never asked to run again, must not count as this backfill's outcome."""
+    runs = {iv.start: "queued" for iv in intervals}
+    deadline = time.monotonic() + timeout_s
+    todo = intervals
+    while todo:
+        missing = _create(dag_id, todo, reprocess, max_active_runs, say)
+        if missing and not wait:
+            raise StreamsliceError(
+                f"the backfill of {dag_id} holds {len(todo) - len(missing)} of its "
+                f"{len(todo)} intervals (creating it failed half-way): run the same command "
+                f"again from {iso(missing[0].start)} once its runs have ended")
+        if missing:
+            _say(say, f"backfill {dag_id}: the backfill holds {len(todo) - len(missing)} of "
+                      f"the {len(todo)} intervals (creating it failed half-way); following "
+                      f"them, then creating one for the other {len(missing)}")
+        if wait:
+            _follow(dag_id, runs, [iv.start for iv in todo if iv not in missing], deadline,
+                    poll_s, on_progress)
+            # Its runs have all ended: close the backfill now so that the next one (ours, the
+            # UI's) can start at once instead of after the scheduler's next sweep.
+            _close_finished_backfills(dag_id)
+        todo = missing
+    return runs
 
 
 def _check_dag(dag_id: str, unpause: bool, wait: bool = False) -> None:
@@ -134,9 +158,12 @@ def _check_scheduler(dag_id: str) -> None:
 
 
 def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_runs: int,
-            say: Callable[[str], None] | None = None) -> None:
+            say: Callable[[str], None] | None = None) -> list[Interval]:
+    """Create the backfill of ``intervals`` (``backfill_create``: its runs all at once, also
+    on SQLite), or find the one a try of ours made; returns the intervals it does not hold
+    (a backfill made by a plain ``airflow backfill create`` that failed half-way)."""
     # Backfill dates are logical dates, which for data-interval timetables are interval starts.
-    args = ["backfill", "create", "--dag-id", dag_id,
+    args = ["--dag-id", dag_id,
             "--from-date", from_ms(intervals[0].start).isoformat(),
             "--to-date", from_ms(intervals[-1].start).isoformat(),
             "--reprocess-behavior", reprocess, "--max-active-runs", str(max_active_runs)]
@@ -147,11 +174,12 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
     deadline = time.monotonic() + SETUP_WAIT_S
     waiting = None
     locked_since = None  # when our first try that met SQLite's lock began
+    first = datetime.now(timezone.utc) - timedelta(seconds=1)
     while True:
         since = datetime.now(timezone.utc) - timedelta(seconds=1)
-        out = _airflow(*args, check=False)
+        out = _backfill_create(*args)
         if out.returncode == 0:
-            return
+            return _uncovered(dag_id, intervals, first)
         text = out.stderr + out.stdout
         if "AlreadyRunningBackfill" in text:
             busy = _open_backfill_runs(dag_id)
@@ -160,7 +188,7 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
                 # in the way is ours, with our range and reprocess behaviour; follow its runs.
                 _say(say, f"backfill {dag_id}: the metadata database was busy, but the try "
                           "created its runs; following them")
-                return
+                return _uncovered(dag_id, intervals, first)
             if busy:
                 raise StreamsliceError(
                     f"another backfill of {dag_id} is still running ({busy} runs queued or "
@@ -188,6 +216,58 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
             _say(say, f"backfill {dag_id}: waiting, {now}")
             waiting = now
         time.sleep(3)
+
+
+def _backfill_create(*args: str) -> subprocess.CompletedProcess[str]:
+    """``airflow backfill create ARGS``, committing its runs together also on SQLite
+    (``backfill_create``)."""
+    root = str(Path(__file__).resolve().parents[2])  # where this streamslice is imported from
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, "-m", "streamslice.airflow.backfill_create", *args],
+                          capture_output=True, text=True, env=env)
+
+
+def _uncovered(dag_id: str, intervals: list[Interval], since: datetime) -> list[Interval]:
+    """The intervals that the DAG's latest backfill created since ``since`` holds no run or
+    reason for (it holds them all unless its creation failed half-way and left it)."""
+    from airflow.models.backfill import Backfill, BackfillDagRun
+    from sqlalchemy import func, select
+    latest = select(func.max(Backfill.id)).where(Backfill.dag_id == dag_id,
+                                                 Backfill.created_at >= since).scalar_subquery()
+    query = select(BackfillDagRun.logical_date).where(BackfillDagRun.backfill_id == latest)
+    for _ in range(30):
+        dates: list[datetime] | None = _read_db(lambda session: list(session.scalars(query)),
+                                                None)
+        if dates is not None:
+            break
+        time.sleep(1)  # SQLite busy
+    else:
+        raise StreamsliceError(f"could not read the backfill of {dag_id}: the metadata "
+                               "database stayed busy")
+    held = {to_ms(d) for d in dates}
+    missing = [iv for iv in intervals if iv.start not in held]
+    if len(missing) == len(intervals):
+        raise StreamsliceError(f"airflow backfill create succeeded, but no backfill of {dag_id} "
+                               f"created since {since:%Y-%m-%d %H:%M:%S} UTC holds its intervals")
+    return missing
+
+
+def _follow(dag_id: str, runs: dict[int, str], starts: list[int], deadline: float,
+            poll_s: float, on_progress: Callable[[int, int, str], None] | None) -> None:
+    """Poll the runs of the intervals starting at ``starts`` (their states go into ``runs``)
+    until each has finished."""
+    while True:
+        runs.update(_states(dag_id, starts))
+        done = sum(1 for s in runs.values() if s in FINISHED)
+        if on_progress:
+            on_progress(done, len(runs), f"backfill {dag_id}")
+        if all(runs[s] in FINISHED for s in starts):
+            return
+        if time.monotonic() > deadline:
+            raise StreamsliceError(f"backfill of {dag_id} did not finish in time: "
+                                   f"{done}/{len(runs)} intervals done")
+        time.sleep(poll_s)
 
 
 def _say(say: Callable[[str], None] | None, line: str) -> None:

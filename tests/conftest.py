@@ -41,6 +41,7 @@ shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", SESSION_DIR / "dags")
 PIPELINES_DIR = SESSION_DIR / "dags" / "pipelines"
 _HOG = pytest.StashKey[CpuHog]()
 _HOG_SHARE = pytest.StashKey[float]()
+_AIRFLOW = pytest.StashKey[object]()  # the running Airflow services, once started
 
 
 def pytest_addoption(parser):
@@ -92,8 +93,10 @@ def _uses_airflow(item):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item, nextitem):
+    """After the last test that uses the Airflow services, they stop: found in the stash,
+    not in the test's arguments, which a skipped test never gets."""
     if _uses_airflow(item) and (nextitem is None or not _uses_airflow(nextitem)):
-        services = item.funcargs.get("airflow_services")
+        services = item.config.stash.get(_AIRFLOW, None)
         if services is not None:
             services.stop()
 
@@ -229,7 +232,7 @@ def airflow_db():
 
 
 @pytest.fixture(scope="session")
-def airflow_services(sns_queue):
+def airflow_services(request, sns_queue):
     """Airflow's api-server, scheduler, dag-processor and triggerer (SQLite, LocalExecutor),
     started once for every test that needs the real scheduler: starting them takes about a
     minute on a busy machine. Their DAGs folder holds only those tests' pipelines
@@ -248,5 +251,6 @@ def airflow_services(sns_queue):
         "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
         "AIRFLOW_CONN_ALERTS_AWS": aws_conn(moto), "STREAMSLICE_INJECT_FAULT": f"@{faults}"})
     services.faults, services.pipelines = faults, dags / "pipelines"
-    yield services.start()
+    request.config.stash[_AIRFLOW] = services.start()
+    yield services
     services.stop()

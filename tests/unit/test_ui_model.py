@@ -342,6 +342,25 @@ def test_a_stalled_schedule_is_said_first():
     assert gap.text.startswith("Airflow was due") and "1 interval without data" in gap.text
 
 
+def test_a_stopped_scheduler_is_said_first_instead_of_asking_whether_it_runs():
+    """Airflow's own health record says the scheduler stopped: the page says so, and what
+    still works (stale data marked, the freshness command), instead of the overdue question."""
+    cells = coverage([run("a", "success", T0, 1)], hours(1))
+    told = headline(cells, "interval", False, overdue="May 1 01:00",
+                    stale="3 d old, past its freshness limit of 2 h", scheduler="Nov 26 10:32:05")
+    assert told.level == "bad" and told.text == (
+        "Airflow's scheduler is not running (last heard from Nov 26 10:32:05): no run starts, "
+        "and the streamslice_freshness watchdog does not check, until it is back. Stale data "
+        "is still marked here, and the streamslice freshness command, run from cron, still "
+        "alerts. The "
+        "newest complete data is 3 d old, past its freshness limit of 2 h.")
+    html = pages.overview([Overview("orders", "kafka", "interval", "@hourly", False)],
+                          "/streamslice", "", scheduler_stopped=T0 + 5_000)
+    assert '<p id="scheduler" class="headline h-bad">Airflow&#x27;s scheduler is not running ' \
+        "(last heard from May 1 00:00:05)" in html
+    assert 'id="scheduler"' not in pages.overview([], "/streamslice", "")
+
+
 def test_the_overview_says_which_pipeline_files_do_not_validate():
     """A file that does not validate is a DAG tagged config-error (its only task fails with
     the message); the overview shows it as such, not as a pipeline that never ran."""

@@ -122,8 +122,9 @@ def overview(request: Request, current: BaseUser = Depends(user)) -> str:
             _freshness(session, row, model)
             _attention(session, row, model, now)
     # Those that need a person first, then by name (the query's order).
+        stopped = ui_data.scheduler_stopped(session)
     rows.sort(key=lambda r: not r.attention)
-    return pages.overview(rows, base, airflow)
+    return pages.overview(rows, base, airflow, scheduler_stopped=stopped)
 
 
 def _freshness(session: Session, row: Overview, model: AssetModel | None) -> None:
@@ -142,9 +143,10 @@ def _attention(session: Session, row: Overview, model: AssetModel | None, now: i
         dag = ui_data.serialized_dag(session, row.dag_id)
         cells = coverage(ui_data.runs(session, row.dag_id, model, since=since, until=until),
                          ui_data.expected_intervals(session, dag, since, until, due_by=now))
-    else:
+    else:  # the latest batches, however long ago: their alerts count from the first
         cells = coverage(ui_data.runs(session, row.dag_id, model,
                                       limit=ui_data.DEFAULT_INTERVALS), None)
+        since = min((c.start for c in cells if c.start is not None), default=since)
     row.attention = needs_attention(row, cells, ui_data.alerts_since(session, model, since),
                                     now)
 
@@ -187,7 +189,8 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
             output=model.uri if model is not None else "-",
             alerts=alerts[-RECENT_ALERTS:], tz=tz, can_run=_may(current, "POST", dag_id),
             can_clear=_may(current, "PUT", dag_id), split_noun=split_noun(row.source),
-            overdue=_overdue(session, row))
+            overdue=_overdue(session, row),
+            scheduler_stopped=ui_data.scheduler_stopped(session))
     return pages.pipeline(view, base, airflow)
 
 

@@ -96,6 +96,17 @@ def alerts_since(session: Session, asset_model: AssetModel | None, since: int) -
         Row.key >= f"{ALERT_PREFIX}{since:015d}")) or 0
 
 
+def scheduler_stopped(session: Session) -> int | None:
+    """When Airflow's scheduler was last heard from, if it is not running now (its newest job
+    is not alive, as Airflow's own health check decides); None while one runs, and where no
+    scheduler ever ran against this database (nothing to say of one)."""
+    from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+    job = SchedulerJobRunner.most_recent_job(session=session)
+    if job is None or job.is_alive():
+        return None
+    return _ms(job.latest_heartbeat)
+
+
 def running(session: Session, dag_id: str, states: tuple[str, ...] = ("queued", "running")
             ) -> frozenset[str]:
     """The ids of the DAG's runs in ``states`` (queued or running)."""

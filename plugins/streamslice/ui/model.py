@@ -236,17 +236,28 @@ class Headline:
     text: str
 
 
+def scheduler_text(last_heartbeat: str) -> str:
+    """What a stopped scheduler means for a pipeline, said on its page and the overview."""
+    return (f"Airflow's scheduler is not running (last heard from {last_heartbeat}): no run "
+            "starts, and the streamslice_freshness watchdog does not check, until it is back. "
+            "Stale data is still marked here, and the streamslice freshness command, run from "
+            "cron, still alerts.")
+
+
 def headline(cells: list[Cell], mode: str, paused: bool, span: Any = lambda c: "",
              manual: bool = False, overdue: str | None = None,
-             stale: str | None = None) -> Headline:
+             stale: str | None = None, scheduler: str | None = None) -> Headline:
     """The one sentence an operator reads first: what needs doing, else that all is well.
     ``span(cell)`` names a cell's interval or batch in words; ``manual``: no schedule;
-    ``overdue``: since when Airflow's next scheduled run is overdue (``Overview.overdue``),
-    said first: nothing new arrives until that is fixed; ``stale``: the data's age past
-    its freshness limit, in words, said next."""
+    ``scheduler``: when Airflow's scheduler, stopped now, was last heard from, said first
+    (it is why a run is overdue); ``overdue``: since when Airflow's next scheduled run is
+    overdue (``Overview.overdue``), said first otherwise: nothing new arrives until that is
+    fixed; ``stale``: the data's age past its freshness limit, in words, said next."""
     told = headline_in_view(cells, mode, paused, span, manual)
     first = []
-    if overdue is not None:
+    if scheduler is not None:
+        first.append(scheduler_text(scheduler))
+    elif overdue is not None:
         first.append(f"Airflow was due to start the next run at {overdue} and has not: is its "
                      "scheduler running (and not out of pool slots)?")
     if stale is not None:

@@ -27,6 +27,7 @@ from .model import (
     headline,
     lag_chart,
     positions_text,
+    scheduler_text,
 )
 
 if TYPE_CHECKING:
@@ -108,7 +109,10 @@ def _badge(state: str) -> str:
 
 
 def overview(rows: list[Overview], base: str, airflow: str,
-             tz: tzinfo = timezone.utc, now: int | None = None) -> str:
+             tz: tzinfo = timezone.utc, now: int | None = None,
+             scheduler_stopped: int | None = None) -> str:
+    """``scheduler_stopped``: the last heartbeat of Airflow's scheduler when it is not running
+    now, said above the table."""
     now = now if now is not None else int(time.time() * 1000)
     head = ("<tr><th>Pipeline</th><th>Source</th><th>Mode</th><th>Schedule</th>"
             f"<th>Last run ({axis.zone_label(tz)})</th><th class=n>Records</th>"
@@ -144,7 +148,10 @@ def overview(rows: list[Overview], base: str, airflow: str,
             f'<td>{_badge("paused") if row.paused else ""}</td></tr>')
     table = f"<table class=wide>{head}{''.join(body)}</table>" if body else \
         '<p class="none">No streamslice pipelines you may see.</p>'
-    return _page("Streamslice", f"<h1>Streamslice pipelines</h1>{table}")
+    scheduler = "" if scheduler_stopped is None else \
+        (f'<p id="scheduler" class="headline h-bad">'
+         f"{escape(scheduler_text(axis.short(scheduler_stopped, tz)))}</p>")
+    return _page("Streamslice", f"<h1>Streamslice pipelines</h1>{scheduler}{table}")
 
 
 @dataclass
@@ -163,6 +170,7 @@ class PipelineView:
     can_clear: bool = False  # may clear runs (a re-run): Airflow's PUT on the DAG's runs
     split_noun: tuple[str, str] = ("partition", "partitions")  # the source's (Source)
     overdue: int | None = None  # since when the next scheduled run is overdue (Overview)
+    scheduler_stopped: int | None = None  # the stopped scheduler's last heartbeat (epoch ms)
 
     @property
     def splits_name(self) -> str:
@@ -184,7 +192,8 @@ def pipeline(view: PipelineView, base: str, airflow: str) -> str:
     top = headline(cells, row.mode, row.paused, lambda c: axis.short(c.start, tz),
                    manual=row.schedule == "manual",
                    overdue=axis.short(view.overdue, tz) if view.overdue is not None else None,
-                   stale=_stale(row))
+                   stale=_stale(row), scheduler=None if view.scheduler_stopped is None
+                   else axis.short(view.scheduler_stopped, tz))
     zone = axis.zone_label(tz, view.range_end)
     what = "interval" if interval else "batch"
     unit = chart.unit if chart else lag_unit(row.source)

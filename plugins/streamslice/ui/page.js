@@ -206,12 +206,13 @@
   const dialog = $("#confirm");
   // Shows what is about to happen; resolves true when the user confirms (the dialog stays
   // open for Airflow's answer).
-  function confirmStep(title, what) {
+  function confirmStep(title, what, label) {
     $(".title", dialog).textContent = title;
     $(".what", dialog).innerHTML = what;
     const answer = $(".answer", dialog), ok = $("button.confirm", dialog);
     answer.className = "answer";
     answer.innerHTML = "";
+    ok.textContent = label || "Confirm";
     ok.hidden = false;
     ok.disabled = false;
     $(".cancel", dialog).textContent = "Cancel";
@@ -247,43 +248,75 @@
     answerStep(result, "");
   }
 
+  // Airflow dates an interval pipeline's scheduled and backfill runs at their interval's
+  // start; a run triggered for a blocked interval is dated one millisecond into it, a date
+  // none of those can need, with exactly the interval as its data interval.
+  const iso = (ms) => new Date(ms).toISOString();
+  function trigger(c, holder) {
+    return call("POST", `${D.api}/dags/${encodeURIComponent(D.dag_id)}/dagRuns`, {
+      logical_date: iso(c.t + 1), data_interval_start: iso(c.t), data_interval_end: iso(c.e),
+      note: `Triggered from the Streamslice page for ${span(c)}: Airflow's backfill could ` +
+        `not make it, its logical date ${iso(c.t)} being held` +
+        (holder ? ` by run ${holder.run} (${span(holder)}).` : ".")});
+  }
+
   async function backfill(chosen, gaps) {
-    const body = {dag_id: D.dag_id, from_date: new Date(gaps[0].t).toISOString(),
-      to_date: new Date(gaps[gaps.length - 1].t).toISOString(),
-      reprocess_behavior: "failed", run_backwards: false};
+    const body = {dag_id: D.dag_id, from_date: iso(gaps[0].t),
+      to_date: iso(gaps[gaps.length - 1].t), reprocess_behavior: "failed", run_backwards: false};
     const title = `Backfill ${D.dag_id}`;
     const dry = await call("POST", `${D.api}/backfills/dry_run`, body);
     if (!dry.ok) return failedEarly(dry, title);
     const planned = new Set((dry.data.backfills || []).map((b) => Date.parse(b.logical_date)));
-    const left = gaps.filter((c) => !planned.has(c.t));
-    let what = !planned.size ? "" :
-      `<p>Airflow will run <b>${planned.size}</b> interval(s), replacing failed ` +
+    // Which run holds the logical date Airflow's backfill needs (linked): a run of another
+    // interval there (a manual run, dated by its end) blocks it even where Airflow plans
+    // something for that date, which would be the holder's interval, not this one.
+    const holderOf = (c) => D.cols.find((x) => x !== c && x.run &&
+      (x.ld != null ? x.ld : x.t) === c.t);
+    const filled = gaps.filter((c) => planned.has(c.t) && !holderOf(c));
+    const left = gaps.filter((c) => !filled.includes(c));
+    let what = !filled.length ? "" :
+      `<p>Airflow will run <b>${filled.length}</b> interval(s), replacing failed ` +
       "runs and filling missing ones; intervals that already have data are left alone:</p><ul>" +
-      gaps.filter((c) => planned.has(c.t)).map((c) => `<li>${esc(span(c))} ` +
-        `(${esc(c.s)})</li>`).join("") + "</ul>";
-    left.forEach((c) => {  // which run holds the logical date Airflow needs, and its link
-      const holder = D.cols.find((x) => x.run && (x.ld != null ? x.ld : x.t) === c.t);
+      filled.map((c) => `<li>${esc(span(c))} (${esc(c.s)})</li>`).join("") + "</ul>";
+    const holders = left.map(holderOf);
+    left.forEach((c, i) => {
+      const holder = holders[i];
       const held = holder ? ` by run <a target="_top" href="${esc(runUrl(holder.run))}">` +
         `<code>${esc(holder.run)}</code></a> (the interval ${esc(span(holder))})` : "";
-      what += `<p class="bad">Airflow will not run ${esc(span(c))}: another run already ` +
-        `holds its logical date, <b>${esc(new Date(c.t).toISOString())}</b>${held}. ` +
-        "Airflow's backfill finds runs by logical date, so it cannot make this one; trigger " +
-        `a run of ${esc(span(c))} in Airflow with another logical date instead.</p>`;
+      what += `<p class="bad">Airflow's backfill will not run ${esc(span(c))}: another run ` +
+        `already holds its logical date, <b>${esc(iso(c.t))}</b>${held}.</p>` +
+        `<p class="fix">${filled.length ? "Confirm also triggers" : "Trigger"} a run of ` +
+        `exactly ${esc(span(c))} with the logical date <b>${esc(iso(c.t + 1))}</b>, one ` +
+        "millisecond into the interval: Airflow dates this pipeline's scheduled and backfill " +
+        "runs at their interval's start, so none of them can need it.</p>";
     });
     if (D.paused) what += "<p class=bad>The DAG is paused: the runs wait until you unpause it.</p>";
-    if (!planned.size) {
-      const shown = confirmStep(title, what);
-      answerStep({ok: false, status: dry.status, message: "it has no run to make here"}, "");
-      return shown;
+    const label = filled.length ? "Confirm" :
+      `Trigger ${left.length === 1 ? "the run" : `${left.length} runs`}`;
+    if (!(await confirmStep(title, what, label))) return;
+    const said = [];
+    let failed = null;
+    if (filled.length) {
+      const made = await call("POST", `${D.api}/backfills`, body);
+      // Named as the intervals it fills, not by Airflow's logical dates.
+      const range = span({t: filled[0].t, e: filled[filled.length - 1].e});
+      if (made.ok) {
+        said.push(`Airflow created backfill <b>#${esc(made.data.id)}</b> for ${esc(range)}: ` +
+          `its runs are queued. <a target="_top" href="${esc(D.airflow)}/dags/` +
+          `${encodeURIComponent(D.dag_id)}/backfills">Follow it in Airflow</a>.`);
+      } else failed = made;
     }
-    if (!(await confirmStep(title, what))) return;
-    const made = await call("POST", `${D.api}/backfills`, body);
-    const filled = gaps.filter((c) => planned.has(c.t));  // named as intervals, not dates
-    const range = span({t: filled[0].t, e: filled[filled.length - 1].e});
-    answerStep(made, made.ok ? `Airflow created backfill <b>#${esc(made.data.id)}</b> ` +
-      `for ${esc(range)}: its runs are queued. ` +
-      `<a target="_top" href="${esc(D.airflow)}/dags/${encodeURIComponent(D.dag_id)}/backfills">` +
-      "Follow it in Airflow</a>." : "");
+    for (const [i, c] of left.entries()) {
+      if (failed) break;
+      const run = await trigger(c, holders[i]);
+      if (run.ok) {
+        said.push(`Airflow queued run <a target="_top" href="${esc(runUrl(run.data.dag_run_id))}` +
+          `"><code>${esc(run.data.dag_run_id)}</code></a> for ${esc(span(c))}.`);
+      } else failed = run;
+    }
+    const good = said.join(" ");
+    answerStep(failed || {ok: true}, good);
+    if (failed && said.length) $(".answer", dialog).innerHTML += ` (before that: ${good})`;
   }
 
   async function rerun(c) {

@@ -455,14 +455,32 @@ class AirflowServices:
     def start(self):
         self.home.mkdir(parents=True, exist_ok=True)
         self.airflow("db", "migrate")
-        for name, *args in self.COMPONENTS:
-            log = open(self.home / f"{name}.log", "ab")
-            cmd = [_venv_bin("airflow"), name, *(a.format(port=self.port) for a in args)]
-            self._procs.append(subprocess.Popen(cmd, env=self.env, stdout=log,
-                                                stderr=subprocess.STDOUT,
-                                                start_new_session=True))
+        for name, *_ in self.COMPONENTS:
+            self._start(name)
         self.wait_healthy()
         return self
+
+    def _start(self, name):
+        args = next(args for n, *args in self.COMPONENTS if n == name)
+        log = open(self.home / f"{name}.log", "ab")
+        cmd = [_venv_bin("airflow"), name, *(a.format(port=self.port) for a in args)]
+        proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        proc.component = name
+        self._procs.append(proc)
+
+    def stop_component(self, name):
+        """Stops one component (``scheduler``: as when its host goes down) and leaves the
+        others running; ``start_component`` brings it back."""
+        for proc in [p for p in self._procs if p.component == name]:
+            self._stop(proc)
+            self._procs.remove(proc)
+
+    def start_component(self, name):
+        """Starts a component ``stop_component`` stopped, and waits until Airflow's health
+        check counts it healthy again."""
+        self._start(name)
+        self.wait_healthy()
 
     def api(self, method, path, body=None, timeout=30):
         import json
@@ -513,16 +531,22 @@ class AirflowServices:
     def stop(self):
         # The main process of each component, never the whole group: the LocalExecutor's
         # workers must outlive the scheduler's shutdown or it waits for them forever.
-        import signal
         for proc in reversed(self._procs):
             if proc.poll() is None:
                 proc.terminate()
         for proc in self._procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            try:  # then whatever the component left in its session (executor workers)
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            self._stop(proc)
+
+    @staticmethod
+    def _stop(proc):
+        import signal
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        try:  # then whatever the component left in its session (executor workers)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -549,3 +549,16 @@ def test_every_page_shows_an_example_and_the_page_about_the_ui_its_pictures():
     assert bare == []
     pictures = re.findall(r"!\[[^\]]+\]\(([\w.-]+\.png)\)", page("streamslice-page.md"))
     assert len(pictures) >= 3 and all((ROOT / "docs" / p).exists() for p in pictures)
+
+
+def test_every_picture_the_docs_show_exists_and_operations_shows_each_failure():
+    """Issue #30: the page in each failure state (screenshots from tests/integration/
+    test_ui_live.py) is on the operations page, and no page shows a picture that is not there."""
+    for file, text in EVERYTHING.items():
+        base = ROOT if file == "README.md" else ROOT / "docs"
+        for path in re.findall(r"!\[[^\]]+\]\(([\w./-]+\.png)\)", text):
+            assert (base / path).exists(), f"{file}: {path} is missing"
+    shown = re.findall(r"!\[[^\]]+\]\(images/([\w.-]+)\.png\)",
+                       section("operations.md", "What the page says when something is wrong"))
+    assert shown == ["streamslice-failed-setup", "streamslice-backfill-conflict",
+                     "streamslice-stale", "streamslice-scheduler-stopped"]

@@ -1,8 +1,8 @@
-"""``spark.runner: connect``: read tasks run on a long-running Spark Connect server (the
+"""``spark.runner: connect``: reads run on a long-running Spark Connect server (the
 ``spark_connect`` fixture: the server from the pyspark install on local[*]) through real
-Airflow runs and a real broker. Runs of several intervals share the server at once; a server
-that is down, or dies mid-read, fails the read as a retryable source error and nothing is
-published twice."""
+Airflow runs and a real broker, each run one task (``tasks: combined``, the default there).
+Runs of several intervals share the server at once; a server that is down, or dies
+mid-read, fails the read as a retryable source error and nothing is published twice."""
 import json
 import os
 import re
@@ -130,7 +130,7 @@ def test_a_server_that_is_down_is_a_retryable_source_error(broker, airflow_db, t
     cfg = connect_pipeline(broker, topic, remote, tmp_path / "lake")
     run = run_dag(cfg, logical_date=utc(2024, 5, 1, 1), expect="failed")
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-    assert states["read"] == "failed" and states["commit"] == "upstream_failed", states
+    assert states == {"plan_read_commit": "failed"}, states  # tasks: combined, by default
     assert not os.path.exists(cfg.output.dataset(cfg.name))
     assert OfflineCheckpointStore(f"streamslice/{cfg.name}").get() is None
 
@@ -162,8 +162,8 @@ def test_server_killed_mid_read_then_the_retry_publishes_once(broker, airflow_db
         watcher.start()
         run = run_dag(cfg, logical_date=utc(2024, 5, 1, 1))
         assert restarted.is_set(), "the server was never killed"
-        read = next(ti for ti in run.get_task_instances() if ti.task_id == "read")
-        assert read.try_number > 1
+        (read,) = run.get_task_instances()  # plan, read and commit: one task on Connect
+        assert read.task_id == "plan_read_commit" and read.try_number > 1
         got = hour_rows(cfg, 0)
         assert sorted(got) == expected_rows(sent, 0) and len(got) == len(set(got))
     finally:
@@ -197,11 +197,12 @@ def test_concurrent_interval_runs_share_one_server(broker, spark_connect, airflo
     outs = [p.communicate(timeout=600) for p in procs]
     for proc, (out, err) in zip(procs, outs):
         assert proc.returncode == 0, (out + err)[-4000:]
-    reads = [json.loads(out.strip().splitlines()[-1])["tasks"]["read"] for out, _ in outs]
+    reads = [json.loads(out.strip().splitlines()[-1])["tasks"]["plan_read_commit"]
+             for out, _ in outs]
     assert all(r["state"] == "success" for r in reads)
     overlapping = [(a, b) for i, a in enumerate(reads) for b in reads[i + 1:]
                    if a["start"] < b["end"] and b["start"] < a["end"]]
-    assert overlapping, f"the read tasks never ran at the same time: {reads}"
+    assert overlapping, f"the runs' tasks never ran at the same time: {reads}"
     seen = Counter()
     for hour in range(4):
         got = hour_rows(cfg, hour)

@@ -41,6 +41,54 @@ output: {path: /lake}
     assert t["efo_deregister"].upstream_task_ids >= {"read", "efo_register"}
 
 
+CONNECT = "spark: {runner: connect, remote: 'sc://spark:15002'}\n"
+
+
+@pytest.mark.parametrize("settings, shape", [
+    ("", "separate"), (CONNECT, "combined"), (CONNECT + "tasks: separate\n", "separate"),
+    ("tasks: combined\n", "combined"),
+    ("spark: {runner: spark-submit, master: 'spark://m:7077'}\n", "separate")])
+def test_the_task_layout_defaults_by_runner_and_is_the_pipelines_choice(settings, shape):
+    """tasks: combined (the default on Spark Connect) is one task that plans, reads and
+    commits, with the output asset as inlet (its failure alert is kept) and outlet (its
+    event carries the run's figures); separate is plan → read → commit."""
+    cfg = parse_pipeline(KAFKA + settings, file="p.yaml", default_name="orders")
+    dag = build_dag(cfg)
+    assert cfg.tasks == shape
+    if shape == "combined":
+        assert set(dag.task_dict) == {"plan_read_commit"}
+        task = dag.task_dict["plan_read_commit"]
+        assert task.python_callable.__name__ == "plan_read_commit_task"
+        assert [a.name for a in task.inlets] == [a.name for a in task.outlets] == \
+            ["streamslice/orders"]
+    else:
+        assert set(dag.task_dict) == {"plan", "read", "commit"}
+
+
+def test_a_combined_efo_run_keeps_its_consumer_tasks_around_the_one_task():
+    dag = build_dag(parse_pipeline("""
+mode: incremental
+tasks: combined
+kinesis: {stream: s, reader: efo}
+output: {path: /lake}
+""", file="k.yaml", default_name="k"))
+    t = dag.task_dict
+    assert set(t) == {"efo_sweep", "efo_register", "plan_read_commit", "efo_deregister"}
+    assert t["plan_read_commit"].upstream_task_ids == {"efo_register"}
+    assert t["efo_deregister"].upstream_task_ids >= {"plan_read_commit", "efo_register"}
+    assert t["efo_register"].is_setup and t["efo_deregister"].is_teardown
+
+
+def test_emr_serverless_cannot_combine_its_tasks():
+    from streamslice.errors import ConfigError
+    emr = ("spark:\n  runner: emr-serverless\n  emr_serverless: {application_id: a, "
+           "execution_role_arn: r, code_uri: 's3://b/code'}\n")
+    assert parse_pipeline(KAFKA + emr, file="p.yaml").tasks == "separate"
+    with pytest.raises(ConfigError, match="p.yaml:.*tasks: combined is not possible with "
+                                          "spark.runner emr-serverless: its read waits"):
+        parse_pipeline(KAFKA + emr + "tasks: combined\n", file="p.yaml")
+
+
 def test_an_invalid_file_becomes_a_failing_dag(tmp_path):
     (tmp_path / "good.yaml").write_text(KAFKA)
     (tmp_path / "broken.yaml").write_text(KAFKA.replace("interval\n", "sometimes\n", 1))

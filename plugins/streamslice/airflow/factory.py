@@ -1,4 +1,6 @@
-"""One DAG per pipeline file: ``[efo_register] → plan → read → commit [→ efo_deregister]``."""
+"""One DAG per pipeline file: ``[efo_register] → plan → read → commit [→ efo_deregister]``,
+or with ``tasks: combined`` (the default on Spark Connect) ``[efo_register] → plan_read_commit
+[→ efo_deregister]``: the same steps in one task process."""
 from __future__ import annotations
 
 import logging
@@ -12,7 +14,7 @@ from ..timeutil import from_ms
 from .deadline import deadline_for
 from .docs import dag_doc, error_doc
 from .store import output_asset
-from .tasks import commit_task, plan_task, read_task
+from .tasks import commit_task, plan_read_commit_task, plan_task, read_task
 
 if TYPE_CHECKING:
     import os
@@ -76,20 +78,33 @@ def build_dag(cfg: PipelineConfig) -> Any:
              description=cfg.description or _default_description(cfg, asset.uri),
              doc_md=dag_doc(cfg), deadline=deadline_for(cfg)) as dag:
         kwargs = {"pipeline_file": cfg.file}
-        plan = PythonOperator(task_id="plan", python_callable=plan_task, op_kwargs=kwargs,
-                              inlets=[asset], doc_md="Resolve start/stop into splits; the "
-                              "plan is saved so a retry reads the same ranges.")
         from .operators import ReadOperator, StreamsliceOperator
-        read = ReadOperator(task_id="read", python_callable=read_task, op_kwargs=kwargs,
-                            inlets=[asset],  # its failure alerts are counted in the state
-                            doc_md="Spark reads every split into a staging location.")
-        commit = StreamsliceOperator(task_id="commit", python_callable=commit_task,
-                                     op_kwargs=kwargs, inlets=[asset], outlets=[asset],
-                                     doc_md="Verify, publish atomically, then advance the "
-                                     "checkpoint.")
-        plan >> read >> commit
+        plan: Any
+        read: Any  # the tasks that setup and teardown tasks attach to
+        if cfg.tasks == "combined":
+            plan = read = StreamsliceOperator(
+                task_id=COMBINED, python_callable=plan_read_commit_task, op_kwargs=kwargs,
+                inlets=[asset], outlets=[asset],
+                doc_md="Plan, read and commit in one task process: a retry reuses the saved "
+                "plan and what an earlier try read, and finds a publish already made.")
+        else:
+            plan = PythonOperator(task_id="plan", python_callable=plan_task,
+                                  op_kwargs=kwargs, inlets=[asset],
+                                  doc_md="Resolve start/stop into splits; the plan is saved "
+                                  "so a retry reads the same ranges.")
+            read = ReadOperator(task_id="read", python_callable=read_task, op_kwargs=kwargs,
+                                inlets=[asset],  # its failure alerts are counted in the state
+                                doc_md="Spark reads every split into a staging location.")
+            commit = StreamsliceOperator(task_id="commit", python_callable=commit_task,
+                                         op_kwargs=kwargs, inlets=[asset], outlets=[asset],
+                                         doc_md="Verify, publish atomically, then advance the "
+                                         "checkpoint.")
+            plan >> read >> commit
         _lifecycle_tasks(cfg, plan, read, kwargs, asset)
     return dag
+
+
+COMBINED = "plan_read_commit"  # the one task of ``tasks: combined``
 
 
 def _default_description(cfg: PipelineConfig, uri: str) -> str:
@@ -104,7 +119,8 @@ def _default_description(cfg: PipelineConfig, uri: str) -> str:
 def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str, Any],
                      asset: Any) -> None:
     """Tasks a source needs around the read (Kinesis EFO consumers): ``before_setup`` →
-    ``setup`` → plan, and read → ``teardown``, which also runs when the read failed. Each
+    ``setup`` → plan, and read → ``teardown``, which also runs when the read failed (with
+    ``tasks: combined`` plan and read are the one task). Each
     has the output asset as an inlet, as plan and read do: a task's failure alert is kept in
     the asset's state only from a task that has it, and the page reads it from there."""
     from airflow.providers.standard.operators.python import PythonOperator

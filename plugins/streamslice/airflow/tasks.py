@@ -1,7 +1,8 @@
-"""The task callables of a pipeline DAG: plan → read → commit. Thin: the work is in the core.
+"""The task callables of a pipeline DAG: plan → read → commit, each its own task, or the three
+steps in one task (``tasks: combined``). Thin: the work is in the core.
 
-Only ``plan`` reads the pipeline file's source and output settings; read and commit use what
-the plan recorded, so an edit between the tasks cannot change where a run publishes."""
+Only the plan step reads the pipeline file's source and output settings; read and commit use
+what the plan recorded, so an edit between the steps cannot change where a run publishes."""
 from __future__ import annotations
 
 import logging
@@ -11,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import faults
 from ..commit.checkpoint import advance
+from ..commit.manifest import plan_id
 from ..commit.protocol import publish_once, staging_for
 from ..config import load_pipeline
+from ..errors import CommitError
 from ..metrics import run_figures, step_timing
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
@@ -26,43 +29,49 @@ from .operators import remember
 from .store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
+    from ..config.pipeline import PipelineConfig
     from ..planning.plan import Interval, ReadPlan
 
 log = logging.getLogger("streamslice")
 
 
 def plan_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
-    started = time.monotonic()
     with operator_errors(context):
-        cfg = load_pipeline(pipeline_file)
-        saved = context["task_state_store"].get("plan")
-        if saved:
-            # Read it as read and commit will (an upgrade since may have to migrate or
-            # refuse it): a plan this release cannot read fails here, naming why.
-            reused = read_plan(saved)
-            log.info("Reusing the plan saved by an earlier try of this run (version %d, "
-                     "%d splits).", saved.get("version"), len(reused.splits))
-            return dict(saved)
-        interval = None
-        if cfg.mode == "interval":
-            interval = cfg.interval(to_ms(context["data_interval_start"]),
-                                    to_ms(context["data_interval_end"]))
-            _wait_until_closed(interval)
-        checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
-        plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
-                        output=cfg.output.target(cfg.name), interval=interval,
-                        checkpoint=checkpoint, run_id=context["run_id"],
-                        properties=pipeline_properties(cfg))
-        log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
-                 plan.total_records_hint, plan.partition,
-                 {s.key: s.lag for s in plan.splits})
-        for gap in plan.gaps:
-            log.warning("Data loss skipped (on_data_loss: skip): %s", gap)
-        data = plan.to_dict()
-        context["task_state_store"].set("plan", data)
-        faults.check("plan")
-        emit([step_timing("plan", time.monotonic() - started)], cfg.name, cfg.source.kind)
-        return data
+        return _plan(load_pipeline(pipeline_file), context)
+
+
+def _plan(cfg: PipelineConfig, context: dict[str, Any]) -> dict[str, Any]:
+    """The run's plan: the one an earlier try saved in this task's state, or a new one,
+    saved before it is returned."""
+    started = time.monotonic()
+    saved = context["task_state_store"].get("plan")
+    if saved:
+        # Read it as read and commit will (an upgrade since may have to migrate or
+        # refuse it): a plan this release cannot read fails here, naming why.
+        reused = read_plan(saved)
+        log.info("Reusing the plan saved by an earlier try of this run (version %d, "
+                 "%d splits).", saved.get("version"), len(reused.splits))
+        return dict(saved)
+    interval = None
+    if cfg.mode == "interval":
+        interval = cfg.interval(to_ms(context["data_interval_start"]),
+                                to_ms(context["data_interval_end"]))
+        _wait_until_closed(interval)
+    checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
+    plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
+                    output=cfg.output.target(cfg.name), interval=interval,
+                    checkpoint=checkpoint, run_id=context["run_id"],
+                    properties=pipeline_properties(cfg))
+    log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
+             plan.total_records_hint, plan.partition,
+             {s.key: s.lag for s in plan.splits})
+    for gap in plan.gaps:
+        log.warning("Data loss skipped (on_data_loss: skip): %s", gap)
+    data = plan.to_dict()
+    context["task_state_store"].set("plan", data)
+    faults.check("plan")
+    emit([step_timing("plan", time.monotonic() - started)], cfg.name, cfg.source.kind)
+    return data
 
 
 def _wait_until_closed(interval: Interval) -> None:
@@ -79,23 +88,27 @@ def read_task(pipeline_file: str, **context: Any) -> str:
     """Runs the read job and returns the staging URI; a job that runs elsewhere and is waited
     for by a trigger (EMR Serverless) defers instead, and ``read_done`` returns it."""
     with operator_errors(context):
-        cfg = load_pipeline(pipeline_file)
-        ti = context["ti"]
-        plan = read_plan(ti.xcom_pull(task_ids="plan"))
-        staging = _read_staging(plan, context)
-        remember(context, plan=plan)
-        setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
-                 for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
-        from .runners import run_spark_read
-        started = time.monotonic()
-        run_spark_read(cfg, plan, staging.uri, pipeline_properties(cfg),
-                       cfg.source.read_options(setup),
-                       started=lambda job: _job_started(context, job))
-        took = time.monotonic() - started
-        log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri, took)
-        emit([step_timing("read", took)], cfg.name, cfg.source.kind)
-        remember(context, staging=staging.uri)
-        return staging.uri
+        plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
+        return _read(load_pipeline(pipeline_file), plan, context)
+
+
+def _read(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any]) -> str:
+    """Read every split into this try's staging area; its URI."""
+    ti = context["ti"]
+    staging = _read_staging(plan, context)
+    remember(context, plan=plan)
+    setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
+             for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
+    from .runners import run_spark_read
+    started = time.monotonic()
+    run_spark_read(cfg, plan, staging.uri, pipeline_properties(cfg),
+                   cfg.source.read_options(setup),
+                   started=lambda job: _job_started(context, job))
+    took = time.monotonic() - started
+    log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri, took)
+    emit([step_timing("read", took)], cfg.name, cfg.source.kind)
+    remember(context, staging=staging.uri)
+    return staging.uri
 
 
 def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Any) -> str:
@@ -129,39 +142,85 @@ def _read_staging(plan: ReadPlan, context: dict[str, Any]) -> Staging:
 
 
 def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
+    with operator_errors(context):
+        plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
+        return _commit(load_pipeline(pipeline_file), plan,
+                       context["ti"].xcom_pull(task_ids="read"), context)
+
+
+def _commit(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
+            context: dict[str, Any]) -> dict[str, Any]:
+    """Verify and publish what ``staging_uri`` holds (or find this plan's earlier publish),
+    then advance the checkpoint."""
     started = time.monotonic()
+    plan.output = with_catalog_connection(plan.output)
+    remember(context, plan=plan)
+    staging = Staging(staging_uri, plan.output.auth if plan.output else None)
+    asset = output_asset(cfg)
+    now = int(time.time() * 1000)
+    manifest = publish_once(plan, staging, run_id=context["run_id"], now_ms=now)
+    remember(context, manifest=manifest)
+    faults.check("after_publish")
+    store = TaskCheckpointStore(context, asset)
+    current = store.get()
+    summaries = {s["split"]: s for s in manifest["splits"]}
+    positions = source_class(plan.source).next_positions(
+        plan, summaries, current.positions if current else {})
+    checkpoint = advance(current, plan, now_ms=now, run_id=context["run_id"],
+                         positions=positions)
+    assert checkpoint is not None
+    store.put(checkpoint)
+    faults.check("after_checkpoint")
+    cfg.source.after_commit(checkpoint.positions, lambda: source_properties(cfg.source))
+    from .alerting import after_commit
+    after_commit(cfg, manifest, context, context["asset_state_store"][asset])
+    extra = run_metrics(manifest, checkpoint.positions)
+    context["outlet_events"][asset].extra = extra
+    emit([*run_figures(manifest, int(time.time() * 1000), checkpoint.interval_end),
+          step_timing("commit", time.monotonic() - started)], cfg.name, cfg.source.kind)
+    log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
+             manifest["partition"], manifest["records"], manifest["dead_letters"])
+    return {**extra, "checkpoint": checkpoint.to_dict()}
+
+
+STAGED = "staged"  # task state: what a try of the combined task read, until it is committed
+
+
+def plan_read_commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
+    """Plan, read and commit in one task (``tasks: combined``): one task process instead of
+    three, and no scheduler hand-off between them. The steps stay what they are as tasks, so a
+    try resumes where the failed one stopped: the plan saved by an earlier try is reused, what
+    an earlier try read to the end is committed without reading it again (``STAGED``, kept in
+    this task's state until a try commits it), a publish already made is found rather than
+    repeated, and the checkpoint advances once. What fails to commit is not kept, and after a
+    successful try nothing is, so clearing the run then reads the plan again (and replaces
+    the partition), as clearing the read task does. The plan is also this task's XCom
+    ``plan``, where the page finds a plan task's."""
     with operator_errors(context):
         cfg = load_pipeline(pipeline_file)
-        plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
-        plan.output = with_catalog_connection(plan.output)
-        remember(context, plan=plan)
-        staging = Staging(context["ti"].xcom_pull(task_ids="read"),
-                          plan.output.auth if plan.output else None)
-        asset = output_asset(cfg)
-        now = int(time.time() * 1000)
-        manifest = publish_once(plan, staging, run_id=context["run_id"], now_ms=now)
-        remember(context, manifest=manifest)
-        faults.check("after_publish")
-        store = TaskCheckpointStore(context, asset)
-        current = store.get()
-        summaries = {s["split"]: s for s in manifest["splits"]}
-        positions = source_class(plan.source).next_positions(
-            plan, summaries, current.positions if current else {})
-        checkpoint = advance(current, plan, now_ms=now, run_id=context["run_id"],
-                             positions=positions)
-        assert checkpoint is not None
-        store.put(checkpoint)
-        faults.check("after_checkpoint")
-        cfg.source.after_commit(checkpoint.positions, lambda: source_properties(cfg.source))
-        from .alerting import after_commit
-        after_commit(cfg, manifest, context, context["asset_state_store"][asset])
-        extra = run_metrics(manifest, checkpoint.positions)
-        context["outlet_events"][asset].extra = extra
-        emit([*run_figures(manifest, int(time.time() * 1000), checkpoint.interval_end),
-              step_timing("commit", time.monotonic() - started)], cfg.name, cfg.source.kind)
-        log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
-                 manifest["partition"], manifest["records"], manifest["dead_letters"])
-        return {**extra, "checkpoint": checkpoint.to_dict()}
+        data = _plan(cfg, context)
+        context["ti"].xcom_push(key="plan", value=data)
+        store = context["task_state_store"]
+        staged = store.get(STAGED)
+        if staged and staged.get("plan_id") == plan_id(read_plan(data)):
+            log.info("Committing what an earlier try of this task read into %s.",
+                     staged["staging"])
+            try:
+                return _commit_and_forget(cfg, data, staged["staging"], context)
+            except CommitError:  # it failed verification, or is gone unpublished
+                store.delete(STAGED)  # so the next try (a clear) reads the plan again
+                raise
+        uri = _read(cfg, read_plan(data), context)
+        store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": uri})
+        return _commit_and_forget(cfg, data, uri, context)
+
+
+def _commit_and_forget(cfg: PipelineConfig, data: dict[str, Any], staging_uri: str,
+                       context: dict[str, Any]) -> dict[str, Any]:
+    result = _commit(cfg, read_plan(data), staging_uri, context)
+    remember(context, staging=None)  # committed and cleaned up: the manifest has the counts
+    context["task_state_store"].delete(STAGED)
+    return result
 
 
 def run_metrics(manifest: dict[str, Any],

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 
 from ..sources import SOURCES
 from ..timeutil import from_ms, to_ms
@@ -254,9 +254,13 @@ def latest_plan_splits(session: Session, dag_id: str, run_id: str | None) -> lis
     if run_id is None:
         return []
     from airflow.models.xcom import XComModel
+
+    from .factory import COMBINED
+    # the plan task's return value, or the combined task's XCom "plan" (tasks: combined)
     value = session.scalar(select(XComModel.value).where(
-        XComModel.dag_id == dag_id, XComModel.run_id == run_id, XComModel.task_id == "plan",
-        XComModel.key == "return_value").limit(1))
+        XComModel.dag_id == dag_id, XComModel.run_id == run_id, or_(
+            and_(XComModel.task_id == "plan", XComModel.key == "return_value"),
+            and_(XComModel.task_id == COMBINED, XComModel.key == "plan"))).limit(1))
     if isinstance(value, (str, bytes)):
         value = json.loads(value)
     return list((value or {}).get("splits") or [])

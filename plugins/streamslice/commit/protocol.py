@@ -73,7 +73,8 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
         clean_attempts(plan)
         return earlier
     raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "
-                      "published from this plan; clear the read task to read it again")
+                      "published from this plan; clear the read task (or the run, with tasks: "
+                      "combined) to read it again")
 
 
 def clean_attempts(plan: ReadPlan) -> None:

@@ -33,6 +33,8 @@ MAX_FILE_BYTES = 1024 * 1024
 TABLE_FORMATS = ("iceberg", "delta")
 OUTPUT_FORMATS = ("parquet", "json", "orc", *TABLE_FORMATS)
 RUNNERS = ("local", "spark-submit", "emr-serverless", "connect")
+# How a run's plan, read and commit map to Airflow tasks: one task each, or one task for all
+TASK_LAYOUTS = ("separate", "combined")
 # Spark Connect's URL form: sc://host[:port][/;param=value;…] (port 15002 by default)
 CONNECT_URL = re.compile(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(/(;[A-Za-z_]+=[^;/\s]*)*)?")
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -126,6 +128,7 @@ class PipelineConfig:
     max_active_runs: int = 1
     retries: int = 2
     retry_delay: int = 30_000  # ms
+    tasks: str = "separate"  # TASK_LAYOUTS; the default depends on the runner (_tasks)
     tags: tuple[str, ...] = ()
     alerts: AlertRules | None = None
     event_time: EventTime | None = None  # interval mode: own records by a field's time
@@ -225,6 +228,7 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
         spark=_spark(f.child("spark")),
         alerts=parse_alerts(f.child("alerts")),
     )
+    cfg = replace(cfg, tasks=_tasks(f, cfg.spark.runner))
     if f.has("event_time"):
         et, early = _event_time(f.child("event_time"))
         cfg = replace(cfg, event_time=et, allowed_earliness=early)
@@ -265,6 +269,20 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
     f.done()
     _require_extras(cfg, f)
     return cfg
+
+
+def _tasks(f: Fields, runner: str) -> str:
+    """``combined`` by default where a task start-up is a large share of a run (Spark
+    Connect: the read is a session on a warm server), ``separate`` where the read starts a
+    Spark JVM anyway (local, spark-submit); never combined where the read waits for its job
+    in a trigger (EMR Serverless), which needs a task of its own."""
+    tasks = f.str("tasks", "combined" if runner == "connect" else "separate",
+                  choices=TASK_LAYOUTS)
+    if tasks == "combined" and runner == "emr-serverless":
+        raise f.error("combined is not possible with spark.runner emr-serverless: its read "
+                      "waits for the job run in a trigger, as a task of its own; use "
+                      "separate", "tasks")
+    return tasks
 
 
 def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:

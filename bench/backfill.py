@@ -10,6 +10,10 @@ same go:
   the same way, before and after the hourly backfill (the first one also starts the server's
   Python workers; the ratio is taken to the second, warm one, and the first is printed).
 
+Both are measured in each task layout given (``--tasks``, both by default, one after the
+other in the same go): ``separate`` (plan, read and commit each a task) and ``combined`` (the
+three steps in one task, the default on Spark Connect).
+
 Each is timed twice: the CLI's wall (which also starts an ``airflow backfill create`` process
 and polls every 2 s: a fixed cost of some seconds) and the runs' own time, first run start to
 last run end in Airflow's records; the ratio is printed for both.
@@ -25,11 +29,14 @@ start and end times (Airflow's REST API) and the task logs' own timestamps:
 * ``start-up``: task started → the task process has parsed the DAG file (Airflow logs
   "Worker startup parse complete"): process start-up and imports;
 * ``callable:plan|read|commit``: our own work, until the callable returned ("Done." in the log);
+  in the combined task split at its own log lines (the plan logged, the read's "Read N
+  splits", the commit's "Committed");
 * ``finish``: Airflow's own after the callable (XCom, outlet events, state) until the task's end.
 
 The load average is printed with each figure: on a shared machine single figures vary, the
 ratio in one go less so. Asserts nothing about time.
   python bench/backfill.py [--intervals 48] [--records 300] [--max-active-runs 4]
+                          [--tasks separate,combined]
 """
 import argparse
 import json
@@ -47,7 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
-TASKS = ("plan", "read", "commit")
+STEPS = ("plan", "read", "commit")
+LAYOUTS = ("separate", "combined")
 
 
 def utc(ms):
@@ -58,10 +66,11 @@ def load():
     return f"load {os.getloadavg()[0]:.1f}"
 
 
-def pipeline(folder, name, schedule, last_start, bootstrap, topic, remote, output,
+def pipeline(folder, name, schedule, last_start, tasks, bootstrap, topic, remote, output,
              max_active_runs):
     (folder / f"{name}.yaml").write_text(f"""
 mode: interval
+tasks: {tasks}
 schedule: "{schedule}"
 start_date: "2024-05-01T00:00:00Z"
 end_date: "{utc(last_start):%Y-%m-%dT%H:%M:%SZ}"  # no scheduled run besides the backfill
@@ -145,13 +154,19 @@ def pages(airflow, path, key):
         offset += 100
 
 
+STEP_ENDS = {"plan": ("Planned ", "Reusing the plan"), "read": ("Read ",),
+             "commit": ("Committed ",)}
+
+
 def task_log_times(home, ti):
     """From the task's log: when its process had parsed the DAG file (Airflow's "Worker
-    startup parse complete") and when its callable returned ("Done. Returned value …");
-    None for what the log does not hold."""
+    startup parse complete"), when its callable returned ("Done. Returned value …") and when
+    each step ended by its own log line (``STEP_ENDS``); None for what the log does not
+    hold."""
     path = (Path(home) / "logs" / f"dag_id={ti['dag_id']}" / f"run_id={ti['dag_run_id']}" /
             f"task_id={ti['task_id']}" / f"attempt={ti['try_number']}.log")
     parsed = done = None
+    steps = {}
     for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
         try:
             entry = json.loads(line)
@@ -162,7 +177,10 @@ def task_log_times(home, ti):
             parsed = ts(entry.get("timestamp"))
         elif event.startswith("Done. Returned value"):
             done = ts(entry.get("timestamp"))
-    return parsed, done
+        for step, marks in STEP_ENDS.items():
+            if step not in steps and event.startswith(marks):
+                steps[step] = ts(entry.get("timestamp"))
+    return parsed, done, steps
 
 
 def breakdown(airflow, name):
@@ -181,21 +199,44 @@ def breakdown(airflow, name):
         for ti in sorted(by_run[run_id], key=lambda t: ts(t["start_date"]) or 0):
             queued, start, end = (ts(ti["queued_when"]), ts(ti["start_date"]),
                                   ts(ti["end_date"]))
-            parsed, done = task_log_times(airflow.home, ti)
+            parsed, done, steps = task_log_times(airflow.home, ti)
             if parsed is None or done is None:
                 missing += 1
                 parsed, done = parsed or start, done or end
             spent["scheduler"] += max(0.0, queued - last_end)
             spent["queued"] += start - queued
             spent["start-up"] += parsed - start
-            spent[f"callable:{ti['task_id']}"] += done - parsed
+            if ti["task_id"] in STEPS or len(steps) < len(STEPS):
+                spent[f"callable:{ti['task_id']}"] += done - parsed
+            else:  # the combined task: its steps by their own log lines
+                ends = [steps[step] for step in STEPS]
+                for step, begin, end_ in zip(STEPS, [parsed, *ends], [*ends[:-1], done]):
+                    spent[f"callable:{step}"] += end_ - begin
             spent["finish"] += end - done
             last_end = end
         spent["scheduler"] += max(0.0, ts(run["end_date"]) - last_end)
     return spent, len(runs), missing
 
 
-def main():
+def print_breakdown(airflow, tasks, n, max_active_runs):
+    spent, runs, missing = breakdown(airflow, f"bf_hourly_{tasks}")
+    assert runs == n, f"{runs} runs of bf_hourly_{tasks}, expected {n}"
+    print(f"\n  {tasks}: where an interval's time goes (hourly runs, sums / {n}; runs overlap "
+          f"{max_active_runs} at a time, so they add up to more than wall / N):")
+    total = sum(spent.values())
+    keys = ["scheduler", "queued", "start-up", *(f"callable:{t}" for t in STEPS), "finish"]
+    keys += sorted(k for k in spent if k not in keys)
+    for key in keys:
+        print(f"  {key:<20}{spent[key] / n:>8.2f}s  {spent[key] / total:>5.0%}")
+    print(f"  {'run (sum)':<20}{total / n:>8.2f}s")
+    if missing:
+        print(f"  ({missing} task logs without the times: counted as callable)")
+    single_spent, _, _ = breakdown(airflow, f"bf_single_{tasks}")
+    print(f"  {tasks}: the single read's runs (summed): " + ", ".join(
+        f"{k} {v:.1f}s" for k, v in sorted(single_spent.items())))
+
+
+def arguments():
     ap = argparse.ArgumentParser()
     ap.add_argument("--intervals", type=int, default=48)
     ap.add_argument("--records", type=int, default=300, help="records per hourly interval")
@@ -203,8 +244,18 @@ def main():
     ap.add_argument("--max-active-runs", type=int, default=4)
     ap.add_argument("--database", choices=("postgres", "sqlite"), default="postgres",
                     help="Airflow's metadata database (SQLite: one writer at a time)")
+    ap.add_argument("--tasks", default=",".join(LAYOUTS),
+                    help="task layouts to measure, in this order (separate, combined)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
     args = ap.parse_args()
+    layouts = args.tasks.split(",")
+    if not layouts or set(layouts) - set(LAYOUTS):
+        ap.error(f"--tasks: a comma-separated list of {', '.join(LAYOUTS)}")
+    return args, layouts
+
+
+def main():
+    args, layouts = arguments()
     n = args.intervals
 
     from devtools.services import (
@@ -250,19 +301,22 @@ def main():
         print(f"produced {len(sent)} records into {n} hours ({args.partitions} partitions)")
         folder, output = dags / "pipelines", work / "lake"
         common = (broker.bootstrap, topic, server.remote, output, args.max_active_runs)
-        pipeline(folder, "bf_hourly", "@hourly", T0 + (n - 1) * HOUR, *common)
-        pipeline(folder, "bf_single", f"{n}h", T0 + HOUR, *common)
-        for name in ("bf_hourly", "bf_single"):
-            airflow.wait_for_dag(name)
+        for tasks in layouts:
+            pipeline(folder, f"bf_hourly_{tasks}", "@hourly", T0 + (n - 1) * HOUR, tasks,
+                     *common)
+            pipeline(folder, f"bf_single_{tasks}", f"{n}h", T0 + HOUR, tasks, *common)
+        for tasks in layouts:
+            for name in (f"bf_hourly_{tasks}", f"bf_single_{tasks}"):
+                airflow.wait_for_dag(name)
 
-        print(f"\n  {'streamslice backfill of':<36}{'CLI wall s':>11}{'runs s':>8}"
+        print(f"\n  {'streamslice backfill of':<44}{'CLI wall s':>11}{'runs s':>8}"
               f"{'runs s/interval':>17}")
 
         def measure(label, name, expected):
             wall, clock, waits = backfill(airflow, folder, name, n)
             check_counts(output, name, expected)
             runs = span(airflow, name)
-            print(f"  {label:<36}{wall:>11.1f}{runs:>8.1f}{runs / len(expected):>17.2f}  "
+            print(f"  {label:<44}{wall:>11.1f}{runs:>8.1f}{runs / len(expected):>17.2f}  "
                   f"{load()}", flush=True)
             create, first, after = cli_parts(airflow, name, clock, wall)
             print(f"    outside the runs: {create:.1f}s until the backfill existed, "
@@ -270,30 +324,30 @@ def main():
                   "run's end" + "".join(f"\n    ({w})" for w in waits), flush=True)
             return wall, runs
 
-        cold = measure("all N hours in one run (cold)", "bf_single", {T0: len(sent)})
-        hours = measure(f"{n} hourly intervals", "bf_hourly", hourly)
-        warm = measure("all N hours in one run (warm)", "bf_single", {T0: len(sent)})
-        print(f"\n  every interval exact ({n} hourly partitions, and the single one twice)")
-        print(f"  backfill / single read: {hours[1] / warm[1]:.1f}x by the runs' own time, "
-              f"{hours[0] / warm[0]:.1f}x by the CLI's wall (to the cold read: "
-              f"{hours[1] / cold[1]:.1f}x, {hours[0] / cold[0]:.1f}x); max_active_runs "
-              f"{args.max_active_runs}, {args.records} records an interval")
+        single = {T0: len(sent)}
+        # the server's first reads (its Python workers, the package) go to the first layout
+        cold = measure(f"all N hours in one run (cold, {layouts[0]})",
+                       f"bf_single_{layouts[0]}", single)
+        figures = {}
+        for tasks in layouts:
+            hours = measure(f"{n} hourly intervals ({tasks})", f"bf_hourly_{tasks}", hourly)
+            warm = measure(f"all N hours in one run (warm, {tasks})", f"bf_single_{tasks}",
+                           single)
+            figures[tasks] = hours, warm
+        print(f"\n  every interval exact ({n} hourly partitions per layout, and the single "
+              "ones)")
+        for tasks, (hours, warm) in figures.items():
+            print(f"  {tasks}: backfill / single read: {hours[1] / warm[1]:.1f}x by the runs' "
+                  f"own time, {hours[0] / warm[0]:.1f}x by the CLI's wall (to the cold read: "
+                  f"{hours[1] / cold[1]:.1f}x, {hours[0] / cold[0]:.1f}x)")
+        if len(figures) == 2:
+            (before, _), (after, _) = figures["separate"], figures["combined"]
+            print(f"  combined / separate, the hourly backfill: {after[1] / before[1]:.2f}x by "
+                  f"the runs' own time, {after[0] / before[0]:.2f}x by the CLI's wall")
+        print(f"  max_active_runs {args.max_active_runs}, {args.records} records an interval")
 
-        spent, runs, missing = breakdown(airflow, "bf_hourly")
-        assert runs == n, f"{runs} runs of bf_hourly, expected {n}"
-        print(f"\n  where an interval's time goes (hourly runs, sums / {n}; runs overlap "
-              f"{args.max_active_runs} at a time, so they add up to more than wall / N):")
-        total = sum(spent.values())
-        keys = ["scheduler", "queued", "start-up", *(f"callable:{t}" for t in TASKS), "finish"]
-        keys += sorted(k for k in spent if k not in keys)
-        for key in keys:
-            print(f"  {key:<20}{spent[key] / n:>8.2f}s  {spent[key] / total:>5.0%}")
-        print(f"  {'run (sum)':<20}{total / n:>8.2f}s")
-        if missing:
-            print(f"  ({missing} task logs without the times: counted as callable)")
-        single_spent, _, _ = breakdown(airflow, "bf_single")
-        print("  the single read (warm): " + ", ".join(
-            f"{k} {v:.1f}s" for k, v in sorted(single_spent.items())))
+        for tasks in layouts:
+            print_breakdown(airflow, tasks, n, args.max_active_runs)
         print(f"  load average at end: {load()}")
     finally:
         airflow.stop()

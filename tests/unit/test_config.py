@@ -11,6 +11,10 @@ from streamslice.kafka.positions import (
     Specified,
     Timestamp,
 )
+from streamslice.runners.connect import ConnectRunner
+from streamslice.runners.emr_serverless import EmrServerlessRunner
+from streamslice.runners.local import LocalRunner
+from streamslice.runners.spark_submit import SparkSubmitRunner
 
 GOOD = """\
 mode: incremental
@@ -211,8 +215,7 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
         ("/project/output", "parquet", "snappy", None, {}, None)
     assert out.aws.to_dict() == {}  # the default chain
     assert out.dataset("orders") == "/project/output/pipeline=orders"
-    assert (cfg.spark.runner, cfg.spark.master, cfg.spark.conf, cfg.spark.remote) == \
-        ("local", "local[*]", {}, None)
+    assert cfg.spark == LocalRunner(master="local[*]", conf={})
     src = cfg.source
     assert (src.start, src.stop) == (Committed(Earliest()), Latest())
     assert (src.properties, src.client, src.on_data_loss, src.max_records_per_split,
@@ -231,21 +234,20 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
     # $STREAMSLICE_SPARK_RUNNER, $STREAMSLICE_SPARK_MASTER, and $SPARK_REMOTE meaning connect
     monkeypatch.setenv("STREAMSLICE_SPARK_MASTER", "spark://m:7077")
     monkeypatch.setenv("STREAMSLICE_SPARK_RUNNER", "spark-submit")
-    assert (parse(GOOD).spark.runner, parse(GOOD).spark.master) == \
-        ("spark-submit", "spark://m:7077")
+    assert parse(GOOD).spark == SparkSubmitRunner(master="spark://m:7077")
     monkeypatch.delenv("STREAMSLICE_SPARK_RUNNER")
     monkeypatch.setenv("SPARK_REMOTE", "sc://s:15002")
-    assert (parse(GOOD).spark.runner, parse(GOOD).spark.remote) == ("connect", "sc://s:15002")
+    assert parse(GOOD).spark == ConnectRunner(remote="sc://s:15002")
 
 
 def test_emr_serverless_defaults_the_readme_lists():
     cfg = parse(GOOD.replace("output:", "spark:\n  runner: emr-serverless\n  emr_serverless: "
                              "{application_id: a, execution_role_arn: r, code_uri: 's3://c/'}\n"
                              "output:"))
-    assert cfg.spark.emr_serverless == {
-        "application_id": "a", "execution_role_arn": "r", "code_uri": "s3://c/",
-        "aws_conn_id": "aws_default", "venv_archive": None, "timeout": 3_600_000,
-        "poll_interval": 30_000}
+    assert cfg.spark == EmrServerlessRunner(
+        application_id="a", execution_role_arn="r", code_uri="s3://c/",
+        aws_conn_id="aws_default", venv_archive=None, timeout=3_600_000,
+        poll_interval=30_000)
     with pytest.raises(ConfigError, match="spark.emr_serverless: is only used with runner: "
                                           "emr-serverless"):
         parse(GOOD.replace("output:", "spark:\n  emr_serverless: {application_id: a}\noutput:"))

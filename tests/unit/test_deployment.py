@@ -90,7 +90,7 @@ def test_spark_cluster_is_what_the_pipelines_submit_to(monkeypatch):
     for key in ("STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_MASTER", "SPARK_REMOTE"):
         monkeypatch.setenv(key, e[key])
     configs, _ = load_pipelines(ROOT / "dags" / "pipelines")
-    assert {(c.spark.runner, c.spark.remote) for c in configs} == \
+    assert {(c.spark.kind, getattr(c.spark, "remote", None)) for c in configs} == \
         {("connect", "sc://spark-connect:15002")}
 
 
@@ -130,7 +130,7 @@ def test_spark_processes_that_read_aws_sources_have_an_identity_of_their_own(mon
     for key in ("STREAMSLICE_SPARK_RUNNER", "SPARK_REMOTE"):
         monkeypatch.setenv(key, e[key])
     configs, _ = load_pipelines(ROOT / "dags" / "pipelines")
-    aws = [c for c in configs if c.source.kind == "kinesis" and c.spark.runner == "connect"]
+    aws = [c for c in configs if c.source.kind == "kinesis" and c.spark.kind == "connect"]
     assert aws
     for service in ("spark-connect", "spark-worker"):  # the driver, and the executors
         identity = env(service)

@@ -35,7 +35,7 @@ def error(block):
                                     "sc://h:443/;use_ssl=true;token=abc;user_id=airflow"])
 def test_connect_runner_takes_a_spark_connect_url(remote):
     s = spark(f"  runner: connect\n  remote: '{remote}'\n")
-    assert (s.runner, s.remote) == ("connect", remote)
+    assert (s.kind, s.remote) == ("connect", remote)
 
 
 @pytest.mark.parametrize("remote", ["http://spark:15002", "spark:15002", "sc://", "sc://h:port",
@@ -58,9 +58,9 @@ def test_remote_is_required_and_only_for_connect():
 def test_spark_remote_in_the_environment_means_spark_connect(monkeypatch):
     monkeypatch.setenv("SPARK_REMOTE", "sc://spark-connect:15002")
     s = spark("  conf: {spark.sql.shuffle.partitions: '8'}\n")
-    assert (s.runner, s.remote) == ("connect", "sc://spark-connect:15002")
+    assert (s.kind, s.remote) == ("connect", "sc://spark-connect:15002")
     monkeypatch.setenv("STREAMSLICE_SPARK_RUNNER", "spark-submit")  # an explicit choice wins
-    assert spark("  master: yarn\n").runner == "spark-submit"
+    assert spark("  master: yarn\n").kind == "spark-submit"
     monkeypatch.setenv("SPARK_REMOTE", "http://nope")
     assert "spark.remote: 'http://nope' is not a Spark Connect URL" in \
         error("  runner: connect\n")

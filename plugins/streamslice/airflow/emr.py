@@ -27,6 +27,7 @@ from airflow.triggers.base import TriggerEvent
 
 from ..errors import ConfigError, SourceError
 from ..reading.job import ReadJob
+from ..runners.emr_serverless import EmrServerlessRunner
 from ..spark.package import LAUNCHER
 from ..spark.submit import package_zip
 
@@ -55,50 +56,58 @@ def run_emr_serverless(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
 def defer_to(cfg: PipelineConfig, job: dict[str, str]) -> None:
     """Wait for ``job`` without a worker slot: raises ``TaskDeferred`` (``read_done`` next)."""
     from airflow.sdk.exceptions import TaskDeferred
-    emr = cfg.spark.emr_serverless
-    attempts = max(1, math.ceil(emr["timeout"] / emr["poll_interval"]))
+    emr = settings(cfg)
+    attempts = max(1, math.ceil(emr.timeout / emr.poll_interval))
     trigger = EmrJobRunTrigger(application_id=job["application_id"], job_id=job["job_id"],
-                               waiter_delay=max(1, emr["poll_interval"] // 1000),
-                               waiter_max_attempts=attempts, aws_conn_id=emr["aws_conn_id"],
+                               waiter_delay=max(1, emr.poll_interval // 1000),
+                               waiter_max_attempts=attempts, aws_conn_id=emr.aws_conn_id,
                                cancel_on_kill=True)
     # The waiter gives up (and the run is cancelled) after ``timeout``; Airflow's own
     # deferral timeout is only a backstop for a trigger that never answers.
-    backstop = timedelta(milliseconds=emr["timeout"] + 2 * emr["poll_interval"] + 60_000)
+    backstop = timedelta(milliseconds=emr.timeout + 2 * emr.poll_interval + 60_000)
     raise TaskDeferred(trigger=trigger, method_name="read_done", timeout=backstop)
 
 
 def start_job_run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
                   properties: dict[str, Any], options: dict[str, Any] | None = None, *,
                   emr_hook: Any = None, s3_hook: Any = None) -> dict[str, str]:
-    emr = cfg.spark.emr_serverless
+    emr = settings(cfg)
     if not staging_uri.startswith("s3://"):
         raise ConfigError("spark.runner emr-serverless writes through S3: set output.path to "
                           "an s3:// location")
-    emr_hook = emr_hook or EmrServerlessHook(aws_conn_id=emr["aws_conn_id"])
+    emr_hook = emr_hook or EmrServerlessHook(aws_conn_id=emr.aws_conn_id)
     if s3_hook is None:
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-        s3_hook = S3Hook(aws_conn_id=emr["aws_conn_id"])
-    prefix = f"{emr['code_uri'].rstrip('/')}/{plan.pipeline}/{uuid.uuid4().hex[:12]}"
+        s3_hook = S3Hook(aws_conn_id=emr.aws_conn_id)
+    prefix = f"{emr.code_uri.rstrip('/')}/{plan.pipeline}/{uuid.uuid4().hex[:12]}"
     uris = _upload(s3_hook, prefix, plan, properties)
     args = ReadJob(uris["plan"], staging_uri, uris["properties"], options or {}).argv()
     params = [f"--py-files {uris['package']}", "--conf spark.sql.session.timeZone=UTC"]
-    if emr.get("venv_archive"):
-        params += [f"--conf spark.archives={emr['venv_archive']}#environment",
+    if emr.venv_archive:
+        params += [f"--conf spark.archives={emr.venv_archive}#environment",
                    "--conf spark.emr-serverless.driverEnv.PYSPARK_PYTHON=./environment/bin/python",
                    "--conf spark.executorEnv.PYSPARK_PYTHON=./environment/bin/python"]
-    params += [f"--conf {k}={v}" for k, v in cfg.spark.conf.items()]
+    params += [f"--conf {k}={v}" for k, v in emr.conf.items()]
     name = f"streamslice-{plan.pipeline}-{plan.partition}"[:256]
-    cancel_superseded(emr_hook, emr["application_id"], name)
+    cancel_superseded(emr_hook, emr.application_id, name)
     run = emr_hook.conn.start_job_run(
         clientToken=str(uuid.uuid4()),  # the same for botocore's retries: one run, not two
-        applicationId=emr["application_id"], executionRoleArn=emr["execution_role_arn"],
+        applicationId=emr.application_id, executionRoleArn=emr.execution_role_arn,
         name=name,
         jobDriver={"sparkSubmit": {"entryPoint": uris["job"], "entryPointArguments": args,
                                    "sparkSubmitParameters": " ".join(params)}})
-    job = {"application_id": emr["application_id"], "job_id": run["jobRunId"]}
+    job = {"application_id": emr.application_id, "job_id": run["jobRunId"]}
     log.info("EMR Serverless job run %s started on application %s; waiting for it without "
              "a worker slot (deferred)", job["job_id"], job["application_id"])
     return job
+
+
+def settings(cfg: PipelineConfig) -> EmrServerlessRunner:
+    """The pipeline's ``spark.emr_serverless`` settings (its runner is EMR Serverless)."""
+    if not isinstance(cfg.spark, EmrServerlessRunner):
+        raise ConfigError(f"spark.runner is {cfg.spark.kind} now, not emr-serverless",
+                          file=cfg.file, field="spark.runner")
+    return cfg.spark
 
 
 def cancel_superseded(hook: Any, application_id: str, name: str) -> None:
@@ -142,7 +151,7 @@ def finish_job_run(cfg: PipelineConfig, event: dict[str, Any] | None,
         log.info("EMR Serverless job run %s succeeded", job.get("job_id"))
         return
     if job.get("job_id"):
-        cancel_job_run(cfg.spark.emr_serverless["aws_conn_id"], job)
+        cancel_job_run(settings(cfg).aws_conn_id, job)
     raise SourceError(f"EMR Serverless job run {job.get('job_id')} did not succeed: "
                       f"{event.get('message', 'no details')}")
 

@@ -77,7 +77,7 @@ class ReadOperator(StreamsliceOperator):
         from ..config import load_pipeline
         from .emr import cancel_job_run
         cfg = load_pipeline(self.op_kwargs["pipeline_file"])
-        cancel_job_run(cfg.spark.emr_serverless.get("aws_conn_id"), job)
+        cancel_job_run(getattr(cfg.spark, "aws_conn_id", None), job)
 
 
 def remember(context: Any, **facts: Any) -> None:

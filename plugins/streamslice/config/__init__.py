@@ -3,11 +3,10 @@ from .pipeline import (
                        Decoding,
                        Output,
                        PipelineConfig,
-                       SparkSettings,
                        load_pipeline,
                        load_pipelines,
                        parse_pipeline,
 )
 
-__all__ = ["Decoding", "Output", "PipelineConfig", "SparkSettings", "load_pipeline",
-           "load_pipelines", "parse_pipeline"]
+__all__ = ["Decoding", "Output", "PipelineConfig", "load_pipeline", "load_pipelines",
+           "parse_pipeline"]

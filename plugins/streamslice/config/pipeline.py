@@ -19,6 +19,8 @@ from ..extras import missing_message
 from ..formats import FormatSpec, format_class, formats_for
 from ..planning.plan import Interval, OutputTarget
 from ..reading.event_time import UNITS, EventTime
+from ..runners import Runner, parse_runner
+from ..runners.local import LocalRunner
 from ..sources import SOURCES, source_class
 from ..timeutil import iso, parse_duration_ms, parse_timestamp_ms
 from . import yamlfile
@@ -32,11 +34,8 @@ MODES = ("interval", "incremental")
 MAX_FILE_BYTES = 1024 * 1024
 TABLE_FORMATS = ("iceberg", "delta")
 OUTPUT_FORMATS = ("parquet", "json", "orc", *TABLE_FORMATS)
-RUNNERS = ("local", "spark-submit", "emr-serverless", "connect")
 # How a run's plan, read and commit map to Airflow tasks: one task each, or one task for all
 TASK_LAYOUTS = ("separate", "combined")
-# Spark Connect's URL form: sc://host[:port][/;param=value;…] (port 15002 by default)
-CONNECT_URL = re.compile(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(/(;[A-Za-z_]+=[^;/\s]*)*)?")
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -102,15 +101,6 @@ class Output:
 
 
 @dataclass(frozen=True)
-class SparkSettings:
-    runner: str = "local"
-    master: str = "local[*]"
-    conf: dict = field(default_factory=dict)
-    remote: str | None = None  # runner connect: sc://host:15002
-    emr_serverless: dict = field(default_factory=dict)  # application_id, execution_role_arn…
-
-
-@dataclass(frozen=True)
 class PipelineConfig:
     name: str
     file: str
@@ -118,7 +108,7 @@ class PipelineConfig:
     source: Source
     output: Output
     decode: Decoding = Decoding()
-    spark: SparkSettings = SparkSettings()
+    spark: Runner = LocalRunner()  # the spark: block: where the read job runs
     description: str = ""
     schedule: str | None = None
     start_date: int | None = None  # epoch ms
@@ -225,10 +215,10 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
         tags=tuple(str(t) for t in f.list("tags", [])),
         decode=_decoding(f.child("format")),
         output=_output(f.child("output"), root),
-        spark=_spark(f.child("spark")),
+        spark=parse_runner(f.child("spark")),
         alerts=parse_alerts(f.child("alerts")),
     )
-    cfg = replace(cfg, tasks=_tasks(f, cfg.spark.runner))
+    cfg = replace(cfg, tasks=_tasks(f, cfg.spark))
     if f.has("event_time"):
         et, early = _event_time(f.child("event_time"))
         cfg = replace(cfg, event_time=et, allowed_earliness=early)
@@ -271,15 +261,12 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
     return cfg
 
 
-def _tasks(f: Fields, runner: str) -> str:
-    """``combined`` by default where a task start-up is a large share of a run (Spark
-    Connect: the read is a session on a warm server), ``separate`` where the read starts a
-    Spark JVM anyway (local, spark-submit); never combined where the read waits for its job
-    in a trigger (EMR Serverless), which needs a task of its own."""
-    tasks = f.str("tasks", "combined" if runner == "connect" else "separate",
-                  choices=TASK_LAYOUTS)
-    if tasks == "combined" and runner == "emr-serverless":
-        raise f.error("combined is not possible with spark.runner emr-serverless: its read "
+def _tasks(f: Fields, runner: Runner) -> str:
+    """The runner's own layout by default (``Runner.tasks``); never combined where the read
+    waits for its job in a trigger (``Runner.defers``), which needs a task of its own."""
+    tasks = f.str("tasks", runner.tasks, choices=TASK_LAYOUTS)
+    if tasks == "combined" and runner.defers:
+        raise f.error(f"combined is not possible with spark.runner {runner.kind}: its read "
                       "waits for the job run in a trigger, as a task of its own; use "
                       "separate", "tasks")
     return tasks
@@ -323,9 +310,7 @@ def _require_extras(cfg: PipelineConfig, f: Fields) -> None:
         needs.append((cfg.output.format, f"output format {cfg.output.format}", out, "format"))
     if cfg.output.path.startswith(("s3://", "s3a://")):
         needs.append(("aws", "an output on S3", out, "path"))
-    runner = cfg.spark.runner
-    needs.append(("amazon" if runner == "emr-serverless" else "spark",
-                  f"spark.runner {runner}", spark, "runner"))
+    needs.append((cfg.spark.extra, f"spark.runner {cfg.spark.kind}", spark, "runner"))
     for extra, what, where, key in needs:
         message = missing_message(extra, what)
         if message:
@@ -488,64 +473,6 @@ def _partition_by(f: Fields, fmt: str) -> str | None:
     except ValueError as exc:
         raise f.error(str(exc), "partition_by") from None
     return value
-
-
-def _spark(f: Fields) -> SparkSettings:
-    conf = f.raw("conf", {}) or {}
-    if not isinstance(conf, dict):
-        raise f.error("must map Spark properties to values", "conf")
-    # A deployment may set the defaults (docker-compose points them at its Spark cluster).
-    # SPARK_REMOTE is PySpark's own: where it is set, PySpark code runs on Spark Connect.
-    remote_env = os.environ.get("SPARK_REMOTE") or None
-    runner = f.str("runner", os.environ.get("STREAMSLICE_SPARK_RUNNER")
-                   or ("connect" if remote_env else "local"), choices=RUNNERS)
-    s = SparkSettings(runner=runner,
-                      master=f.str("master", os.environ.get("STREAMSLICE_SPARK_MASTER",
-                                                            "local[*]")),
-                      conf={str(k): str(v) for k, v in conf.items()},
-                      remote=_remote(f, runner, remote_env),
-                      emr_serverless=_emr(f.child("emr_serverless"), runner))
-    f.done()
-    return s
-
-
-def _remote(f: Fields, runner: str, default: str | None) -> str | None:
-    if runner != "connect":
-        if f.has("remote"):
-            raise f.error("is only used with runner: connect", "remote")
-        return None
-    if f.has("master"):
-        raise f.error("is not used with runner: connect (the Spark Connect server has its "
-                      "own master)", "master")
-    remote = f.str("remote", default)
-    if remote is None:
-        raise f.error("is required with runner: connect (or set SPARK_REMOTE), e.g. "
-                      "sc://spark-connect:15002", "remote")
-    if not CONNECT_URL.fullmatch(remote.strip()):
-        raise f.error(f"{remote!r} is not a Spark Connect URL: sc://host:15002, optionally "
-                      "followed by /;param=value (token, use_ssl, user_id…)", "remote")
-    return remote.strip()
-
-
-def _emr(f: Fields, runner: str) -> dict[str, Any]:
-    if runner != "emr-serverless":
-        if f.mapping:
-            raise f.error("is only used with runner: emr-serverless")
-        return {}
-    out = {"application_id": f.str("application_id"),
-           "execution_role_arn": f.str("execution_role_arn"),
-           "code_uri": f.str("code_uri"), "aws_conn_id": f.str("aws_conn_id", "aws_default"),
-           "venv_archive": f.str("venv_archive", None),
-           "timeout": f.parse("timeout", parse_duration_ms, 3_600_000),
-           "poll_interval": f.parse("poll_interval", parse_duration_ms, 30_000)}
-    if out["poll_interval"] < 1000:
-        raise f.error("must be at least 1s (the trigger asks EMR once per interval)",
-                      "poll_interval")
-    if not out["code_uri"].startswith("s3://"):
-        raise f.error("must be an s3:// prefix where the job, package and plans are uploaded",
-                      "code_uri")
-    f.done()
-    return out
 
 
 def _project_root(file: str) -> str:

@@ -338,12 +338,13 @@ def cmd_freshness(args: Args) -> int:
     scheduler, on the metadata database directly: the same verdicts, the same one ``stale``
     alert per stretch. Exit 0 when no pipeline is stale, 3 while one is (alerted now or
     before), else 1 when a pipeline file does not load."""
-    from .airflow.freshness import check
+    from .airflow.freshness import CommandClaims, check
     from .airflow.store import OfflineAssetStates
     from .config import load_pipelines
     configs, errors = load_pipelines(pipelines_dir(args))
     logs_to_stderr()
-    verdicts = check(configs, {"asset_state_store": OfflineAssetStates()})
+    verdicts = check(configs, {"asset_state_store": OfflineAssetStates()}, CommandClaims(),
+                     who="command")
     for err in errors:
         print(f"streamslice: not checked: {err}", file=sys.stderr)
     rows = [[name, verdict] for name, verdict in sorted(verdicts.items())]

@@ -80,12 +80,33 @@ def test_the_command_alerts_a_stale_pipeline_once_without_a_scheduler(
         _, kept = ui_data.alerts(session, ui_data.asset(session, stale.name))
         _, none = ui_data.alerts(session, ui_data.asset(session, fresh.name))
     assert [a["kind"] for a in kept] == ["stale"] and none == []
+    assert_claims_are_atomic(f"streamslice/{stale.name}")
 
     # Only the fresh pipeline left: exit 0, nothing sent.
     (folder / f"{stale.name}.yaml").unlink()
     ok = freshness(folder)
     assert ok.returncode == 0, (ok.stdout, ok.stderr)
     assert received(wait=3) == []
+
+
+def assert_claims_are_atomic(asset):
+    """The command's claim on a stale stretch, on the real metadata database: of eight checks
+    claiming at once, one holds it, whether the stretch was unclaimed (an insert) or held by
+    a claim that may be taken over (an update of exactly the value read)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from streamslice.airflow.store import OfflineAssetState
+    state = OfflineAssetState(asset)
+    for key, free in (("stale_alert/race-insert", lambda held: False),
+                      ("stale_alert/race-update", lambda held: held["id"] == "left")):
+        if "update" in key:
+            state.set(key, {"id": "left"})
+        with ThreadPoolExecutor(8) as pool:
+            won = list(pool.map(lambda i, k=key, f=free: state.claim(k, {"id": i}, f),
+                                range(8)))
+        assert won.count(True) == 1, (key, won)
+        assert state.get(key) == {"id": won.index(True)}
+        assert state.claim(key, {"id": "late"}, free) is False
 
 
 def test_a_check_that_cannot_run_is_one_line_and_exit_1(tmp_path):

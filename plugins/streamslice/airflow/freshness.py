@@ -8,13 +8,25 @@ no check inside its own runs would ever fire. The watchdog runs on its own sched
 the pipelines' DAGs do. It needs Airflow's scheduler like every DAG: for a stopped scheduler,
 ``streamslice freshness`` (the CLI) runs the same ``check`` from outside Airflow (cron, a
 Kubernetes CronJob), on the metadata database directly, and exits non-zero while a pipeline
-is stale."""
+is stale.
+
+One alert per stale stretch, even when the watchdog and the command check at the same
+moment: whoever alerts a stretch first claims it (``stale_alert/<complete_to>`` in the output
+asset's state), and only the holder of the claim sends. Airflow's asset state store has no
+compare-and-set for a task, so the watchdog's claim is a read, then a write; the command,
+on the database, claims atomically (an insert, or an update of the value it read), then
+waits out a watchdog task that is running and reads the claim again: a watchdog that read
+before the command's claim wrote its own before it ended, and the command leaves the stretch
+to it; one that reads after sees the command's. Watchdog runs never overlap
+(``max_active_runs=1``). A claim not marked sent after ``LEASE`` was left by a check that died
+before sending: the next check takes it over, so a stretch is not left unalerted."""
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..alerts import Alert, complete_to, stale
 from ..config import load_pipeline
@@ -23,12 +35,80 @@ from .alerting import dag_link, send
 from .store import KEY, output_asset
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..config.pipeline import PipelineConfig
 
 log = logging.getLogger("streamslice")
 WATCHDOG = "streamslice_freshness"
 EVERY = timedelta(minutes=5)
-ALERTED = "stale_alerted"  # asset state: the complete_to value the last stale alert was for
+CLAIM = "stale_alert/"  # asset state: + the complete_to value of the stretch; who alerts it
+LEASE = timedelta(minutes=10)  # a claim unsent this long was left by a check that died
+
+
+class Claims(Protocol):
+    """How a check claims a stretch before alerting it (``check``): True when this check
+    holds the claim now and so sends the alert."""
+
+    def take(self, state: Any, key: str, claim: dict[str, Any]) -> bool: ...
+
+
+def free(held: Any, now: int) -> bool:
+    """Whether a stretch's claim may be taken: none yet, or one left unsent past ``LEASE``."""
+    return held is None or (not held.get("sent") and
+                            now - int(held.get("at", 0)) >= LEASE.total_seconds() * 1000)
+
+
+class TaskClaims:
+    """In the watchdog's task: a read, then a write (the task's asset state store offers no
+    more). Runs of the watchdog never overlap, and the command's claim waits out this one."""
+
+    def take(self, state: Any, key: str, claim: dict[str, Any]) -> bool:
+        if not free(state.get(key), claim["at"]):
+            return False
+        state.set(key, claim)
+        return True
+
+
+class CommandClaims:
+    """Outside Airflow's scheduler (``streamslice freshness``): an atomic claim on the
+    database (``store.OfflineAssetState.claim``); then, while a watchdog task is running
+    (``running``), wait for it to end, and read the claim again: send only if it is still
+    ours. A watchdog task still running after ``wait`` seconds keeps the stretch (the claim
+    stays unsent, so a later check takes it over after ``LEASE`` if that task never sends)."""
+
+    def __init__(self, wait: float = 600.0, poll: float = 1.0,
+                 running: Callable[[], bool] | None = None) -> None:
+        self.wait, self.poll = wait, poll
+        self.running = running or watchdog_running
+
+    def take(self, state: Any, key: str, claim: dict[str, Any]) -> bool:
+        if not state.claim(key, claim, lambda held: free(held, claim["at"])):
+            return False
+        deadline = time.monotonic() + self.wait
+        while self.running():
+            if time.monotonic() > deadline:
+                log.warning("freshness: a %s task is still running after %.0f s; it keeps "
+                            "%s", WATCHDOG, self.wait, key)
+                return False
+            time.sleep(self.poll)
+        held = state.get(key)
+        return held is not None and held.get("id") == claim["id"]
+
+
+def watchdog_running() -> bool:
+    """Whether a task of the watchdog DAG is running now, as the metadata database says (its
+    state, and a heartbeat within Airflow's own timeout for one)."""
+    from airflow.configuration import conf
+    from airflow.models.taskinstance import TaskInstance as TI
+    from airflow.utils.session import create_session
+    from sqlalchemy import func, or_, select
+    timeout = conf.getint("scheduler", "task_instance_heartbeat_timeout", fallback=300)
+    alive = datetime.now(timezone.utc) - timedelta(seconds=timeout)
+    with create_session() as session:
+        return bool(session.scalar(select(func.count()).select_from(TI).where(
+            TI.dag_id == WATCHDOG, TI.state == "running",
+            or_(TI.last_heartbeat_at.is_(None), TI.last_heartbeat_at >= alive))))
 
 
 def watched(configs: list[PipelineConfig]) -> list[PipelineConfig]:
@@ -65,13 +145,15 @@ def check_freshness(pipeline_files: list[str], **context: Any) -> dict[str, str]
     return check(configs, context)
 
 
-def check(configs: list[PipelineConfig], context: dict[str, Any]) -> dict[str, str]:
+def check(configs: list[PipelineConfig], context: dict[str, Any],
+          claims: Claims | None = None, who: str = "watchdog") -> dict[str, str]:
     """Each pipeline's verdict (``fresh``, ``stale``: alerted now, ``alerted``: stale and
-    already told, ``never published``), sending one ``stale`` alert per stale stretch through
-    the pipeline's notifiers. ``context`` holds ``asset_state_store`` (a task's, or
-    ``store.OfflineAssetStates`` outside Airflow's scheduler: ``streamslice freshness``); the
-    stretch alerted is kept under ``stale_alerted``, so the watchdog and the command never
-    both alert the same one."""
+    already told, or being told by another check, ``never published``), sending one ``stale``
+    alert per stale stretch through the pipeline's notifiers. ``context`` holds
+    ``asset_state_store`` (a task's, or ``store.OfflineAssetStates`` outside Airflow's
+    scheduler: ``streamslice freshness``, with its ``claims``); a stretch is alerted only by
+    the check that claimed it (the module's docstring says why that is once)."""
+    claims = claims or TaskClaims()
     now = int(time.time() * 1000)
     verdicts = {}
     for cfg in watched(configs):
@@ -83,15 +165,18 @@ def check(configs: list[PipelineConfig], context: dict[str, Any]) -> dict[str, s
             verdicts[cfg.name] = "never published"
         elif message is None:
             verdicts[cfg.name] = "fresh"
-        elif state.get(ALERTED) == newest:
-            verdicts[cfg.name] = "alerted"
         else:
+            key = f"{CLAIM}{newest}"
+            claim = {"by": who, "id": uuid.uuid4().hex, "at": now, "sent": False}
+            if not claims.take(state, key, claim):
+                verdicts[cfg.name] = "alerted"
+                continue
             alert = Alert(kind="stale", pipeline=cfg.name, message=message,
                           link=dag_link(cfg.name),
                           details={"complete_to": iso(newest),
                                    "freshness_ms": cfg.alerts.freshness})
             send(cfg, alert, context)
-            state.set(ALERTED, newest)
+            state.set(key, {**claim, "sent": True})
             verdicts[cfg.name] = "stale"
     log.info("freshness: %s", verdicts)
     return verdicts

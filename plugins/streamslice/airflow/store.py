@@ -4,11 +4,14 @@ outside (CLI) through Airflow's state backend."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..commit.checkpoint import Checkpoint
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..config.pipeline import PipelineConfig
 
 KEY = "checkpoint"
@@ -75,6 +78,35 @@ class OfflineAssetState:
         with create_session() as session:
             get_state_backend().set(self._scope(session), key, json.dumps(value),
                                     session=session)
+
+
+    def claim(self, key: str, value: Any, free: Callable[[Any], bool]) -> bool:
+        """Atomically, in one transaction: write ``value`` under ``key`` when there is no value
+        yet (an insert: of two at once, the key's uniqueness refuses one) or when the one there
+        is ``free`` and still the same as it is written (an update of exactly that value); True
+        when written. A task's asset state store has no such operation (``freshness``)."""
+        from airflow.models.asset_state_store import AssetStateStoreModel as Row
+        from airflow.utils.session import create_session
+        from sqlalchemy import select, update
+        from sqlalchemy.exc import IntegrityError
+        raw = json.dumps(value)
+        try:
+            with create_session() as session:
+                scope = self._scope(session)
+                here = (Row.asset_id == scope.asset_id, Row.key == key)
+                old = session.scalar(select(Row.value).where(*here))
+                if old is None:
+                    session.add(Row(asset_id=scope.asset_id, key=key, value=raw,
+                                    updated_at=datetime.now(timezone.utc)))
+                    session.flush()
+                    return True
+                if not free(json.loads(old)):
+                    return False
+                done = session.execute(update(Row).where(*here, Row.value == old).values(
+                    value=raw, updated_at=datetime.now(timezone.utc)))
+                return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+        except IntegrityError:  # another check inserted it between the read and the insert
+            return False
 
 
 class OfflineAssetStates:

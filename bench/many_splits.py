@@ -107,7 +107,7 @@ def report(runs, args, plan, loads):
     def mmm(values):
         return [round(min(values), 2), round(statistics.median(values), 2),
                 round(max(values), 2)]
-    split = source_class(plan.source).split_from_dict
+    split = source_class(plan.source).serializer().from_dict
     tasks = len(pack_splits([split(s.to_dict()).size for s in plan.splits], os.cpu_count()))
     print(f"\n{args.records:,} records in {args.partitions} partitions ({args.empty} empty), "
           f"{len(plan.splits)} splits; {args.rounds} rounds; load average "

@@ -1,5 +1,7 @@
 """``streamslice``: validate, plan, offsets, backfill, freshness, demo, and each source's own
-commands (``Source.add_cli_commands``: Kinesis adds ``efo``).
+commands, found through the registry (``sources.HasCliCommands``: Kinesis adds ``efo``); a
+source's commands get what they need from the CLI as a ``sources.CommandKit`` and never
+import it.
 
 The core commands (validate, plan) load only the core package unless the pipeline names an
 Airflow connection; commands that touch Airflow's metadata database (offsets, backfill,
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
     from .commit.checkpoint import Checkpoint
     from .config.pipeline import PipelineConfig
+    from .sources import CommandKit, Source
 
 Args = argparse.Namespace
 
@@ -109,9 +112,11 @@ def parser() -> argparse.ArgumentParser:
     reset.add_argument("--json", action="store_true")
     reset.set_defaults(run=cmd_offsets_reset)
 
-    from .sources import SOURCES, source_class
+    from .sources import SOURCES, HasCliCommands, source_class
     for kind in SOURCES:  # each source's own commands (Kinesis: efo)
-        source_class(kind).add_cli_commands(sub)
+        cls = source_class(kind)
+        if isinstance(cls, HasCliCommands):
+            cls.add_cli_commands(sub, command_kit())
 
     b = sub.add_parser("backfill", help="run an interval pipeline over a time range")
     b.add_argument("pipeline")
@@ -148,6 +153,29 @@ def parser() -> argparse.ArgumentParser:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+def command_kit() -> CommandKit:
+    """What a source's own commands get from the CLI: output, the pipelines, connections
+    (Airflow's, imported only when a command uses one)."""
+    from .sources import CommandKit
+    return CommandKit(emit=emit, table=table, pipelines=_pipelines,
+                      source_properties=_source_properties, aws_properties=_aws_properties)
+
+
+def _pipelines(args: Args) -> list[PipelineConfig]:
+    from .config import load_pipelines
+    return load_pipelines(pipelines_dir(args))[0]
+
+
+def _source_properties(source: Source[Any]) -> dict[str, Any]:
+    from .airflow.hooks import source_properties
+    return source_properties(source)
+
+
+def _aws_properties(conn_id: str, region: str | None, field: str) -> dict[str, Any]:
+    from .airflow.hooks import aws_properties
+    return aws_properties(conn_id, region, field=field)
+
 
 def pipelines_dir(args: Args) -> Path:
     for candidate in (args.dir, os.environ.get("STREAMSLICE_PIPELINES"), "dags/pipelines",
@@ -232,7 +260,7 @@ def cmd_plan(args: Args) -> None:
         checkpoint = _checkpoint_or_none(cfg)
     plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
                     interval=interval, checkpoint=checkpoint, properties=_properties(cfg))
-    text_of = type(cfg.source).position_text
+    text_of = type(cfg.source).serializer().position_text
     rows = [[s.id, s.key, text_of(s.start).full, text_of(s.end).full, s.size,
              lag_text(s.lag, s.lag_unit) if s.lag is not None else None] for s in plan.splits]
     head = f"{cfg.name}: {len(plan.splits)} splits → {plan.partition}"

@@ -1,12 +1,22 @@
-"""The Source contract (FLIP-27's split enumerator and reader factory, as one class per source)
-and the registry of sources.
+"""The Source contract, split by role as Flink's FLIP-27 splits it, and the registry of sources.
 
-A source package (``kafka/``, ``kinesis/``) implements ``Source`` once and is registered in
-``SOURCES`` by one line. Nothing outside the source packages branches on the source kind: the
-config reads the block named after a registered kind, the planner calls ``plan``, Spark
-executors call ``open_reader`` with the split the plan holds, the commit verifies with
-``verify_columns`` and advances with ``next_positions``, the CLI resets with
-``reset_positions``.
+A source package (``kafka/``, ``kinesis/``, ``files/``) is registered in ``SOURCES`` by one
+line. Its ``Source`` is the configured source (its YAML block, its Spark options) and the
+factory of three roles, each used where only it is needed:
+
+- ``Planner`` (FLIP-27's ``SplitEnumerator``), made from the configured source on the driver:
+  the partitions read now, one run's splits, a reset's positions;
+- ``ReaderFactory`` (``Source.createReader``), for executors that have only the plan: the
+  record schema, a ``SplitReader`` per split, and what its readers report (the columns the
+  commit checks, the next checkpoint, the dataset a split reads);
+- ``SplitSerializer`` (``SimpleVersionedSerializer`` of splits): a split to and from the plan's
+  JSON, and its positions as people read them.
+
+What only some sources have is a small capability protocol, asked with ``isinstance``:
+``Connected`` (an Airflow connection), ``HasLifecycleTasks`` (setup and teardown tasks),
+``HasPageSections`` (parts of the pipeline's page), ``HasCliCommands`` (``streamslice``
+commands, handed a ``CommandKit`` by the CLI) and ``CommitListener`` (reporting after the
+checkpoint advanced). Nothing outside the source packages branches on the source kind.
 """
 from __future__ import annotations
 
@@ -14,7 +24,7 @@ import importlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, runtime_checkable
 
 from .splits import SplitT
 
@@ -26,6 +36,7 @@ if TYPE_CHECKING:
 
     from .commit.checkpoint import Checkpoint
     from .config.fields import Fields
+    from .config.pipeline import PipelineConfig
     from .lineage import DatasetName
     from .planning.plan import Interval, ReadPlan
     from .reading.decode import Decoder
@@ -58,7 +69,7 @@ def read_split(kind: str, data: dict[str, Any]) -> Split[Any]:
     if kind not in SOURCES:
         raise PlanError(f"plan for source {kind!r}, which this streamslice does not have "
                         f"(sources: {', '.join(SOURCES)})")
-    split: Split[Any] = source_class(kind).split_from_dict(data)
+    split: Split[Any] = source_class(kind).serializer().from_dict(data)
     return split
 
 
@@ -80,7 +91,7 @@ def position_text(kind: str | None, position: Any) -> PositionText:
         return NO_POSITION
     if kind in SOURCES:
         try:
-            return source_class(kind).position_text(position)
+            return source_class(kind).serializer().position_text(position)
         except (ValueError, KeyError, TypeError):
             pass
     return PositionText.plain(position if isinstance(position, str) else
@@ -109,10 +120,10 @@ class PlanRequest:
 
 
 @dataclass
-class SourcePlan:
+class SourcePlan(Generic[SplitT]):
     """What a source's planner returns, the same shape for every source."""
 
-    splits: Sequence[Split[Any]]
+    splits: Sequence[SplitT]
     gaps: list[dict[str, Any]] = field(default_factory=list)
     next_positions: dict[str, Any] = field(default_factory=dict)  # {} when readers decide
     info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
@@ -143,9 +154,10 @@ class ResetTarget:
 
 @dataclass(frozen=True)
 class LifecycleTask:
-    """A task a source needs around the read (Kinesis EFO registration). ``callable`` is the
-    dotted path of a core function ``(source, LifecycleRun) -> JSON`` (``call``); the Airflow
-    glue runs it as a setup or teardown task, and a setup's result reaches ``read_options``."""
+    """A task a source needs around the read (``HasLifecycleTasks``: Kinesis EFO
+    registration). ``callable`` is the dotted path of a core function ``(source,
+    LifecycleRun) -> JSON`` (``call``); the Airflow glue runs it as a setup or teardown task,
+    and a setup's result reaches ``read_options``."""
 
     task_id: str
     callable: str
@@ -171,9 +183,9 @@ def call(dotted: str) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class PageSection:
-    """A part of a pipeline's page that only its source can fill (Kinesis: the stream's EFO
-    consumers): a titled table of plain text, or the error that kept it from being filled.
-    Nothing secret goes in (no connection settings)."""
+    """A part of a pipeline's page that only its source can fill (``HasPageSections``;
+    Kinesis: the stream's EFO consumers): a titled table of plain text, or the error that
+    kept it from being filled. Nothing secret goes in (no connection settings)."""
 
     title: str
     columns: tuple[str, ...] = ()
@@ -187,8 +199,8 @@ class PageSection:
 class PageAction:
     """A button on one row of a page section (Kinesis: deregister a leaked EFO consumer).
     Pressed and confirmed by a user who may run the DAG (what the source's lifecycle tasks do
-    needs no more), the glue calls ``Source.page_action(name, target, …)``, which checks the
-    target again: the page may be old, and the browser is not trusted."""
+    needs no more), the glue calls ``HasPageSections.page_action(name, target, …)``, which
+    checks the target again: the page may be old, and the browser is not trusted."""
 
     name: str  # which of the source's actions
     target: str  # what it acts on, as the source will be handed it back
@@ -198,35 +210,26 @@ class PageAction:
 
 
 class Source(ABC, Generic[SplitT]):
-    """One configured source. Instances are frozen dataclasses parsed from the YAML block;
-    ``SplitT`` is its split type (``splits.Split``)."""
+    """One configured source (FLIP-27's ``Source``): parsed from the YAML block or a Spark
+    read's options, described for the DAG's docs, and the factory of its roles. Instances are
+    frozen dataclasses; ``SplitT`` is its split type (``splits.Split``)."""
 
     kind: ClassVar[str]
     option_prefix: ClassVar[str]  # client properties as Spark options: "kafka." / "aws."
     options: ClassVar[tuple[str, ...]]  # the source's own Spark option names
-    conn_type: ClassVar[str | None] = None  # the Airflow connection type ``conn_id`` names
-    # The Airflow glue's function that turns such a connection into client properties
-    # ("module.function", called with conn_id and ``connection_hints()``), None without one.
-    connection_hook: ClassVar[str | None] = None
     lag_unit: ClassVar[LagUnit]  # what its splits' lag counts: records, or ms behind the tip
-    # Secret client properties a Spark runtime with an identity of its own (a Spark Connect
-    # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
-    ambient_secrets: ClassVar[tuple[str, ...]] = ()
     split_noun: ClassVar[tuple[str, str]] = ("partition", "partitions")  # what people call one
-    # The dead letters' columns that hold a record's raw bytes (a DataFrame read's
-    # corrupt-record column holds them, ``reading.malformed``)
-    raw_columns: ClassVar[tuple[str, ...]] = ("value",)
-    conn_id: str | None
+    conn_id: str | None  # the Airflow connection it reads through (``Connected``), or None
 
     # -- configuration ----------------------------------------------------------------------
     @classmethod
     @abstractmethod
-    def parse(cls, f: Fields, mode: str, pipeline: str) -> Source:
+    def parse(cls, f: Fields, mode: str, pipeline: str) -> Source[SplitT]:
         """The source's YAML block (``f``) → a validated source."""
 
     @classmethod
     @abstractmethod
-    def from_options(cls, options: dict[str, str]) -> tuple[Source, dict[str, Any]]:
+    def from_options(cls, options: dict[str, str]) -> tuple[Source[SplitT], dict[str, Any]]:
         """Spark data source options (lower-cased keys) → (source, client properties)."""
 
     @abstractmethod
@@ -236,10 +239,6 @@ class Source(ABC, Generic[SplitT]):
     def extras(self) -> tuple[str, ...]:
         """The package extras its planner and readers need (``streamslice.extras``)."""
         return ()
-
-    def connection_hints(self) -> dict[str, Any]:
-        """Keyword arguments for ``connection_hook`` besides the conn_id (e.g. a region)."""
-        return {}
 
     @abstractmethod
     def describe(self) -> str:
@@ -257,67 +256,72 @@ class Source(ABC, Generic[SplitT]):
     def describe_start(self) -> str:
         """Where a first run starts."""
 
-    # -- planning (driver) -------------------------------------------------------------------
+    def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
+        """Options for the readers, from the config and the setup tasks' results."""
+        return {}
+
+    def asset_extra(self) -> dict[str, Any]:
+        """Facts about the source for the output asset's extra, which downstream DAGs and the
+        page read (no client settings, no secrets)."""
+        return {}
+
+    # -- the roles --------------------------------------------------------------------------
+    @abstractmethod
+    def planner(self) -> Planner[SplitT]:
+        """Its planner, on the driver (FLIP-27's ``createEnumerator``)."""
+
+    @classmethod
+    @abstractmethod
+    def readers(cls) -> ReaderFactory[SplitT]:
+        """Its reader factory (``createReader``): needs no configuration, only the plan."""
+
+    @classmethod
+    @abstractmethod
+    def serializer(cls) -> SplitSerializer[SplitT]:
+        """Its split serializer (``getSplitSerializer``)."""
+
+
+class Planner(ABC, Generic[SplitT]):
+    """FLIP-27's ``SplitEnumerator``, on the driver: resolves a configured source's start and
+    stop into concrete splits for one run."""
+
     @abstractmethod
     def split_keys(self, properties: dict[str, Any]) -> list[str]:
         """Every partition / shard this source reads now, as split keys."""
 
     @abstractmethod
-    def plan(self, request: PlanRequest) -> SourcePlan:
+    def plan(self, request: PlanRequest) -> SourcePlan[SplitT]:
         """Resolve start and stop into concrete splits for one run."""
 
     @abstractmethod
     def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
         """A reset target (as the CLI takes it) → the checkpoint it means."""
 
-    def lifecycle_tasks(self) -> list[LifecycleTask]:
-        return []
 
-    # -- what the glue shows and offers --------------------------------------------------------
-    def asset_extra(self) -> dict[str, Any]:
-        """Facts about the source for the output asset's extra, which downstream DAGs and the
-        page read (no client settings, no secrets)."""
-        return {}
+class ReaderFactory(ABC, Generic[SplitT]):
+    """FLIP-27's ``createReader``, for Spark executors and the commit, which have only the
+    plan: the readers of a split, the records they produce, and what their reports mean."""
 
-    def page_sections(self, properties: Callable[[], dict[str, Any]],
-                      running: frozenset[str] = frozenset()) -> list[PageSection]:
-        """Source-specific parts of the pipeline's page, asked for when the page is shown.
-        ``properties()`` resolves the client properties, only if they are needed; ``running``
-        holds the ids of the DAG's runs queued or running (what they use is not offered for
-        removal)."""
-        return []
+    # The dead letters' columns that hold a record's raw bytes (a DataFrame read's
+    # corrupt-record column holds them, ``reading.malformed``)
+    raw_columns: ClassVar[tuple[str, ...]] = ("value",)
+    # (columns naming a split key, position column to range-check or None), for the commit
+    verify_columns: ClassVar[tuple[tuple[str, ...], str | None]]
 
-    def page_action(self, name: str, target: str, properties: Callable[[], dict[str, Any]],
-                    running: frozenset[str] = frozenset()) -> str:
-        """Do a page section's action (``PageAction``) on ``target`` once it is checked to be
-        allowed now; returns what was done, in one sentence. Refusals raise
-        ``StreamsliceError`` saying why."""
-        from .errors import StreamsliceError
-        raise StreamsliceError(f"a {self.kind} pipeline's page has no action {name!r}")
+    @abstractmethod
+    def record_schema(self, decoder: Decoder, plan: ReadPlan[SplitT]) -> pa.Schema:
+        """The Arrow schema of the records this source's readers produce."""
 
-    @classmethod
-    def add_cli_commands(cls, commands: argparse._SubParsersAction[Any]) -> None:
-        """Source-specific ``streamslice`` commands (Kinesis: ``efo list``, ``efo sweep``).
-        Each parser sets ``run`` (a function of the parsed args) as a default; raising a
-        StreamsliceError prints one line and exits 1."""
+    @abstractmethod
+    def open_reader(self, split: SplitT, request: ReadRequest) -> SplitReader[SplitT]:
+        """A reader for one split."""
 
-    def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
-        """Options for the readers, from the config and the setup tasks' results."""
-        return {}
-
-    @classmethod
-    def spark_read_options(cls, options: dict[str, str]) -> dict[str, Any]:
+    def spark_read_options(self, options: dict[str, str]) -> dict[str, Any]:
         """Options for the readers from a Spark read's own options (lower-cased keys), also
         when the read is given a plan."""
         return {}
 
-    def after_commit(self, positions: dict[str, Any],  # noqa: B027
-                     properties: Callable[[], dict[str, Any]]) -> None:
-        """Reporting after the checkpoint advanced (e.g. a consumer-group mirror).
-        ``properties()`` resolves the client properties, only if they are needed."""
-
-    @classmethod
-    def resolve_splits(cls, splits: list[SplitT],
+    def resolve_splits(self, splits: list[SplitT],
                        properties: Callable[[], dict[str, Any]]) -> list[SplitT]:
         """Called on Spark's driver when it plans a DataFrame read's input partitions: the
         splits with what the source resolves once per read bound (Kafka: a Spark read's
@@ -325,28 +329,7 @@ class Source(ABC, Generic[SplitT]):
         ``properties()`` resolves the client properties, only if they are needed."""
         return splits
 
-    # -- reading (executors: these only get the plan) --------------------------------------
-    @classmethod
-    @abstractmethod
-    def split_from_dict(cls, data: dict[str, Any]) -> SplitT:
-        """A split as the plan's JSON holds it → the split object."""
-
-    @classmethod
-    @abstractmethod
-    def record_schema(cls, decoder: Decoder, plan: ReadPlan[SplitT]) -> pa.Schema:
-        """The Arrow schema of the records this source's readers produce."""
-
-    @classmethod
-    @abstractmethod
-    def open_reader(cls, split: SplitT, request: ReadRequest) -> SplitReader[SplitT]:
-        """A reader for one split."""
-
-    # -- commit ---------------------------------------------------------------------------
-    verify_columns: ClassVar[tuple[tuple[str, ...], str | None]]
-    """(columns naming a split key, position column to range-check or None)."""
-
-    @classmethod
-    def next_positions(cls, plan: ReadPlan[SplitT], summaries: dict[int, dict[str, Any]],
+    def next_positions(self, plan: ReadPlan[SplitT], summaries: dict[int, dict[str, Any]],
                        base: dict[str, Any]) -> dict[str, Any]:
         """The checkpoint positions after ``plan`` committed. By default the plan knows them;
         a source whose readers decide (Kinesis) overrides this."""
@@ -354,18 +337,119 @@ class Source(ABC, Generic[SplitT]):
         merged.update(plan.next_positions)
         return merged
 
-    # -- lineage --------------------------------------------------------------------------
-    @classmethod
     @abstractmethod
-    def lineage_dataset(cls, plan: ReadPlan[SplitT], split: SplitT) -> DatasetName:
+    def lineage_dataset(self, plan: ReadPlan[SplitT], split: SplitT) -> DatasetName:
         """The dataset ``split`` reads, named as OpenLineage names datasets
         (``streamslice.lineage``): Kafka's topic, Kinesis' stream, a folder of files."""
 
-    @classmethod
-    def position_text(cls, position: Any) -> PositionText:
-        """A position of this source (a split's start or end, a checkpoint value, a reader's
-        first or last position) for people: ``short`` for a table cell, ``full`` to copy."""
+
+class SplitSerializer(ABC, Generic[SplitT]):
+    """A source's splits to and from the plan's JSON (Flink's ``SimpleVersionedSerializer``;
+    the plan's ``version`` versions them, ``planning.plan.MIGRATIONS``), and its positions
+    (a split's start or end, a checkpoint value, a reader's first or last position) as people
+    read them."""
+
+    @abstractmethod
+    def from_dict(self, data: dict[str, Any]) -> SplitT:
+        """A split as the plan's JSON holds it → the split object."""
+
+    def to_dict(self, split: SplitT) -> dict[str, Any]:
+        return split.to_dict()
+
+    def position_text(self, position: Any) -> PositionText:
+        """``short`` for a table cell, ``full`` to copy."""
         from .splits import NO_POSITION, PositionText
         if position is None:
             return NO_POSITION
         return PositionText.plain(str(position))
+
+
+# -- capabilities: what only some sources have, asked with isinstance -------------------------
+@runtime_checkable
+class Connected(Protocol):
+    """A source that reaches its service through an Airflow connection (``conn_id``)."""
+
+    conn_type: str  # the Airflow connection type ``conn_id`` names
+    # The Airflow glue's function that turns such a connection into client properties
+    # ("module.function", called with conn_id and ``connection_hints()``).
+    connection_hook: str
+    # Secret client properties a Spark runtime with an identity of its own (a Spark Connect
+    # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
+    ambient_secrets: tuple[str, ...]
+
+    def connection_hints(self) -> dict[str, Any]:
+        """Keyword arguments for ``connection_hook`` besides the conn_id (e.g. a region)."""
+        ...
+
+
+@runtime_checkable
+class HasLifecycleTasks(Protocol):
+    """A source that needs tasks around the read (Kinesis: EFO consumers)."""
+
+    def lifecycle_tasks(self) -> list[LifecycleTask]:
+        ...
+
+
+@runtime_checkable
+class HasPageSections(Protocol):
+    """A source with parts of the pipeline's page only it can fill."""
+
+    def page_sections(self, properties: Callable[[], dict[str, Any]],
+                      running: frozenset[str] = frozenset()) -> list[PageSection]:
+        """Asked for when the page is shown. ``properties()`` resolves the client properties,
+        only if they are needed; ``running`` holds the ids of the DAG's runs queued or
+        running (what they use is not offered for removal)."""
+        ...
+
+    def page_action(self, name: str, target: str, properties: Callable[[], dict[str, Any]],
+                    running: frozenset[str] = frozenset()) -> str:
+        """Do a section's action (``PageAction``) on ``target`` once it is checked to be
+        allowed now; returns what was done, in one sentence. Refusals raise
+        ``StreamsliceError`` saying why."""
+        ...
+
+
+@runtime_checkable
+class HasCliCommands(Protocol):
+    """A source with ``streamslice`` commands of its own (Kinesis: ``efo list``, ``efo
+    sweep``), asked of its class: the CLI finds them, the source never imports the CLI."""
+
+    def add_cli_commands(self, commands: argparse._SubParsersAction[Any],
+                         kit: CommandKit) -> None:
+        """Each parser sets ``run`` (a function of the parsed args) as a default; raising a
+        StreamsliceError prints one line and exits 1."""
+        ...
+
+
+@runtime_checkable
+class CommitListener(Protocol):
+    """A source that reports a committed checkpoint elsewhere (Kafka: a consumer group)."""
+
+    def after_commit(self, positions: dict[str, Any],
+                     properties: Callable[[], dict[str, Any]]) -> None:
+        """After the checkpoint advanced; reporting only, it never fails the run.
+        ``properties()`` resolves the client properties, only if they are needed."""
+        ...
+
+
+@dataclass(frozen=True)
+class CommandKit:
+    """What the ``streamslice`` CLI hands a source's own commands."""
+
+    emit: Callable[[argparse.Namespace, Any, str], None]  # --json: the data, else the text
+    table: Callable[[Sequence[str], Sequence[Sequence[Any]]], str]
+    # The pipelines the command sees (``--dir`` …); ConfigError when there is no folder
+    pipelines: Callable[[argparse.Namespace], list[PipelineConfig]]
+    # A source's client properties through its connection, as the tasks resolve them
+    source_properties: Callable[[Source[Any]], dict[str, Any]]
+    # Client properties from an AWS connection: (conn_id, region, option it came from)
+    aws_properties: Callable[[str, str | None, str], dict[str, Any]]
+
+
+def lifecycle_tasks(source: Source[Any]) -> list[LifecycleTask]:
+    """The tasks ``source`` needs around the read (none for most)."""
+    return source.lifecycle_tasks() if isinstance(source, HasLifecycleTasks) else []
+
+
+def ambient_secrets(source: Source[Any]) -> tuple[str, ...]:
+    return source.ambient_secrets if isinstance(source, Connected) else ()

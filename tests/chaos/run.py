@@ -17,11 +17,11 @@ import time
 
 def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     from streamslice.config import load_pipeline
-    from streamslice.sources import LifecycleRun, call
+    from streamslice.sources import LifecycleRun, call, lifecycle_tasks
     cfg = load_pipeline(pipeline_file)
     # The source's lifecycle tasks (Kinesis EFO per_run: sweep and register before the run,
     # deregister after it), called as the DAG's setup and teardown tasks call them.
-    tasks = {t.role: t for t in cfg.source.lifecycle_tasks()}
+    tasks = {t.role: t for t in lifecycle_tasks(cfg.source)}
     life = LifecycleRun(run_id, cfg.source.client_properties)
     setup = {}
     for role in ("before_setup", "setup"):
@@ -69,15 +69,15 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
 
     try_number, _, only = str(try_number).partition(":")
     staging = staging_for(plan, f"{run_id}-try{1 if only == 'commit' else try_number}")
-    source = source_class(plan.source)
+    readers = source_class(plan.source).readers()
     request = ReadRequest(plan=plan, properties=cfg.source.client_properties(),
                           decoder=Decoder.from_dict(plan.decode), staging=staging,
                           fault=faults.current(), options=options)
     if only != "commit":
         staging.clear_data()
     for split in plan.splits if only != "commit" else ():  # as the Spark job's tasks do
-        reader = source.open_reader(split, request)
-        reader.sink = ParquetSink(staging, split.id, source.record_schema(request.decoder, plan),
+        reader = readers.open_reader(split, request)
+        reader.sink = ParquetSink(staging, split.id, readers.record_schema(request.decoder, plan),
                                   "snappy", constants=staged_constants(plan),
                                   keep_empty=split is plan.splits[0])
         assert list(reader.batches()) == []
@@ -87,7 +87,7 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
     faults.check("after_publish")
     current = load_checkpoint()
     summaries = {s["split"]: s for s in manifest["splits"]}
-    positions = source.next_positions(plan, summaries, current.positions if current else {})
+    positions = readers.next_positions(plan, summaries, current.positions if current else {})
     new = advance(current, plan, now_ms=now, run_id=run_id, positions=positions)
     write_atomic(checkpoint_file, json.dumps(new.to_dict()))
     faults.check("after_checkpoint")

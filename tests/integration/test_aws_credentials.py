@@ -58,7 +58,7 @@ output: {{path: /unused}}
 """).source
     base = {"region": "us-east-1", "endpoint_url": kinesis.endpoint,
             "access_key_id": "test", "secret_access_key": "test"}
-    plan = source.plan(PlanRequest(mode="incremental", properties=base,
+    plan = source.planner().plan(PlanRequest(mode="incremental", properties=base,
                                    now_ms=int(time.time() * 1000) + 1000))
     return plan.splits[0]
 

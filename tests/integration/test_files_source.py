@@ -92,9 +92,9 @@ def test_files_on_an_object_store_plan_and_read_the_same(sns_queue, monkeypatch)
     cfg = pipeline("files", {"path": "s3://replay/events"}, output="/unused")
     plan = read_plan(plan_run(cfg.source, pipeline="p", mode="incremental").to_json())
     assert plan.next_positions == {"2024/a.jsonl": 2, "b.jsonl": 1}
-    source, got = source_class("files"), {}
+    readers, got = source_class("files").readers(), {}
     for split in plan.splits:
-        reader = source.open_reader(split, ReadRequest(plan=plan, properties={},
-                                                       decoder=Decoder("string")))
+        reader = readers.open_reader(split, ReadRequest(plan=plan, properties={},
+                                                        decoder=Decoder("string")))
         got[split.key] = [(r["line"], r["value"]) for b in reader.batches() for r in b.to_pylist()]
     assert got == {"2024/a.jsonl": [(0, "l0"), (1, "l1")], "b.jsonl": [(0, "m0")]}

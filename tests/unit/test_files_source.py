@@ -22,10 +22,10 @@ def plan(folder, checkpoint=None, **kw):
 
 
 def read(p, decoder=None):
-    source, out = source_class("files"), {}
+    readers, out = source_class("files").readers(), {}
     for split in p.splits:
-        reader = source.open_reader(split, ReadRequest(plan=p, properties={},
-                                                       decoder=decoder or Decoder("string")))
+        reader = readers.open_reader(split, ReadRequest(plan=p, properties={},
+                                                        decoder=decoder or Decoder("string")))
         out[split.key] = [(r["line"], r["value"]) for b in reader.batches()
                           for r in b.to_pylist()]
     return out
@@ -90,7 +90,7 @@ def test_a_file_rewritten_after_planning_fails_the_read(tmp_path, rewrite):
 def test_lines_that_do_not_decode_are_dead_letters_with_their_line(tmp_path):
     (tmp_path / "a.jsonl").write_bytes(b'{"n": 1}\n[]\n{"n": 3}\n')
     p = plan(tmp_path)
-    reader = source_class("files").open_reader(
+    reader = source_class("files").readers().open_reader(
         p.splits[0], ReadRequest(plan=p, properties={},
                                  decoder=Decoder("json", schema=[("n", "long")])))
     rows = [r for b in reader.batches() for r in b.to_pylist()]
@@ -104,7 +104,7 @@ def test_lines_that_do_not_decode_are_dead_letters_with_their_line(tmp_path):
 
 def test_resets_take_earliest_latest_or_line_numbers(tmp_path):
     (tmp_path / "a.log").write_bytes(b"l0\nl1\n")
-    source = config(tmp_path).source
+    source = config(tmp_path).source.planner()
     assert source.reset_positions("earliest", {}).positions == {"a.log": 0}
     assert source.reset_positions("latest", {}).positions == {"a.log": 2}
     assert source.reset_positions({"offsets": {"a.log": 1}}, {}).positions == {"a.log": 1}

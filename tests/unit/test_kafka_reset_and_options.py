@@ -17,9 +17,9 @@ class Admin(FakeAdmin):
 
 @pytest.fixture
 def fake_admin(monkeypatch):
-    from streamslice.kafka.source import KafkaSource
+    from streamslice.kafka.planner import KafkaPlanner
     admin = Admin(LOGS, log_start={("t", 0): 2})
-    monkeypatch.setattr(KafkaSource, "_admin", lambda self, props: admin)
+    monkeypatch.setattr(KafkaPlanner, "_admin", lambda self, props: admin)
     return admin
 
 
@@ -31,15 +31,15 @@ def fake_admin(monkeypatch):
     ({"offsets": {"t:1": 7}}, {"t:0": 2, "t:1": 7}),  # unlisted partitions: earliest
 ])
 def test_kafka_reset_targets(fake_admin, to, positions):
-    target = source().reset_positions(to, {})
+    target = source().planner().reset_positions(to, {})
     assert target.positions == positions and target.source_state == {}
 
 
 def test_kafka_reset_refuses_unknown_partitions_and_committed(fake_admin):
     with pytest.raises(ConfigError, match="t:5 is not a partition this pipeline reads"):
-        source().reset_positions({"offsets": {"t:5": 1}}, {})
+        source().planner().reset_positions({"offsets": {"t:5": 1}}, {})
     with pytest.raises(ConfigError, match="give earliest, latest, a timestamp or offsets"):
-        source().reset_positions("committed", {})
+        source().planner().reset_positions("committed", {})
 
 
 def test_plan_option_round_trips_and_bad_plans_are_named():

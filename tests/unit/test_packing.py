@@ -100,7 +100,8 @@ def test_unknown_and_unbound_splits_keep_their_own_task():
     """What the data source packs is each split's ``size``: a Kinesis shard's is unknown, and
     so is a Kafka split whose offsets a task binds (Spark options' earliest/latest)."""
     from streamslice.sources import source_class
-    kafka, kinesis = source_class("kafka").split_from_dict, source_class("kinesis").split_from_dict
+    kafka = source_class("kafka").serializer().from_dict
+    kinesis = source_class("kinesis").serializer().from_dict
     shard = {"stream": "s", "start": {"type": "TRIM_HORIZON"}, "stop_before": 1}
     splits = [kinesis({"id": i, "shard_id": f"shardId-{i:012d}", **shard}) for i in range(3)]
     splits.append(kafka({"id": 3, "topic": "t", "partition": 0, "start": -2, "stop": -1,

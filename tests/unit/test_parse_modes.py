@@ -49,7 +49,7 @@ def test_the_corrupt_record_column_holds_each_sources_raw_parts():
     shapes = {"kafka": (("key", "value"), KAFKA_DEAD), "kinesis": (("data",), KINESIS_DEAD),
               "files": (("value",), FILES_DEAD)}
     for kind, (raw, dead) in shapes.items():
-        assert source_class(kind).raw_columns == raw
+        assert source_class(kind).readers().raw_columns == raw
         assert all(dead.field(name).type == pa.binary() for name in raw)
 
 

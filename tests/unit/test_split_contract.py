@@ -21,6 +21,10 @@ SPLITS = {
 }
 
 
+def split_of(kind, data):
+    return source_class(kind).serializer().from_dict(data)
+
+
 def test_every_registered_source_is_covered_here():
     assert set(SPLITS) == set(SOURCES)
 
@@ -28,36 +32,37 @@ def test_every_registered_source_is_covered_here():
 @pytest.mark.parametrize("kind", sorted(SPLITS))
 def test_every_source_split_meets_the_contract_and_round_trips(kind):
     cls = source_class(kind)
-    split = cls.split_from_dict(SPLITS[kind])
+    serializer = cls.serializer()
+    split = serializer.from_dict(SPLITS[kind])
     assert isinstance(split, Split)
     assert split.lag_unit == cls.lag_unit == lag_unit(kind)
-    assert SPLITS[kind].items() <= split.to_dict().items()
-    assert cls.split_from_dict(json.loads(json.dumps(split.to_dict()))) == split
+    assert SPLITS[kind].items() <= serializer.to_dict(split).items()
+    assert serializer.from_dict(json.loads(json.dumps(serializer.to_dict(split)))) == split
     # start and end are JSON values the source renders
     json.dumps([split.start, split.end])
-    assert isinstance(cls.position_text(split.start), PositionText)
-    assert isinstance(cls.position_text(split.end), PositionText)
+    assert isinstance(serializer.position_text(split.start), PositionText)
+    assert isinstance(serializer.position_text(split.end), PositionText)
 
 
 def test_a_kafka_split_is_an_offset_range_with_records_behind():
-    split = source_class("kafka").split_from_dict(SPLITS["kafka"])
+    split = split_of("kafka", SPLITS["kafka"])
     assert (split.key, split.start, split.end, split.size) == ("orders:2", 40, 90, 50)
     assert (split.lag, split.lag_unit, split.offset_range) == (60, "records", (40, 90))
 
 
 def test_a_file_split_is_a_line_range():
-    split = source_class("files").split_from_dict(SPLITS["files"])
+    split = split_of("files", SPLITS["files"])
     assert (split.key, split.start, split.end, split.size, split.lag) == \
         ("2024/a.jsonl", 3, 10, 7, 7)
     assert (split.lag_unit, split.offset_range) == ("records", (3, 10))
 
 
 def test_a_kinesis_split_ends_at_an_arrival_time_and_its_lag_is_the_readers():
-    split = source_class("kinesis").split_from_dict(SPLITS["kinesis"])
+    split = split_of("kinesis", SPLITS["kinesis"])
     assert split.key == "trips:shardId-000000000001"
     assert split.end == {"arrived_before": 1_714_521_600_000}
     assert (split.size, split.lag, split.lag_unit, split.offset_range) == (None, None, "ms", None)
-    shard_end = source_class("kinesis").split_from_dict({**SPLITS["kinesis"],
+    shard_end = split_of("kinesis", {**SPLITS["kinesis"],
                                                          "stop_before": 2 ** 62})
     assert shard_end.end == {"shard_end": True}
     assert position_text("kinesis", shard_end.end).full == "SHARD_END"

@@ -28,7 +28,7 @@ def reset_checkpoint(cfg: PipelineConfig, to: Any,
     the pipeline is paused or idle: a run in flight would refuse to commit. A reset that does
     more than ``to`` names (``ResetTarget.confirm``) is done only if ``confirm`` agrees."""
     store = store_for(cfg)
-    target = cfg.source.reset_positions(to, source_properties(cfg.source))
+    target = cfg.source.planner().reset_positions(to, source_properties(cfg.source))
     if target.confirm and (confirm is None or not confirm(target.confirm)):
         raise ConfigError(f"reset not done: {target.confirm}. Name them too, or confirm "
                           "(streamslice offsets reset --yes)")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import load_pipelines
 from ..config.schedule import PRESETS, schedule_delta_ms
+from ..sources import lifecycle_tasks
 from ..timeutil import from_ms
 from .deadline import deadline_for
 from .docs import dag_doc, error_doc
@@ -129,7 +130,7 @@ def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str
     ops = {t.role: PythonOperator(task_id=t.task_id, python_callable=lifecycle_task,
                                   op_kwargs={**kwargs, "step": t.callable}, doc_md=t.doc,
                                   inlets=[asset])
-           for t in cfg.source.lifecycle_tasks()}
+           for t in lifecycle_tasks(cfg.source)}
     setup, teardown, before = ops.get("setup"), ops.get("teardown"), ops.get("before_setup")
     if setup is None:
         return

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
+from ..sources import Connected
+
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
@@ -138,7 +140,7 @@ def source_properties(source: Source) -> dict[str, Any]:
     YAML's own. Without a connection, the client's defaults apply (boto3's chain for AWS)."""
     if not source.conn_id:
         return source.client_properties()
-    if not source.connection_hook:
+    if not isinstance(source, Connected):
         from ..errors import ConfigError
         raise ConfigError(f"{source.kind} sources take no conn_id")
     from airflow.sdk.module_loading import import_string

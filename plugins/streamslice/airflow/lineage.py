@@ -38,10 +38,10 @@ def operator_lineage(plan: ReadPlan, summaries: list[dict[str, Any]] | None = No
     if manifest is not None:
         summaries = manifest["splits"]
     by_split = {s["split"]: s for s in summaries or []}
-    source = source_class(plan.source)
+    readers = source_class(plan.source).readers()
     read: dict[Any, int] = {}
     for split in plan.splits:
-        name = source.lineage_dataset(plan, split)
+        name = readers.lineage_dataset(plan, split)
         read[name] = read.get(name, 0) + by_split.get(split.id, {}).get("scanned", 0)
     inputs = [InputDataset(namespace=n.namespace, name=n.name, inputFacets={
         "inputStatistics": input_statistics_input_dataset.InputStatisticsInputDatasetFacet(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..runners import RunRequest
 from ..secrets import SECRETS_FILE, private_file, split_secrets
+from ..sources import ambient_secrets
 
 if TYPE_CHECKING:
     from ..config.pipeline import PipelineConfig
@@ -38,7 +39,7 @@ def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
 
 def _own_identity(cfg: PipelineConfig, where: str, secrets: dict[str, Any],
                   assumes_role: bool) -> None:
-    other = sorted(k for k in secrets if k not in cfg.source.ambient_secrets)
+    other = sorted(k for k in secrets if k not in ambient_secrets(cfg.source))
     if other:
         raise ConfigError(
             f"spark.runner {cfg.spark.kind}: the read needs {', '.join(other)} from "

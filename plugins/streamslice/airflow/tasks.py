@@ -19,7 +19,7 @@ from ..errors import CommitError
 from ..metrics import run_figures, step_timing
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
-from ..sources import read_plan, source_class
+from ..sources import CommitListener, lifecycle_tasks, read_plan, source_class
 from ..splits import summary_lag, total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
@@ -98,7 +98,7 @@ def _read(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any]) -> str:
     staging = _read_staging(plan, context)
     remember(context, plan=plan)
     setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
-             for t in cfg.source.lifecycle_tasks() if t.role == "setup"}
+             for t in lifecycle_tasks(cfg.source) if t.role == "setup"}
     from .runners import run_spark_read
     started = time.monotonic()
     run_spark_read(cfg, plan, staging.uri, pipeline_properties(cfg),
@@ -164,14 +164,16 @@ def _commit(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
     store = TaskCheckpointStore(context, asset)
     current = store.get()
     summaries = {s["split"]: s for s in manifest["splits"]}
-    positions = source_class(plan.source).next_positions(
+    positions = source_class(plan.source).readers().next_positions(
         plan, summaries, current.positions if current else {})
     checkpoint = advance(current, plan, now_ms=now, run_id=context["run_id"],
                          positions=positions)
     assert checkpoint is not None
     store.put(checkpoint)
     faults.check("after_checkpoint")
-    cfg.source.after_commit(checkpoint.positions, lambda: source_properties(cfg.source))
+    if isinstance(cfg.source, CommitListener):
+        source = cfg.source
+        source.after_commit(checkpoint.positions, lambda: source_properties(source))
     from .alerting import after_commit
     after_commit(cfg, manifest, context, context["asset_state_store"][asset])
     extra = run_metrics(manifest, checkpoint.positions)

@@ -18,7 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from ..alerts import complete_to
-from ..sources import split_noun
+from ..sources import HasPageSections, split_noun
 from ..timeutil import parse_iso, to_ms
 from ..ui import axis, pages
 from ..ui.model import coverage, explain_failures, needs_attention
@@ -223,9 +223,11 @@ def action(dag_id: str, name: str, body: ActionBody) -> dict[str, str]:
     cfg = _pipeline_of(extra)
     if cfg is None:
         raise HTTPException(status_code=404, detail=f"{dag_id!r}: no pipeline file to act on")
+    if not isinstance(cfg.source, HasPageSections):
+        raise HTTPException(status_code=404, detail=f"{dag_id!r}: its source has no page actions")
+    source = cfg.source
     try:
-        done = cfg.source.page_action(name, body.target, lambda: source_properties(cfg.source),
-                                      running)
+        done = source.page_action(name, body.target, lambda: source_properties(source), running)
     except StreamsliceError as exc:
         raise HTTPException(status_code=409, detail=str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - the source's own answer, in one line
@@ -285,13 +287,14 @@ def _pipeline_of(extra: dict[str, Any]) -> PipelineConfig | None:
 
 def _sections(extra: dict[str, Any],
               running: frozenset[str] = frozenset()) -> list[PageSection]:
-    """What only the pipeline's source can show (``Source.page_sections``), asked with the
+    """What only the pipeline's source can show (``HasPageSections``), asked with the
     pipeline's own connection. A pipeline file that no longer loads shows none."""
     from .hooks import source_properties
     cfg = _pipeline_of(extra)
-    if cfg is None:
+    if cfg is None or not isinstance(cfg.source, HasPageSections):
         return []
-    return cfg.source.page_sections(lambda: source_properties(cfg.source), running)
+    source = cfg.source
+    return source.page_sections(lambda: source_properties(source), running)
 
 
 class StreamslicePlugin(AirflowPlugin):

@@ -75,7 +75,7 @@ def check_some_decoded(plan: ReadPlan, staging: Staging, records: int, dead: int
 def staged_counts(plan: ReadPlan, staging: Staging) -> dict[str, dict[str, Any]]:
     """Records per split key (and min/max position where the source has one) from the
     staged files."""
-    group, position = source_class(plan.source).verify_columns
+    group, position = source_class(plan.source).readers().verify_columns
     info = staging.fs.get_file_info(f"{staging.root}/{DATA}")
     if info.type == pafs.FileType.NotFound:
         return {}

@@ -4,12 +4,13 @@ line. A line still being written (no newline yet) waits for the next run."""
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
-from ..errors import DataLossError, PlanError, SourceError
-from ..sources import SourcePlan
+from ..errors import ConfigError, DataLossError, PlanError, SourceError
+from ..sources import Planner, ResetTarget, SourcePlan
 from .split import FileSplit
 
 if TYPE_CHECKING:
@@ -72,7 +73,40 @@ def scan(fs: pafs.FileSystem, path: str, start: int | None) -> tuple[int, int, i
     return start, start_byte, lines, end_byte
 
 
-def plan_files(source: FileSource, request: PlanRequest) -> SourcePlan:
+@dataclass(frozen=True)
+class FilePlanner(Planner[FileSplit]):
+    """Plans a configured ``FileSource``: its folder's files as they are now."""
+
+    source: FileSource
+
+    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+        return list(list_files(self.source)[2])
+
+    def plan(self, request: PlanRequest) -> SourcePlan[FileSplit]:
+        return plan_files(self.source, request)
+
+    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+        """``to``: earliest | latest | {offsets: {"file": line}}. Lines carry no time."""
+        fs, _, files = list_files(self.source)
+        if to == "earliest":
+            return ResetTarget(dict.fromkeys(files, 0))
+        if to == "latest":
+            return ResetTarget({rel: scan(fs, info.path, None)[2] for rel, info in files.items()})
+        if isinstance(to, dict) and set(to) == {"offsets"} and isinstance(to["offsets"], dict):
+            positions = {}
+            for rel, line in to["offsets"].items():
+                if rel not in files:
+                    raise ConfigError(f"reset target: {rel!r} is not a file this pipeline "
+                                      f"reads ({', '.join(files) or 'none'})")
+                if isinstance(line, bool) or not isinstance(line, int) or line < 0:
+                    raise ConfigError(f"reset target: {rel}: {line!r} is not a line number")
+                positions[rel] = line
+            return ResetTarget(positions)
+        raise ConfigError(f"reset target {to!r}: give earliest, latest or line numbers "
+                          '({"file": line}); lines carry no timestamp')
+
+
+def plan_files(source: FileSource, request: PlanRequest) -> SourcePlan[FileSplit]:
     fs, _, files = list_files(source)
     done = request.checkpoint.positions if request.checkpoint else {}
     splits: list[FileSplit] = []

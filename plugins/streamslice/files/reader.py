@@ -10,12 +10,16 @@ import pyarrow as pa
 from ..errors import DataLossError
 from ..reading.decode import TS, Decoder
 from ..reading.loop import SplitReader
+from ..sources import ReaderFactory
 from .planner import CHUNK, folder
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from ..lineage import DatasetName
+    from ..planning.plan import ReadPlan
     from ..reading.staging import Staging
+    from ..sources import ReadRequest
     from .split import FileSplit
 
 _META = [("file", pa.string()), ("line", pa.int64()), ("timestamp", TS)]
@@ -26,6 +30,25 @@ def record_schema(decoder: Decoder) -> pa.Schema:
     """The line's value (json values become top-level fields), its file and line number, and
     the file's modification time when the run was planned."""
     return pa.schema([*decoder.value_fields("value"), *_META])
+
+
+class FileReaders(ReaderFactory["FileSplit"]):
+    """The files' readers, for executors that have the plan: its ``source_info`` holds the
+    folder."""
+
+    verify_columns = (("file",), "line")
+
+    def record_schema(self, decoder: Decoder, plan: ReadPlan[FileSplit]) -> pa.Schema:
+        return record_schema(decoder)
+
+    def open_reader(self, split: FileSplit, request: ReadRequest) -> FileSplitReader:
+        return FileSplitReader(split, root=request.plan.source_info["root"],
+                               decoder=request.decoder, staging=request.staging,
+                               fault=request.fault)
+
+    def lineage_dataset(self, plan: ReadPlan[FileSplit], split: FileSplit) -> DatasetName:
+        from ..lineage import location_dataset
+        return location_dataset(plan.source_info["root"])  # the folder: one dataset
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""A file split: the complete lines ``[start, stop)`` of one file (``splits.Split``).
+"""A file split: the complete lines ``[start, stop)`` of one file (``splits.Split``), and its
+serializer (``FileSplitSerializer``).
 
 Positions are line numbers (the number of lines before a record). The planner also records the
 byte range those lines span, so a reader seeks instead of counting, and checks it still holds
@@ -7,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..planning.plan import build
+from ..sources import SplitSerializer
+from ..splits import NO_POSITION, PositionText
 
 if TYPE_CHECKING:
     from ..splits import LagUnit
@@ -47,3 +52,17 @@ class FileSplit:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class FileSplitSerializer(SplitSerializer[FileSplit]):
+    def from_dict(self, data: dict[str, Any]) -> FileSplit:
+        split: FileSplit = build(FileSplit, data, "file split")
+        return split
+
+    def position_text(self, position: Any) -> PositionText:
+        """Line numbers as they are."""
+        if position is None:
+            return NO_POSITION
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise ValueError(f"not a line number: {position!r}")
+        return PositionText(str(position), str(position))

@@ -1,12 +1,13 @@
 """The Kafka planner (FLIP-27's enumerator): resolve start/stop strategies into splits."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DataLossError, PlanError
+from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
 from ..planning.subsplit import subsplit
-from ..sources import SourcePlan
+from ..sources import Planner, ResetTarget, SourcePlan
 from .positions import PlanContext
 from .split import KafkaSplit
 
@@ -17,7 +18,51 @@ if TYPE_CHECKING:
     from .source import KafkaSource
 
 
-def plan_kafka(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> SourcePlan:
+@dataclass(frozen=True)
+class KafkaPlanner(Planner[KafkaSplit]):
+    """Plans a configured ``KafkaSource`` through kafka-python's admin calls."""
+
+    source: KafkaSource
+
+    def _admin(self, properties: dict[str, Any]) -> KafkaAdmin:
+        from .admin import KafkaAdmin
+        return KafkaAdmin(properties)
+
+    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+        with self._admin(properties) as admin:
+            return [tp.key for tp in self.source.subscriber.partitions(admin)]
+
+    def plan(self, request: PlanRequest) -> SourcePlan[KafkaSplit]:
+        from .spark_read import plan_spark_read
+        with self._admin(request.properties) as admin:
+            if self.source.spark is not None:
+                return plan_spark_read(self.source, admin, request)
+            return plan_kafka(self.source, admin, request)
+
+    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+        """``to``: earliest | latest | {timestamp: ms} | {offsets: {"topic:p": offset}}."""
+        from .positions import Committed, parse_position
+        if to in ("TRIM_HORIZON", "LATEST"):
+            to = "earliest" if to == "TRIM_HORIZON" else "latest"
+        try:
+            spec = parse_position(to)
+        except ValueError as exc:
+            raise ConfigError(f"reset target: {exc}") from None
+        if isinstance(spec, Committed):
+            raise ConfigError("reset target: give earliest, latest, a timestamp or offsets")
+        with self._admin(properties) as admin:
+            tps = self.source.subscriber.partitions(admin)
+            known = {tp.key for tp in tps}
+            unknown = sorted(set(getattr(spec, "offsets", {})) - known)
+            if unknown:
+                raise ConfigError(f"reset target: {unknown[0]} is not a partition this "
+                                  f"pipeline reads ({', '.join(sorted(known))})")
+            ctx = PlanContext(admin, admin.beginning_offsets(tps), admin.end_offsets(tps))
+            return ResetTarget({tp.key: off for tp, off in spec.resolve(tps, ctx).items()})
+
+
+def plan_kafka(source: KafkaSource, admin: KafkaAdmin,
+               request: PlanRequest) -> SourcePlan[KafkaSplit]:
     """Splits, skipped gaps and next checkpoint positions for one run."""
     tps = source.subscriber.partitions(admin)
     log_start, end = admin.beginning_offsets(tps), admin.end_offsets(tps)

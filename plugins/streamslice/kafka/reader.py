@@ -12,13 +12,16 @@ from ..planning.bounds import classify, classify_event_time
 from ..reading.decode import TS, Decoder
 from ..reading.event_time import EventTime
 from ..reading.loop import SplitReader
+from ..sources import ReaderFactory
 from .fetch import RawBatch, fetch
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
-    from ..planning.plan import Interval
+    from ..lineage import DatasetName
+    from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
+    from ..sources import ReadRequest
     from .split import KafkaSplit
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -42,6 +45,45 @@ def record_schema(decoder: Decoder, interval_mode: bool,
 
 DEAD_LETTER_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), *_META,
                                 ("headers", HEADERS), ("error", pa.string())])
+
+
+class KafkaReaders(ReaderFactory["KafkaSplit"]):
+    """Kafka's readers, for executors that have the plan: its ``source_info`` says the
+    client and whether records carry headers."""
+
+    raw_columns = ("key", "value")
+    verify_columns = (("topic", "partition"), "offset")
+
+    def record_schema(self, decoder: Decoder, plan: ReadPlan[KafkaSplit]) -> pa.Schema:
+        return record_schema(decoder, plan.mode == "interval",
+                             plan.source_info.get("include_headers", True),
+                             bool(plan.interval and plan.interval.event_time))
+
+    def open_reader(self, split: KafkaSplit, request: ReadRequest) -> KafkaSplitReader:
+        client = request.options.get("client") or request.plan.source_info.get("client")
+        return KafkaSplitReader(split, properties=request.properties,
+                                client=client or "confluent-kafka", decoder=request.decoder,
+                                interval=request.plan.interval, staging=request.staging,
+                                fault=request.fault,
+                                include_headers=request.plan.source_info.get("include_headers",
+                                                                             True))
+
+    def spark_read_options(self, options: dict[str, str]) -> dict[str, Any]:
+        """A Spark user may choose the client beside a plan (``.option("client", …)``)."""
+        return {"client": options["client"]} if "client" in options else {}
+
+    def resolve_splits(self, splits: list[KafkaSplit],
+                       properties: Callable[[], dict[str, Any]]) -> list[KafkaSplit]:
+        """A Spark read's timestamps become offsets and its ranges are checked
+        (``kafka.binding``)."""
+        if not any(s.unresolved for s in splits):
+            return splits
+        from .binding import resolve
+        return resolve(splits, properties())
+
+    def lineage_dataset(self, plan: ReadPlan[KafkaSplit], split: KafkaSplit) -> DatasetName:
+        from ..lineage import kafka_dataset
+        return kafka_dataset(plan.source_info["bootstrap_servers"], split.topic)
 
 
 class KafkaSplitReader(SplitReader["KafkaSplit"]):

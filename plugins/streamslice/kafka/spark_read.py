@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from .spark_options import SparkRead
 
 
-def plan_spark_read(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest) -> SourcePlan:
+def plan_spark_read(source: KafkaSource, admin: KafkaAdmin,
+                    request: PlanRequest) -> SourcePlan[KafkaSplit]:
     read = source.spark
     assert read is not None
     tps = source.subscriber.partitions(admin)

@@ -1,8 +1,14 @@
-"""A Kafka split: one topic-partition offset range ``[start, stop)`` (``splits.Split``)."""
+"""A Kafka split: one topic-partition offset range ``[start, stop)`` (``splits.Split``), and
+its serializer (``KafkaSplitSerializer``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..planning.plan import build
+from ..sources import SplitSerializer
+from ..splits import NO_POSITION, PositionText
+from .spark_options import EARLIEST, LATEST
 
 if TYPE_CHECKING:
     from ..splits import LagUnit
@@ -64,3 +70,19 @@ class KafkaSplit:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class KafkaSplitSerializer(SplitSerializer[KafkaSplit]):
+    def from_dict(self, data: dict[str, Any]) -> KafkaSplit:
+        split: KafkaSplit = build(KafkaSplit, data, "Kafka split")
+        return split
+
+    def position_text(self, position: Any) -> PositionText:
+        """Offsets as they are (people compare them digit by digit); Spark-option splits
+        not bound yet start at ``earliest`` and stop at ``latest``."""
+        if position is None:
+            return NO_POSITION
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise ValueError(f"not a Kafka offset: {position!r}")
+        text = {EARLIEST: "earliest", LATEST: "latest"}.get(position, str(position))
+        return PositionText(text, text)

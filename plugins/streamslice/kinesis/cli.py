@@ -1,16 +1,15 @@
 """``streamslice efo list|sweep``: the Kinesis source's own commands
-(``Source.add_cli_commands``).
+(``sources.HasCliCommands``). The CLI finds them through the registry and hands them a
+``CommandKit`` (output, the pipelines, connections), so this module never imports the CLI.
 
 STREAM may be a stream a pipeline reads, or that pipeline's name: then the command reaches
-AWS as the pipeline does, through its connection (the resolver the tasks use,
-``airflow.hooks.source_properties``). ``--conn-id`` names an AWS connection instead, and
-``--region``/``--endpoint-url`` override either."""
+AWS as the pipeline does, through its connection (the resolver the tasks use). ``--conn-id``
+names an AWS connection instead, and ``--region``/``--endpoint-url`` override either."""
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..cli import emit, table
 from ..errors import ConfigError
 from .client import make_client
 from .consumers import list_consumers, sweep
@@ -19,9 +18,13 @@ from .source import KinesisSource
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
+
+    from ..sources import CommandKit
 
 
-def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
+
+def add_commands(commands: argparse._SubParsersAction[Any], kit: CommandKit) -> None:
     e = commands.add_parser("efo", help="Kinesis Enhanced Fan-Out consumers")
     esub = e.add_subparsers(dest="action", required=True)
     for name, fn in (("list", cmd_efo_list), ("sweep", cmd_efo_sweep)):
@@ -36,21 +39,24 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
             c.add_argument("--prefix", required=True, help="a pipeline's efo.consumer_name: "
                            "only its per-run consumers (<name>-<run hash>) are swept")
             c.add_argument("--older-than", default="1h")
-        c.set_defaults(run=fn)
+        c.set_defaults(run=_with(fn, kit))
 
 
-def _client(args: argparse.Namespace) -> Any:
+def _with(fn: Callable[[argparse.Namespace, CommandKit], None],
+          kit: CommandKit) -> Callable[[argparse.Namespace], None]:
+    return lambda args: fn(args, kit)
+
+
+def _client(args: argparse.Namespace, kit: CommandKit) -> Any:
     """A client as the pipeline that reads ``args.stream`` reaches AWS (or ``--conn-id``'s
     connection); ``args.stream`` becomes the stream's name when it named the pipeline."""
     props: dict[str, Any] = {}
     if args.conn_id:
-        from ..airflow.hooks import aws_properties
-        props = aws_properties(args.conn_id, args.region, field="--conn-id")
+        props = kit.aws_properties(args.conn_id, args.region, "--conn-id")
     elif not (args.region or args.endpoint_url):
-        source = _pipeline_source(args)
+        source = _pipeline_source(args, kit)
         if source is not None and source.conn_id:
-            from ..airflow.hooks import source_properties
-            props = source_properties(source)
+            props = kit.source_properties(source)
         elif source is not None:
             props = source.client_properties()
     given = {"region": args.region or props.get("region") or
@@ -58,13 +64,11 @@ def _client(args: argparse.Namespace) -> Any:
     return make_client({**props, **{k: v for k, v in given.items() if v}})
 
 
-def _pipeline_source(args: argparse.Namespace) -> KinesisSource | None:
+def _pipeline_source(args: argparse.Namespace, kit: CommandKit) -> KinesisSource | None:
     """The Kinesis source of the pipeline named ``args.stream``, or of the one pipeline that
     reads that stream; None when no pipeline (or no pipelines folder) says."""
-    from ..cli import pipelines_dir
-    from ..config import load_pipelines
     try:
-        configs, _ = load_pipelines(pipelines_dir(args))
+        configs = kit.pipelines(args)
     except ConfigError:
         return None
     kinesis = [(c.name, c.source) for c in configs if isinstance(c.source, KinesisSource)]
@@ -77,23 +81,23 @@ def _pipeline_source(args: argparse.Namespace) -> KinesisSource | None:
     return reading[0]
 
 
-def cmd_efo_list(args: argparse.Namespace) -> None:
-    client = _client(args)
+def cmd_efo_list(args: argparse.Namespace, kit: CommandKit) -> None:
+    client = _client(args, kit)
     name, arn = stream_names(client, args.stream)
     consumers = list_consumers(client, arn)
     rows = [[c["ConsumerName"], c["ConsumerStatus"], c["ConsumerCreationTimestamp"],
              c["ConsumerARN"]] for c in consumers]
-    emit(args, consumers, f"{name}: {len(consumers)} of 20 consumers\n" +
-         table(["name", "status", "created", "arn"], rows))
+    kit.emit(args, consumers, f"{name}: {len(consumers)} of 20 consumers\n" +
+             kit.table(["name", "status", "created", "arn"], rows))
 
 
-def cmd_efo_sweep(args: argparse.Namespace) -> None:
+def cmd_efo_sweep(args: argparse.Namespace, kit: CommandKit) -> None:
     from ..timeutil import parse_duration_ms
-    client = _client(args)
+    client = _client(args, kit)
     _, arn = stream_names(client, args.stream)
     try:
         older = parse_duration_ms(args.older_than) / 1000
     except ValueError as exc:
         raise ConfigError(f"--older-than: {exc}") from None
     gone = sweep(client, arn, args.prefix, older)
-    emit(args, gone, "\n".join(f"deregistered {n}" for n in gone) or "nothing to sweep")
+    kit.emit(args, gone, "\n".join(f"deregistered {n}" for n in gone) or "nothing to sweep")

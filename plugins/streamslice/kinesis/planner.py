@@ -7,12 +7,14 @@ its parents are finished (read to SHARD_END), so records of a key are read in or
 """
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..aws import stream_ref
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
-from ..sources import SourcePlan
+from ..sources import Planner, ResetTarget, SourcePlan
 from .client import DEFAULT_BACKOFF, Backoff, call, error_code, make_client
 from .polling import iterator_args, stream_arg, stream_arn_arg
 from .positions import (
@@ -31,6 +33,53 @@ if TYPE_CHECKING:
     from ..sources import PlanRequest
     from .source import KinesisSource
 
+
+
+@dataclass(frozen=True)
+class KinesisPlanner(Planner[KinesisSplit]):
+    """Plans a configured ``KinesisSource``: its streams' shards, as they are now."""
+
+    source: KinesisSource
+
+    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+        return list(self._shards(make_client(properties))[0])
+
+    def _shards(self, client: Any) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+        """({"stream:shardId-…": (stream name, shard id)}, {stream name: ARN})."""
+        keys, arns = {}, {}
+        for ref in self.source.streams:
+            name, arn = stream_names(client, ref)
+            arns[name] = arn
+            keys.update({f"{name}:{s['ShardId']}": (name, s["ShardId"])
+                         for s in list_shards(client, arn)})
+        return keys, arns
+
+    def plan(self, request: PlanRequest) -> SourcePlan[KinesisSplit]:
+        return plan_kinesis(self.source, request)
+
+    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+        """Sequence numbers are checked against their shards (GetShardIterator
+        AT_SEQUENCE_NUMBER), so a wrong one is refused now rather than failing the next read;
+        the shards they do not name start over from the trim horizon, which the reset asks
+        the user to confirm."""
+        from .checkpoint import reset_target
+        if not (isinstance(to, dict) and "offsets" in to):
+            return reset_target(to, [], int(time.time() * 1000))
+        client = make_client(properties)
+        shards, arns = self._shards(client)
+        target = reset_target(to, list(shards), int(time.time() * 1000))
+        for stream in arns:
+            named = {shards[k][1]: v["at"] for k, v in target.positions.items()
+                     if shards[k][0] == stream}
+            check_sequence_numbers(client, named, {sid: name for name, sid in shards.values()
+                                                   if name == stream}, arns, "--offsets")
+        unnamed = sorted(set(shards) - set(target.positions))
+        if not unnamed:
+            return target
+        return ResetTarget(target.positions, target.source_state, confirm=(
+            f"{len(unnamed)} shard(s) not named in --offsets go back to the trim horizon "
+            f"(TRIM_HORIZON) and read, and publish again, what they already published: "
+            f"{', '.join(unnamed)}"))
 
 def stream_names(client: Any, ref: str,
                  backoff: Backoff | None = None) -> tuple[str, str]:
@@ -73,7 +122,7 @@ def parents_of(shard: dict[str, Any]) -> list[str]:
 
 
 def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - the per-shard cases of one plan, in the order read
-                 client: Any = None) -> SourcePlan:
+                 client: Any = None) -> SourcePlan[KinesisSplit]:
     """Next positions come from what the readers saw (``checkpoint.next_positions``), so the
     plan leaves them empty."""
     props = request.properties

@@ -11,6 +11,7 @@ from ..planning.bounds import classify_event_time
 from ..reading.decode import TS, Decoder
 from ..reading.event_time import EventTime
 from ..reading.loop import SplitReader
+from ..sources import ReaderFactory
 from .client import make_client
 from .deaggregate import deaggregate
 from .efo import subscribe
@@ -19,8 +20,10 @@ from .polling import PollingSettings, ShardRead, arrival_ms, poll
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..planning.plan import Interval
+    from ..lineage import DatasetName
+    from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
+    from ..sources import ReadRequest
     from .split import KinesisSplit
 
 _META = [("stream", pa.string()), ("shardId", pa.string()), ("sequenceNumber", pa.string()),
@@ -36,6 +39,38 @@ def record_schema(decoder: Decoder, event_time: bool = False) -> pa.Schema:
 
 
 DEAD_LETTER_SCHEMA = pa.schema([("data", pa.binary()), *_META, ("error", pa.string())])
+
+
+class KinesisReaders(ReaderFactory["KinesisSplit"]):
+    """Kinesis' readers, for executors that have the plan: its ``source_info`` holds the
+    region, endpoint, polling settings and (registration none) the EFO consumers."""
+
+    raw_columns = ("data",)
+    verify_columns = (("stream", "shardId"), None)
+
+    def record_schema(self, decoder: Decoder, plan: ReadPlan[KinesisSplit]) -> pa.Schema:
+        return record_schema(decoder, bool(plan.interval and plan.interval.event_time))
+
+    def open_reader(self, split: KinesisSplit, request: ReadRequest) -> KinesisSplitReader:
+        info = request.plan.source_info  # region and endpoint are not secrets: the plan has them
+        props = {**{k: info[k] for k in ("region", "endpoint_url") if info.get(k)},
+                 **request.properties}
+        arns = request.options.get("consumer_arns") or info.get("consumer_arns") or {}
+        return KinesisSplitReader(split, properties=props, decoder=request.decoder,
+                                  staging=request.staging, fault=request.fault,
+                                  settings=PollingSettings.from_dict(info.get("polling")),
+                                  consumer_arn=arns.get(split.stream),
+                                  interval=request.plan.interval)
+
+    def next_positions(self, plan: ReadPlan[KinesisSplit], summaries: dict[int, dict[str, Any]],
+                       base: dict[str, Any]) -> dict[str, Any]:
+        """What the readers saw, not the plan (``checkpoint.next_positions``)."""
+        from .checkpoint import next_positions
+        return next_positions(plan, summaries, base)
+
+    def lineage_dataset(self, plan: ReadPlan[KinesisSplit], split: KinesisSplit) -> DatasetName:
+        from ..lineage import kinesis_dataset
+        return kinesis_dataset(split.stream_arn or plan.source_info["streams"][split.stream])
 
 
 class KinesisSplitReader(SplitReader["KinesisSplit"]):

@@ -1,5 +1,5 @@
 """A Kinesis split: one shard, from a start position until an arrival-time bound or shard end
-(``splits.Split``).
+(``splits.Split``), and its serializer (``KinesisSplitSerializer``).
 
 ``start`` is stored as a plain dict so plans stay JSON; ``start_position`` is its strategy
 object (``kinesis.positions``). How far behind a shard is only its reader learns
@@ -9,10 +9,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .positions import NO_BOUND, Position, position_from_dict
+from ..planning.plan import build
+from ..sources import SplitSerializer
+from ..splits import NO_POSITION
+from .positions import NO_BOUND, Position, position_from_dict, position_text
 
 if TYPE_CHECKING:
-    from ..splits import LagUnit
+    from ..splits import LagUnit, PositionText
 
 
 @dataclass
@@ -58,3 +61,13 @@ class KinesisSplit:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class KinesisSplitSerializer(SplitSerializer[KinesisSplit]):
+    def from_dict(self, data: dict[str, Any]) -> KinesisSplit:
+        split: KinesisSplit = build(KinesisSplit, data, "Kinesis split")
+        return split
+
+    def position_text(self, position: Any) -> PositionText:
+        """Sequence numbers elided in the middle, with what kind of position they are."""
+        return NO_POSITION if position is None else position_text(position)

@@ -34,7 +34,7 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
     from ..registry.base import split_properties
     props = properties if properties is not None else source.client_properties()
     props, _ = split_properties(props)  # a schema registry's are the formats', not the source's
-    planned = source.plan(PlanRequest(mode=mode, properties=props, now_ms=now_ms,
+    planned = source.planner().plan(PlanRequest(mode=mode, properties=props, now_ms=now_ms,
                                       interval=interval, checkpoint=checkpoint))
     batch = (checkpoint.batch if checkpoint else 0) + 1 if mode == "incremental" else None
     plan = ReadPlan(
@@ -56,9 +56,9 @@ def check_columns(plan: ReadPlan) -> None:
     from ..errors import ConfigError
     from ..reading.decode import Decoder
     from ..sources import source_class
-    source = source_class(plan.source)
+    readers = source_class(plan.source).readers()
     decoder = Decoder.from_dict(plan.decode)
-    schema = source.record_schema(decoder, plan)
+    schema = readers.record_schema(decoder, plan)
     keys, values = decoder.key_fields(), decoder.value_fields()
     mine = {f.name for f in (*keys, *values)}
     seen: set[str] = set()
@@ -76,7 +76,7 @@ def check_columns(plan: ReadPlan) -> None:
             added = [n for i, n in enumerate(schema.names)
                      if n not in mine or n in schema.names[:i]]
             field = next((n for n in mine if n.lower() == name.lower()), name)
-            nested = source.record_schema(Decoder.from_dict({**plan.decode, "flatten": False}),
+            nested = readers.record_schema(Decoder.from_dict({**plan.decode, "flatten": False}),
                                           plan)
             column = next((f.name for f in nested if pa.types.is_struct(f.type) and
                            f.name not in schema.names and f.type.get_field_index(field) >= 0),

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..reading.loop import SplitReader
     from ..reading.malformed import Malformed, ParseMode
     from ..reading.sink import ParquetSink
-    from ..sources import ReadRequest, Source
+    from ..sources import ReaderFactory, ReadRequest
 
 
 F = TypeVar("F", bound="Callable[..., Any]")
@@ -123,12 +123,12 @@ def dataframe_schema(plan: ReadPlan, mode: ParseMode | None) -> pa.Schema:
 
     from streamslice.reading.decode import Decoder
     from streamslice.sources import source_class
-    decoder, cls = Decoder.from_dict(plan.decode), source_class(plan.source)
-    records = cls.record_schema(decoder, plan)
+    decoder, readers = Decoder.from_dict(plan.decode), source_class(plan.source).readers()
+    records = readers.record_schema(decoder, plan)
     if mode is None:
         return records
     can_fail = "raw" != decoder.value_format_name or "raw" != decoder.key_format_name
-    return mode.schema(records, [pa.field(n, pa.binary()) for n in cls.raw_columns], can_fail)
+    return mode.schema(records, [pa.field(n, pa.binary()) for n in readers.raw_columns], can_fail)
 
 
 class PlanReader(DataSourceReader):
@@ -143,7 +143,7 @@ class PlanReader(DataSourceReader):
         # A schema registry's properties, given as options of their own by a Spark user
         self.properties.update(client_properties(options, "schema.registry.", keep=True))
         self.read_options = {**json.loads(options.get("readoptions") or "{}"),
-                             **source_class(plan.source).spark_read_options(options)}
+                             **source_class(plan.source).readers().spark_read_options(options)}
         self.staging, self.fault = options.get("staging"), options.get("injectfault")
         self.codec: str = (options.get("directwrite") or "") if self.staging else ""
         self.pack = bool(self.codec) and options.get("packsplits", "true") != "false"
@@ -153,18 +153,19 @@ class PlanReader(DataSourceReader):
     @user_errors
     def partitions(self) -> list[SplitPartition]:
         """Spark's driver plans the read here: the source resolves and checks what it binds
-        once per read (``Source.resolve_splits``), so a bad range fails now, as one line,
+        once per read (``ReaderFactory.resolve_splits``), so a bad range fails now, as one line,
         and the tasks read the splits as resolved."""
         if not self.splits:
             return [SplitPartition([None])]
         from streamslice.sources import source_class
         source = source_class(self.kind)
-        splits = [s.to_dict() for s in source.resolve_splits(
-            [source.split_from_dict(s) for s in self.splits], self._properties)]
+        readers, serializer = source.readers(), source.serializer()
+        splits = [s.to_dict() for s in readers.resolve_splits(
+            [serializer.from_dict(s) for s in self.splits], self._properties)]
         if not self.pack:
             return [SplitPartition([s]) for s in splits]
         from streamslice.planning.packing import pack_splits
-        sizes = [source.split_from_dict(s).size for s in splits]
+        sizes = [serializer.from_dict(s).size for s in splits]
         return [SplitPartition([splits[i] for i in group])
                 for group in pack_splits(sizes, self.slots)]
 
@@ -183,6 +184,7 @@ class PlanReader(DataSourceReader):
         from streamslice.sources import ReadRequest, read_plan, source_class
         plan = read_plan(self.plan_json)
         source = source_class(plan.source)
+        readers, serializer = source.readers(), source.serializer()
         from streamslice.secrets import with_secrets
         try:
             props = with_secrets(self.properties, _spark_file)
@@ -198,12 +200,12 @@ class PlanReader(DataSourceReader):
             for value in partition.value:
                 if value is None:  # no splits: Spark's writer still stages the schema
                     if self.codec:
-                        self._sink(source, request, 0).commit()
+                        self._sink(readers, request, 0).commit()
                     return
-                split = source.split_from_dict(value)
-                reader = source.open_reader(split, request)
+                split = serializer.from_dict(value)
+                reader = readers.open_reader(split, request)
                 if self.codec:
-                    reader.sink = self._sink(source, request, split.id)
+                    reader.sink = self._sink(readers, request, split.id)
                 if self.mode is None:
                     yield from reader.batches()
                 else:
@@ -214,7 +216,7 @@ class PlanReader(DataSourceReader):
             _hide_traceback()  # without the worker's traceback in the task's failure
             raise RuntimeError(exc.to_line()) from None
 
-    def _sink(self, source: type[Source[Any]], request: ReadRequest,
+    def _sink(self, readers: ReaderFactory[Any], request: ReadRequest,
               split_id: int) -> ParquetSink:
         """Where a split's records go on the direct write path. The first split writes a
         file even without records, as Spark's writer does for its first task."""
@@ -223,11 +225,11 @@ class PlanReader(DataSourceReader):
         first = self.splits[0]["id"] if self.splits else 0
         assert request.staging is not None  # the direct write path needs a staging area
         return ParquetSink(request.staging, split_id,
-                           source.record_schema(request.decoder, request.plan), self.codec,
+                           readers.record_schema(request.decoder, request.plan), self.codec,
                            constants=staged_constants(request.plan), keep_empty=split_id == first)
 
 
-def _with_malformed(reader: SplitReader, malformed: Malformed) -> Iterator[Any]:
+def _with_malformed(reader: SplitReader[Any], malformed: Malformed) -> Iterator[Any]:
     """A split's batches, and its records that did not decode as ``malformed`` says; then
     the split's count of them in a log line."""
     for batch in reader.batches():

@@ -350,7 +350,7 @@ def _natural(key: str) -> tuple[str, int]:
 def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]:
     if kind not in SOURCES:
         return []
-    read = source_class(kind).split_from_dict
+    read = source_class(kind).serializer().from_dict
     out = []
     for data in splits:
         try:

@@ -23,7 +23,7 @@ PREFIX = "streamslice."
 def table_schema(plan: ReadPlan) -> pa.Schema:
     """The records' schema (from the pipeline's format, so it is stable across runs) plus the
     partition column."""
-    schema = source_class(plan.source).record_schema(Decoder.from_dict(plan.decode), plan)
+    schema = source_class(plan.source).readers().record_schema(Decoder.from_dict(plan.decode), plan)
     return schema.append(pa.field(PARTITION_COLUMN, pa.string(), nullable=False))
 
 

@@ -9,7 +9,7 @@ and the UI use only the members below, so none of them needs to know which sourc
 Positions (where a split starts or ends, a checkpoint's next position, a reader's first and
 last record) are plain JSON values whose meaning only their source knows: a Kafka offset
 ``4968``, a Kinesis checkpoint ``{"after": "4960…7012"}``, a file's line number. To show one,
-ask the source (``Source.position_text`` or, with only the source's kind at hand,
+ask the source (``SplitSerializer.position_text`` or, with only the source's kind at hand,
 ``sources.position_text(kind, value)``): it returns a ``PositionText`` with a ``short`` form
 for a table cell (``after 4960…12``) and the ``full`` value for a tooltip or a copy button.
 Lag comes with its unit (``LagUnit``): records behind the end of the partition at plan time,
@@ -46,7 +46,7 @@ class Split(Protocol[PositionT_co]):
 
     @property
     def start(self) -> PositionT_co:
-        """The first position read (a JSON value; ``Source.position_text`` renders it)."""
+        """The first position read (a JSON value; ``SplitSerializer.position_text`` renders it)."""
 
     @property
     def end(self) -> PositionT_co:
@@ -65,7 +65,7 @@ class Split(Protocol[PositionT_co]):
     @property
     def offset_range(self) -> tuple[int, int] | None:
         """``[first, end)`` in the source's position column when positions are integers the
-        commit can range-check against the staged rows (``Source.verify_columns``)."""
+        commit can range-check against the staged rows (``ReaderFactory.verify_columns``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The split as the plan's JSON holds it."""

@@ -44,6 +44,23 @@ def test_every_source_split_meets_the_contract_and_round_trips(kind):
     assert isinstance(serializer.position_text(split.end), PositionText)
 
 
+
+@pytest.mark.parametrize("kind", sorted(SPLITS))
+def test_a_sources_serializer_reads_its_splits_exactly_and_the_registry_through_it(kind):
+    """The split serializer role: what the plan holds for a split is read field by field, a
+    field it does not know or one missing is a PlanError naming it, never dropped; the
+    registry's ``read_split`` (what ``read_plan`` uses) is the source's own serializer."""
+    from streamslice.errors import PlanError
+    from streamslice.sources import read_split
+    serializer = source_class(kind).serializer()
+    assert read_split(kind, SPLITS[kind]) == serializer.from_dict(SPLITS[kind])
+    with pytest.raises(PlanError, match="unknown field 'surprise'"):
+        serializer.from_dict({**SPLITS[kind], "surprise": 1})
+    with pytest.raises(PlanError, match="field 'id' is missing"):
+        serializer.from_dict({k: v for k, v in SPLITS[kind].items() if k != "id"})
+    with pytest.raises(PlanError, match="nosuchsource"):
+        read_split("nosuchsource", SPLITS[kind])
+
 def test_a_kafka_split_is_an_offset_range_with_records_behind():
     split = split_of("kafka", SPLITS["kafka"])
     assert (split.key, split.start, split.end, split.size) == ("orders:2", 40, 90, 50)

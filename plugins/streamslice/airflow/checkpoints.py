@@ -24,7 +24,7 @@ def show_checkpoint(cfg: PipelineConfig) -> Checkpoint | None:
 
 def reset_checkpoint(cfg: PipelineConfig, to: Any,
                      confirm: Callable[[str], bool] | None = None) -> Checkpoint:
-    """Point the checkpoint at ``to`` (as ``Source.reset_positions`` takes it). Run it while
+    """Point the checkpoint at ``to`` (as ``Planner.reset_positions`` takes it). Run it while
     the pipeline is paused or idle: a run in flight would refuse to commit. A reset that does
     more than ``to`` names (``ResetTarget.confirm``) is done only if ``confirm`` agrees."""
     store = store_for(cfg)

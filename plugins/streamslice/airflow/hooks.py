@@ -1,7 +1,7 @@
 """Connections: Airflow owns credentials; the core receives plain client properties.
 
-A source names its connection type (``Source.conn_type``) and the function here that reads a
-connection of that type (``Source.connection_hook``, a dotted path: the core never imports
+A source names its connection type (``Connected.conn_type``) and the function here that reads a
+connection of that type (``Connected.connection_hook``, a dotted path: the core never imports
 Airflow); ``source_properties`` calls it with the source's ``connection_hints``. One function
 per connection type, not per source: a new source reuses one or brings its own.
 

@@ -1,4 +1,4 @@
-"""The tasks a source needs around the read (``Source.lifecycle_tasks``, e.g. Kinesis EFO
+"""The tasks a source needs around the read (``HasLifecycleTasks.lifecycle_tasks``, e.g. Kinesis EFO
 consumers registered in setup and deregistered in teardown), run as Airflow tasks. The work is
 the source's own core function; this only hands it the run and the connection's properties."""
 from __future__ import annotations

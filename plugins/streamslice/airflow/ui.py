@@ -197,7 +197,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
 @app.get("/pipelines/{dag_id}/sections", response_class=HTMLResponse,
          dependencies=[Depends(dag_access("GET"))])
 def sections(request: Request, dag_id: str, current: BaseUser = Depends(user)) -> str:
-    """The parts of the page only the pipeline's source can fill (``Source.page_sections``),
+    """The parts of the page only the pipeline's source can fill (``HasPageSections``),
     asked of the source with the pipeline's own connection; the page loads them after it is
     shown, so a source that is slow or unreachable never holds the page up."""
     base, _ = _links(request)

@@ -45,7 +45,7 @@ def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
 
     Incremental: the checkpoint must still be the one the plan read (one writer at a time).
     Interval: runs are independent; the checkpoint follows the latest interval committed.
-    ``positions`` is the complete new mapping (``Source.next_positions``); without it the
+    ``positions`` is the complete new mapping (``ReaderFactory.next_positions``); without it the
     plan's next positions are merged into the current ones.
     """
     state = dict(current.source_state) if current and current.source_state else {}

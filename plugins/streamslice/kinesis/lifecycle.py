@@ -1,4 +1,4 @@
-"""The Kinesis source's lifecycle tasks (``Source.lifecycle_tasks``): Enhanced Fan-Out
+"""The Kinesis source's lifecycle tasks (``HasLifecycleTasks.lifecycle_tasks``): Enhanced Fan-Out
 consumers swept, registered and deregistered around a run. The Airflow glue runs them as
 setup and teardown tasks; any other driver calls them the same way (``sources.call``)."""
 from __future__ import annotations

@@ -444,7 +444,7 @@ def _alerts(view: PipelineView) -> str:
 
 
 def section(part: PageSection, actions: str = "", may_run: bool = False) -> str:
-    """One of the source's own sections (``Source.page_sections``), served on its own; a row's
+    """One of the source's own sections (``HasPageSections``), served on its own; a row's
     action (``PageAction``) is a button the page's script confirms and posts to
     ``actions/<name>``, disabled, with why, when it cannot be pressed."""
     if part.error:

@@ -239,7 +239,7 @@ def airflow_services(request, sns_queue):
     (``services.pipelines``), so each task parses little. Their tasks fire the faults listed
     in ``services.faults`` (``STREAMSLICE_INJECT_FAULT=@FILE``), empty unless a test fills it."""
     from devtools.services import AirflowServices
-    from tests.support.alerts import aws_conn
+    from tests.support.connections import aws_environment
     moto, _, _ = sns_queue
     dags = SESSION_DIR / "airflow-dags"
     (dags / "pipelines").mkdir(parents=True, exist_ok=True)
@@ -249,7 +249,8 @@ def airflow_services(request, sns_queue):
     services = AirflowServices(SESSION_DIR / "airflow-services", dags, env={
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"), "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
-        "AIRFLOW_CONN_ALERTS_AWS": aws_conn(moto), "STREAMSLICE_INJECT_FAULT": f"@{faults}"})
+        **aws_environment("alerts_aws", moto.endpoint),
+        "STREAMSLICE_INJECT_FAULT": f"@{faults}"})
     services.faults, services.pipelines = faults, dags / "pipelines"
     request.config.stash[_AIRFLOW] = services.start()
     yield services

@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from tests.support.alerts import aws_conn
+from tests.support.connections import aws_connection
 from tests.support.kafka import producer
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
@@ -21,7 +21,7 @@ T0 = 1_714_521_600_000
 @pytest.fixture
 def alerting(sns_queue, monkeypatch):
     moto, topic, received = sns_queue
-    monkeypatch.setenv("AIRFLOW_CONN_ALERTS_AWS", aws_conn(moto))
+    aws_connection(monkeypatch, "alerts_aws", moto.endpoint)
     received(wait=1)  # drain
     return topic, received
 

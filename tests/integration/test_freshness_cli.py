@@ -14,7 +14,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT
-from tests.support.alerts import aws_conn
+from tests.support.connections import aws_connection
 from tests.support.pipelines import kafka_pipeline, run_dag, run_interval, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ def freshness(folder, *args):
 def test_the_command_alerts_a_stale_pipeline_once_without_a_scheduler(
         broker, spark, airflow_db, sns_queue, monkeypatch, tmp_path):
     moto, sns_topic, received = sns_queue
-    monkeypatch.setenv("AIRFLOW_CONN_ALERTS_AWS", aws_conn(moto))
+    aws_connection(monkeypatch, "alerts_aws", moto.endpoint)
     topic = unique("freshness")
     create_topic(broker.bootstrap, topic, 1)
     produce(broker.bootstrap, topic, trips(T0, 1, 20, seed=3), partitions=1)

@@ -22,13 +22,9 @@ def _rows(path):
     return list(zip(t.column("shardId").to_pylist(), t.column("sequenceNumber").to_pylist()))
 
 
-def _aws_conn(monkeypatch, kinesis):
-    aws_connection(monkeypatch, "test_aws", kinesis.endpoint)
-
-
 def test_at_timestamp_intervals_match_arrival_times(kinesis, spark, airflow_db, monkeypatch,
                                                     tmp_path):
-    _aws_conn(monkeypatch, kinesis)
+    aws_connection(monkeypatch, "test_aws", kinesis.endpoint)
     client = kinesis.client()
     stream = unique("trips")
     create_stream(client, stream, 4)
@@ -66,7 +62,7 @@ def test_at_timestamp_intervals_match_arrival_times(kinesis, spark, airflow_db, 
 
 
 def test_incremental_across_split_and_merge(kinesis, spark, airflow_db, monkeypatch, tmp_path):
-    _aws_conn(monkeypatch, kinesis)
+    aws_connection(monkeypatch, "test_aws", kinesis.endpoint)
     client = kinesis.client()
     stream = unique("reshard")
     create_stream(client, stream, 2)

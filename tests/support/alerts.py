@@ -32,11 +32,6 @@ def sns_to_sqs():
     return moto, topic, received
 
 
-def aws_conn(moto):
-    return json.dumps({"conn_type": "aws", "login": "test", "password": "test",
-                       "extra": {"region_name": "us-east-1", "endpoint_url": moto.endpoint}})
-
-
 try:
     from airflow.sdk import BaseNotifier
 except ImportError:  # unit tests without Airflow never load the notifier

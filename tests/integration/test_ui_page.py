@@ -3,7 +3,6 @@ real Spark and the local broker, then the real Airflow api-server with the plugi
 headless Chromium with real logins: ``admin`` may run every DAG, ``ops`` may read two of them
 and run none. One api-server and one set of runs serve every test here; the tests that act
 (backfill, re-run) come last. Screenshots of each state are kept in test-artifacts/."""
-import os
 import re
 import time
 from datetime import datetime
@@ -90,11 +89,9 @@ def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
     # A manual run of 06:00-07:00, dated 07:00 as Airflow dates manual runs: it holds the
     # logical date a backfill of 07:00-08:00 would need.
     run_dag(cover, logical_date=utc(2024, 5, 1, 7))
-    os.environ["STREAMSLICE_INJECT_FAULT"] = "before_publish"
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("STREAMSLICE_INJECT_FAULT", "before_publish")
         run_interval(cover, utc(2024, 5, 1, 3), expect="failed")
-    finally:
-        del os.environ["STREAMSLICE_INJECT_FAULT"]
     wide_history(wide.name)
     kinesis_history(kin.name)
     # The Kinesis endpoint down: the EFO sweep fails, the five tasks after it never run.

@@ -12,7 +12,6 @@ one per line, each fired once."""
 import json
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.support.pipelines import kafka_pipeline, unique
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -74,13 +74,11 @@ class Run:
         return "\n".join(out)
 
     def wait(self, timeout=600):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ended():
             state = self.airflow.api("GET", self.path)["state"]
-            if state in ("success", "failed"):
-                return state
-            time.sleep(0.5)
-        raise AssertionError(f"{self.path} did not finish: {self.airflow.home}")
+            return state if state in ("success", "failed") else None
+        return wait_for(ended, timeout, f"{self.path} to finish ({self.airflow.home})",
+                        interval=0.5)
 
 
 def pipeline(airflow, name, broker, topic, output, **settings):

@@ -5,7 +5,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 import urllib.error
 from collections import Counter
 from pathlib import Path
@@ -18,6 +17,7 @@ from devtools.services import create_topic, free_port
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT, SESSION_DIR
 from tests.support.pipelines import unique
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
@@ -43,13 +43,13 @@ def runs(airflow, dag_id, run_type=None):
 
 
 def wait_runs(airflow, dag_id, count, run_type="backfill", timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ended():
         got = runs(airflow, dag_id, run_type)
         if len(got) >= count and all(r["state"] in ("success", "failed") for r in got):
             return got
-        time.sleep(2)
-    raise AssertionError(f"{dag_id}: runs did not finish: {runs(airflow, dag_id, run_type)}")
+        return None
+    return wait_for(ended, timeout, lambda: f"{dag_id}'s {count} runs to finish: "
+                    f"{runs(airflow, dag_id, run_type)}", interval=2)
 
 
 def create_backfill(airflow, body, timeout=300):
@@ -59,31 +59,30 @@ def create_backfill(airflow, body, timeout=300):
     until the scheduler counts it abandoned, 2 minutes after its creation. The same lock met
     outside the part Airflow guards (the request's own reads) is a 500 whose log says
     "database is locked". So those are tried again, and so is 409, but only after them."""
-    deadline = time.monotonic() + timeout
     locked = False
-    while True:
+
+    def created():
+        nonlocal locked
         try:
             return airflow.api("POST", "/api/v2/backfills", body)
         except urllib.error.HTTPError as exc:
             busy = exc.code == 503 or (exc.code == 500 and "database is locked" in str(exc))
             locked = locked or busy
-            if not (busy or (exc.code == 409 and locked)) or time.monotonic() > deadline:
+            if not (busy or (exc.code == 409 and locked)):
                 raise
-        time.sleep(2)
+            return None
+    return wait_for(created, timeout, "Airflow to accept the backfill", interval=2)
 
 
 def wait_run(airflow, dag_id, interval_start, timeout=300):
     """Until the run of the interval starting at ``interval_start`` has ended: what a backfill
     of it waits on (the scheduler's sweep marks the backfill complete later, and later the
     busier the machine is)."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def ended():
         run = next(r for r in runs(airflow, dag_id)
                    if r["data_interval_start"].startswith(interval_start))
-        if run["state"] in ("success", "failed"):
-            return run
-        assert time.monotonic() < deadline, f"the {interval_start} run did not finish: {run}"
-        time.sleep(2)
+        return run if run["state"] in ("success", "failed") else None
+    return wait_for(ended, timeout, f"the {interval_start} run to finish", interval=2)
 
 
 def partition_rows(dataset, hour):

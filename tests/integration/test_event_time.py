@@ -18,6 +18,7 @@ from devtools.taxi import Trip, produce
 from streamslice.commit.manifest import read_manifest
 from tests.support.connections import aws_connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
+from tests.support.wait import wait_until_clock
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -144,7 +145,7 @@ def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch
     create_stream(client, stream, 2)
     w, L, E = 4000, 1000, 1000
     start = (int(time.time()) // 4 + 1) * 4  # the next boundary (s)
-    time.sleep(max(0.0, start - time.time()))
+    wait_until_clock(start)
     rng = random.Random(5)
     times = {}  # payload id → event time (ms) or None
     for second in range(3 * 4 + 2):  # past the last run's lateness
@@ -156,7 +157,7 @@ def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch
             times[i] = None if skew is None else now + skew
             payloads.append(json.dumps({"id": i, "event_time": times[i]}).encode())
         put(client, stream, payloads, key=lambda j, s=second: f"k-{s}-{j}")
-        time.sleep(max(0.0, start + second + 1 - time.time()))
+        wait_until_clock(start + second + 1)  # one wave of records a second
     truth = all_records(client, stream)  # (shard, seq) → arrival ms
     ids = {}
     for shard in client.list_shards(StreamName=stream)["Shards"]:

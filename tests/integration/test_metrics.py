@@ -11,8 +11,9 @@ from devtools.services import create_topic
 from streamslice.commit.manifest import read_manifest
 from streamslice.metrics import NAMES
 from tests.support.kafka import producer
-from tests.support.metrics import OtlpReceiver, StatsdListener, run_with_metrics, wait
+from tests.support.metrics import OtlpReceiver, StatsdListener, run_with_metrics
 from tests.support.pipelines import kafka_pipeline, unique
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000
@@ -53,8 +54,8 @@ def test_run_figures_reach_a_statsd_server(pipeline):
         manifest, age, took = run(pipeline, {
             "statsd_on": True, "statsd_host": "127.0.0.1", "statsd_port": listener.port,
             "statsd_influxdb_enabled": True, "otel_on": False})
-        wait(lambda: any(".commit.duration" in line for line in listener.lines),
-             "the commit's timing")
+        wait_for(lambda: any(".commit.duration" in line for line in listener.lines), 120,
+                 "the commit's timing")
     finally:
         listener.stop()
     got = {}
@@ -91,8 +92,8 @@ def test_run_figures_reach_an_opentelemetry_collector(pipeline):
             "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT":
                 f"http://127.0.0.1:{receiver.port}/v1/metrics",
             "OTEL_METRIC_EXPORT_INTERVAL": "1000"})
-        wait(lambda: any(n == "airflow.streamslice.commit.duration"
-                         for n, _, _ in receiver.points), "the commit's timing")
+        wait_for(lambda: any(n == "airflow.streamslice.commit.duration"
+                             for n, _, _ in receiver.points), 120, "the commit's timing")
     finally:
         receiver.stop()
     tags = {"pipeline": pipeline.name, "source": "kafka"}

@@ -23,6 +23,7 @@ from tests.support.pipelines import (
     unique,
     utc,
 )
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 ARTIFACTS = ROOT / "test-artifacts"
@@ -484,11 +485,9 @@ def consumer_states(client, arn):
 
 
 def wait_active(client, arn, names):
-    for _ in range(200):  # kinesis-local makes a consumer ACTIVE after a moment
-        if all(consumer_states(client, arn).get(n) == "ACTIVE" for n in names):
-            return
-        time.sleep(0.05)
-    raise AssertionError(consumer_states(client, arn))
+    # kinesis-local makes a consumer ACTIVE after a moment
+    wait_for(lambda: all(consumer_states(client, arn).get(n) == "ACTIVE" for n in names), 30,
+             lambda: f"consumers {sorted(names)} ACTIVE: {consumer_states(client, arn)}")
 
 
 def test_a_leaked_efo_consumer_is_deregistered_from_the_page(scene, browser):

@@ -28,6 +28,7 @@ import pytest
 from devtools.services import create_topic, free_port
 from devtools.spark_cds import QUICK_JVM
 from tests.support.kafka import producer
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,18 +208,17 @@ def get(url, headers):
 
 
 def wait_up(proc, url, log, timeout=240):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answers():
         try:
             urllib.request.urlopen(url, timeout=5)
-            return
         except urllib.error.HTTPError:
-            return
+            pass  # an answer all the same
         except OSError:
             assert proc.poll() is None, f"api-server exited: {log.read_text()[-4000:]}"
-            time.sleep(1)
-    raise AssertionError(f"the api-server did not answer in {timeout}s: "
-                         f"{log.read_text()[-4000:]}")
+            return False
+        return True
+    wait_for(answers, timeout, lambda: f"the api-server to answer: {log.read_text()[-4000:]}",
+             interval=1)
 
 
 def test_uv_is_the_pinned_one():

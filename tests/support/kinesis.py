@@ -1,5 +1,5 @@
 """Kinesis test helpers: streams, producing with PutRecords, and reading back the truth."""
-import time
+from tests.support.wait import wait_for
 
 
 def create_stream(client, name, shards):
@@ -9,14 +9,9 @@ def create_stream(client, name, shards):
 
 
 def wait_active(client, name, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = client.describe_stream_summary(
-            StreamName=name)["StreamDescriptionSummary"]["StreamStatus"]
-        if status == "ACTIVE":
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"stream {name} not ACTIVE")
+    wait_for(lambda: client.describe_stream_summary(StreamName=name)[
+        "StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE", timeout,
+        f"stream {name} to be ACTIVE", interval=0.1)
 
 
 def put(client, stream, payloads, key=lambda i: f"key-{i}"):

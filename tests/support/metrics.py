@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -91,14 +90,6 @@ def _points(request):
                     else:
                         value = (point.count, point.sum)
                     yield metric.name, attrs(point), value
-
-
-def wait(condition, what, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 RUN = """

@@ -6,14 +6,16 @@ import time
 
 def wait_for(predicate, timeout=30.0, what="the condition", interval=0.05):
     """Calls ``predicate`` until it returns something truthy and returns that; an
-    AssertionError naming ``what`` once ``timeout`` seconds have passed without it."""
+    AssertionError naming ``what`` once ``timeout`` seconds have passed without it. ``what``
+    may be a function, called then, to say where things stood (the runs' states, a log)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {said}")
         time.sleep(interval)
 
 

@@ -4,12 +4,17 @@ exactly as its commit task writes it: the DAG run, the commit's asset event whos
 page's benchmark (10,000 runs) and the UI test's 300-partition pipeline, where reading every
 run through Spark would take minutes (each split is a Spark task). The DAG must already be
 serialized (its asset registered)."""
+from __future__ import annotations
+
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
 
-def commit_extra(records, lag_by_split, *, lag_unit="records", late_records=0, partition="",
-                 positions=None, batch=None, dead_letters=0):
+def commit_extra(records: int, lag_by_split: dict[str, int], *, lag_unit: str = "records",
+                 late_records: int = 0, partition: str = "",
+                 positions: dict[str, Any] | None = None, batch: int | None = None,
+                 dead_letters: int = 0) -> dict[str, Any]:
     """The asset event's extra of a run that published ``records`` with this lag per split."""
     from streamslice.airflow.tasks import run_metrics
     manifest = {"splits": [{"key": k, "lag": v, "lag_unit": lag_unit, "bytes": 0}
@@ -23,7 +28,7 @@ def commit_extra(records, lag_by_split, *, lag_unit="records", late_records=0, p
 class History:
     """Adds runs to one DAG; ``flush()`` every few thousand, ``close()`` at the end."""
 
-    def __init__(self, dag_id):
+    def __init__(self, dag_id: str) -> None:
         from airflow.models.asset import AssetModel
         from airflow.utils.session import create_session
         from sqlalchemy import select
@@ -34,8 +39,9 @@ class History:
             AssetModel.name == f"streamslice/{dag_id}"))
         assert self.asset_id is not None, f"{dag_id}'s asset is not registered"
 
-    def run(self, *, start: datetime, end: datetime, state="success", extra=None,
-            run_type="scheduled", ran_at: datetime | None = None):
+    def run(self, *, start: datetime, end: datetime, state: str = "success",
+            extra: dict[str, Any] | None = None, run_type: str = "scheduled",
+            ran_at: datetime | None = None) -> str:
         """One run of the interval ``[start, end)`` (an incremental batch: its run time),
         dated as the scheduler dates it; ``extra`` (``commit_extra``) when it published."""
         from airflow.models.asset import AssetEvent
@@ -55,13 +61,13 @@ class History:
                                         timestamp=ran_at + timedelta(seconds=30)))
         return run_id
 
-    def checkpoint(self, value):
+    def checkpoint(self, value: dict[str, Any]) -> None:
         from airflow.state import AssetScope, get_state_backend
         get_state_backend().set(AssetScope(asset_id=self.asset_id), "checkpoint",
                                 json.dumps(value), session=self.session)
 
-    def flush(self):
+    def flush(self) -> None:
         self.session.flush()
 
-    def close(self):
+    def close(self) -> None:
         self._cm.__exit__(None, None, None)

@@ -1,5 +1,7 @@
 """The Airflow api-server alone (no scheduler) over an existing metadata database, with
 real logins (users admin and ops), for the Streamslice page test and benchmark."""
+from __future__ import annotations
+
 import json
 import os
 import shutil
@@ -8,13 +10,17 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from devtools.services import _venv_bin, free_port
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 PASSWORDS = {"admin": "admin-pw", "ops": "ops-pw"}
 
 
-def chromium_executable():
+def chromium_executable() -> str:
     """The Debian Chromium that Playwright drives (no browser download)."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     assert exe, "Chromium is missing: `make test` installs it (apt-get install chromium)"
@@ -22,7 +28,8 @@ def chromium_executable():
 
 
 class ApiServer:
-    def __init__(self, home, dags_folder, limited_dags):
+    def __init__(self, home: Path, dags_folder: str | os.PathLike[str],
+                 limited_dags: Iterable[str]) -> None:
         self.port = free_port()
         home.mkdir(parents=True, exist_ok=True)
         passwords = home / "passwords.json"
@@ -39,14 +46,14 @@ class ApiServer:
             "STREAMSLICE_TEST_LIMITED_USER": "ops",
             "STREAMSLICE_TEST_LIMITED_DAGS": ",".join(limited_dags)})
         self.log = home / "api-server.log"
-        self.proc = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def url(self):
+    def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout=180):
-        self.proc = subprocess.Popen(
+    def start(self, timeout: float = 180) -> Self:
+        self.proc = proc = subprocess.Popen(
             [_venv_bin("airflow"), "api-server", "--host", "127.0.0.1", "--port",
              str(self.port)], env=self.env, stdout=open(self.log, "ab"),
             stderr=subprocess.STDOUT, start_new_session=True)
@@ -58,19 +65,19 @@ class ApiServer:
             except urllib.error.HTTPError:
                 return self  # up (it answered, even if only to refuse)
             except OSError:
-                assert self.proc.poll() is None, f"api-server exited: {self.log.read_text()}"
+                assert proc.poll() is None, f"api-server exited: {self.log.read_text()}"
                 time.sleep(1)
         raise RuntimeError(f"the api-server did not start in {timeout}s: {self.log}")
 
-    def token(self, user):
+    def token(self, user: str) -> str:
         req = urllib.request.Request(
             f"{self.url}/auth/token", method="POST",
             data=json.dumps({"username": user, "password": PASSWORDS[user]}).encode(),
             headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read())["access_token"]
+            return str(json.loads(r.read())["access_token"])
 
-    def get(self, path, token=None):
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
         """(status, body) of a GET, with the user's bearer token when given."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         req = urllib.request.Request(f"{self.url}{path}", headers=headers)
@@ -80,11 +87,13 @@ class ApiServer:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode()
 
-    def get_json(self, path, token=None):
+    def get_json(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        """(status, parsed JSON, or the text of an answer that is not JSON)."""
         status, body = self.get(path, token)
         return status, json.loads(body) if body.startswith(("{", "[")) else body
 
-    def post(self, path, body, token=None, method="POST"):
+    def post(self, path: str, body: object, token: str | None = None,
+             method: str = "POST") -> tuple[int, Any]:
         """(status, parsed JSON or text) of a JSON POST, with the user's bearer token."""
         headers = {"Content-Type": "application/json"}
         if token:
@@ -101,10 +110,10 @@ class ApiServer:
         except ValueError:
             return status, text
 
-    def patch(self, path, body, token=None):
+    def patch(self, path: str, body: object, token: str | None = None) -> tuple[int, Any]:
         return self.post(path, body, token, method="PATCH")
 
-    def stop(self):
+    def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:

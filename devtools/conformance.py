@@ -1,5 +1,7 @@
 """Does the local broker behave like Kafka where streamslice depends on it? Run at test start
 so a broken broker fails loudly instead of making the product look wrong."""
+from __future__ import annotations
+
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -7,7 +9,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from .services import create_topic
 
 
-def check_broker(bootstrap):
+def check_broker(bootstrap: str) -> None:
     """Raise AssertionError naming the first behaviour that differs from Kafka."""
     topic = f"conformance-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 1)
@@ -24,7 +26,7 @@ def check_broker(bootstrap):
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         assert (low, high) == (0, 5), f"watermarks {(low, high)}, expected (0, 5)"
 
-        def at(ms):
+        def at(ms: int) -> int:
             got = c.offsets_for_times([TopicPartition(topic, 0, ms)], timeout=10)[0]
             return got.offset
 
@@ -38,7 +40,7 @@ def check_broker(bootstrap):
         assert [m.timestamp()[1] for m in got][:3] == [2000, 5000, 4000], "CreateTime lost"
 
         c.assign([TopicPartition(topic, 0, 50)])
-        errors = [m.error() for m in c.consume(5, timeout=5) if m.error() is not None]
+        errors = [e for m in c.consume(5, timeout=5) if (e := m.error()) is not None]
         assert any(e.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
                    for e in errors), f"fetch past the end gave {errors}, not OffsetOutOfRange"
     finally:

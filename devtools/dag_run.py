@@ -7,12 +7,14 @@ each task's duration as one JSON line. Used by tests that run intervals side by 
 
 ``--noop`` runs the pipeline's DAG with tasks that do nothing: what Airflow itself costs.
 """
+from __future__ import annotations
+
 import json
 import sys
 import time
 
 
-def main(pipeline_file, logical_date=None, noop=False):
+def main(pipeline_file: str, logical_date: str | None = None, noop: bool = False) -> int:
     started = time.monotonic()
     from datetime import datetime
 
@@ -36,10 +38,10 @@ def main(pipeline_file, logical_date=None, noop=False):
     return 0 if str(run.state) == "success" else 1
 
 
-def _nothing(*args, **kwargs):
+def _nothing(*args: object, **kwargs: object) -> None:
     return None
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--noop"]
-    sys.exit(main(*args, noop="--noop" in sys.argv[1:]))
+    path, *date = [a for a in sys.argv[1:] if a != "--noop"]
+    sys.exit(main(path, date[0] if date else None, noop="--noop" in sys.argv[1:]))

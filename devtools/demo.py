@@ -4,13 +4,22 @@ of the taxi_trips pipeline run through Airflow, and the result shown.
 
 Everything lives under .demo/ and output/; a second run reuses the data and gives the same
 result (each interval's partition is replaced, never appended to)."""
+from __future__ import annotations
+
 import json
 import os
 import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow.sdk import DAG
+
+    from devtools.services import KafkaBroker, KinesisLocal, SchemaRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / ".demo"
@@ -19,7 +28,7 @@ HOURS, PER_HOUR, PARTITIONS = 3, 2000, 6
 TOPIC = "taxi-trips"
 
 
-def connections(kafka, kinesis, registry_url):
+def connections(kafka: str, kinesis: str, registry_url: str) -> dict[str, dict[str, Any]]:
     """The connections the demo's pipelines name, as ``airflow connections import`` reads
     them. They are stored in the demo's metadata database, so every process with the demo's
     AIRFLOW_HOME (the demo, `make ui`, the streamslice command) resolves them alike."""
@@ -34,7 +43,7 @@ def connections(kafka, kinesis, registry_url):
                             "extra": {"region_name": "us-east-1", "endpoint_url": kinesis}}}
 
 
-def airflow_env(demo=DEMO, root=ROOT):
+def airflow_env(demo: Path = DEMO, root: Path = ROOT) -> dict[str, str]:
     """The demo's Airflow settings: what `make demo` runs with and what it writes to
     ``.demo/env`` for the streamslice command run from the checkout."""
     return {"AIRFLOW_HOME": str(demo / "airflow"),
@@ -44,7 +53,8 @@ def airflow_env(demo=DEMO, root=ROOT):
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"}
 
 
-def setup_airflow(conns, demo=DEMO, root=ROOT):
+def setup_airflow(conns: dict[str, dict[str, Any]], demo: Path = DEMO,
+                  root: Path = ROOT) -> None:
     """The demo's Airflow: its metadata database migrated, the demo's connections stored in
     it, and ``.demo/env`` written (the streamslice command reads it when AIRFLOW_HOME is
     unset, and a shell can source it for `airflow` commands)."""
@@ -66,7 +76,7 @@ def setup_airflow(conns, demo=DEMO, root=ROOT):
 SERVICES = "services.json"  # the ports the demo's services last used
 
 
-def service_ports(demo=DEMO):
+def service_ports(demo: Path = DEMO) -> dict[str, int]:
     """DEMO_KAFKA_PORT, DEMO_KINESIS_PORT, DEMO_REGISTRY_PORT if set; else the ports the last
     `make demo` used (its stored connections point there); else Kafka's 19092 and free ports."""
     from devtools.services import free_port
@@ -78,33 +88,35 @@ def service_ports(demo=DEMO):
     return ports
 
 
-def start_services(ports, demo=DEMO):
+def start_services(ports: dict[str, int], demo: Path = DEMO
+                   ) -> tuple[KafkaBroker, KinesisLocal, SchemaRegistry]:
     """The broker, the Kinesis server and the schema registry on the demo's ports."""
     from devtools.services import KafkaBroker, KinesisLocal, SchemaRegistry
     demo.mkdir(exist_ok=True)
     (demo / SERVICES).write_text(json.dumps(ports))
-    started = []
+    started: list[KafkaBroker | KinesisLocal | SchemaRegistry] = []
     try:
         step(f"Kafka-protocol broker on 127.0.0.1:{ports['kafka']} (noida-db, data in "
              ".demo/kafka)")
-        started.append(KafkaBroker(demo / "kafka", port=ports["kafka"]).start())
+        broker = KafkaBroker(demo / "kafka", port=ports["kafka"]).start()
+        started.append(broker)
         step(f"Kinesis-compatible server (kinesis-local, in memory) behind the EFO proxy on "
              f"127.0.0.1:{ports['kinesis']}")
-        started.append(KinesisLocal(proxy_port=ports["kinesis"],
-                                    log_file=demo / "kinesis.log").start())
+        kinesis = KinesisLocal(proxy_port=ports["kinesis"], log_file=demo / "kinesis.log").start()
+        started.append(kinesis)
         step(f"Confluent-compatible schema registry on 127.0.0.1:{ports['registry']} "
              "(devtools/schema_registry.py, schemas kept in .demo/schema-registry.json)")
-        started.append(SchemaRegistry(port=ports["registry"],
-                                      data=demo / "schema-registry.json",
-                                      log_file=demo / "schema-registry.log").start())
+        registry = SchemaRegistry(port=ports["registry"], data=demo / "schema-registry.json",
+                                  log_file=demo / "schema-registry.log").start()
+        started.append(registry)
     except BaseException:
         for service in reversed(started):
             service.stop()
         raise
-    return started
+    return broker, kinesis, registry
 
 
-def _env(spark_remote, demo=DEMO, root=ROOT):
+def _env(spark_remote: str, demo: Path = DEMO, root: Path = ROOT) -> None:
     os.environ.update({
         **airflow_env(demo, root),
         "SPARK_REMOTE": spark_remote,  # every pipeline reads on the demo's Connect server
@@ -119,11 +131,11 @@ def _env(spark_remote, demo=DEMO, root=ROOT):
     warnings.simplefilter("ignore")
 
 
-def step(text):
+def step(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-def main():
+def main() -> None:
     from devtools.services import SparkConnect
     from devtools.spark_cds import QUICK_JVM
     DEMO.mkdir(exist_ok=True)
@@ -163,7 +175,7 @@ def main():
         broker.stop()
 
 
-def serve():
+def serve() -> None:
     """`make services`: the demo's broker, Kinesis server (with an empty 'taxi-trips' stream:
     the server keeps streams in memory) and schema registry, on the ports its connections
     name, until Ctrl-C."""
@@ -182,7 +194,7 @@ def serve():
             service.stop()
 
 
-def produce_trips(bootstrap, per_hour=PER_HOUR):
+def produce_trips(bootstrap: str, per_hour: int = PER_HOUR) -> Counter[int]:
     """The taxi trips of the demo's hours in its topic (once: a second demo reuses them);
     returns how many belong to each hour."""
     from devtools.services import create_topic
@@ -198,7 +210,7 @@ def produce_trips(bootstrap, per_hour=PER_HOUR):
     return Counter((t.timestamp - START_MS) // 3_600_000 for t in data)
 
 
-def ensure_stream(client, shards=4):
+def ensure_stream(client: Any, shards: int = 4) -> None:  # a boto3 Kinesis client
     """The demo's Kinesis stream (empty when the server has just started: it keeps streams
     in memory)."""
     if TOPIC not in client.list_streams()["StreamNames"]:
@@ -206,7 +218,7 @@ def ensure_stream(client, shards=4):
         client.get_waiter("stream_exists").wait(StreamName=TOPIC, WaiterConfig={"Delay": 0.2})
 
 
-def _topic_has(bootstrap, n, topic=TOPIC):
+def _topic_has(bootstrap: str, n: int, topic: str = TOPIC) -> bool:
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-check"})
     try:
@@ -215,12 +227,12 @@ def _topic_has(bootstrap, n, topic=TOPIC):
             return False
         total = sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                     for p in meta.partitions)
-        return total == n
+        return bool(total == n)
     finally:
         c.close()
 
 
-def run_intervals(file="taxi_trips.yaml"):
+def run_intervals(file: str = "taxi_trips.yaml") -> None:
     from datetime import datetime, timedelta, timezone
 
     from streamslice.airflow.factory import build_dag
@@ -233,7 +245,7 @@ def run_intervals(file="taxi_trips.yaml"):
                           f"{end:%H:%M}) — plan → read (Spark Connect) → commit")
 
 
-def run_one(dag, end, title):
+def run_one(dag: DAG, end: datetime, title: str) -> None:
     """One DAG run through Airflow (dag.test) for the interval ending at ``end``."""
     step(title)
     started = time.time()
@@ -258,7 +270,8 @@ AVRO_V2 = {**AVRO_V1, "fields": [*AVRO_V1["fields"],
                                   "default": None}]}
 
 
-def produce_avro(bootstrap, registry, hour, schema):
+def produce_avro(bootstrap: str, registry: SchemaRegistry, hour: int,
+                 schema: dict[str, Any]) -> None:
     """One hour of trips written by confluent-kafka's AvroSerializer with ``schema``."""
     import random
     from datetime import datetime, timezone
@@ -274,19 +287,20 @@ def produce_avro(bootstrap, registry, hour, schema):
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for i in range(AVRO_PER_HOUR):
         ts = START_MS + hour * 3_600_000 + i * 3_600
-        trip = {"trip_id": f"avro-{hour}-{i:05d}", "pickup_zone": rng.choice(
+        trip_id = f"avro-{hour}-{i:05d}"
+        trip: dict[str, object] = {"trip_id": trip_id, "pickup_zone": rng.choice(
                     ["Midtown", "JFK Airport", "Harlem", "SoHo"]),
                 "passenger_count": rng.randint(1, 4),
                 "fare_amount": Decimal(rng.randint(500, 9000)) / 100,
                 "event_time": datetime.fromtimestamp(ts / 1000, tz=timezone.utc)}
         if "tip_amount" in [f["name"] for f in schema["fields"]]:
             trip["tip_amount"] = round(rng.uniform(0, 15), 2)
-        p.produce(AVRO_TOPIC, key=trip["trip_id"].encode(), value=ser(trip, ctx),
+        p.produce(AVRO_TOPIC, key=trip_id.encode(), value=ser(trip, ctx),
                   timestamp=ts)
     p.flush(60)
 
 
-def run_avro(bootstrap, registry):
+def run_avro(bootstrap: str, registry: SchemaRegistry) -> None:
     """Schema v1's hour, then v2's: each run reads as the subject's latest version at plan
     time, so hour 0 lands without tip_amount and hour 1 with it (a re-run reads both as v2)."""
     from datetime import datetime, timedelta, timezone
@@ -309,12 +323,12 @@ def run_avro(bootstrap, registry):
                           f"{end:%H:%M}) — Avro through the schema registry")
 
 
-def create_avro_topic(bootstrap):
+def create_avro_topic(bootstrap: str) -> None:
     from devtools.services import create_topic
     create_topic(bootstrap, AVRO_TOPIC, 2)
 
 
-def show_avro():
+def show_avro() -> None:
     """Both hours, read back by DuckDB: hour 0 as schema v1 wrote it, hour 1 with v2's field."""
     from devtools.duck import connect
     from streamslice.config import load_pipeline
@@ -334,7 +348,10 @@ def show_avro():
 KINESIS_WAVES, KINESIS_WAVE, KINESIS_WIDTH = 3, 1200, 10
 
 
-def run_kinesis(kinesis):
+KinesisCount = tuple[datetime, int, int, set[str]]  # interval start, records, dead letters, readers
+
+
+def run_kinesis(kinesis: KinesisLocal) -> list[KinesisCount]:
     """Kinesis intervals are by arrival time: produce one wave of trips early in each of three
     10-second intervals, then run the EFO pipeline for each interval through Airflow."""
     import shutil
@@ -342,7 +359,6 @@ def run_kinesis(kinesis):
 
     from devtools.taxi import trips
     from streamslice.airflow.factory import build_dag
-    from streamslice.commit.manifest import read_manifest
     from streamslice.config import load_pipeline
     cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_kinesis.yaml")
     shutil.rmtree(cfg.output.dataset(cfg.name), ignore_errors=True)  # a fresh stream each time
@@ -367,18 +383,26 @@ def run_kinesis(kinesis):
                           f", {end:%H:%M:%S}) — efo_register → plan → read (EFO) → commit → "
                           "efo_deregister")
         begin = (end - timedelta(seconds=w)).strftime("%Y%m%dT%H%M%SZ")
-        m = read_manifest(cfg.output.dataset(cfg.name), f"interval={begin}")
+        m = manifest(cfg.output.dataset(cfg.name), f"interval={begin}")
         counts.append((end - timedelta(seconds=w), m["records"], m["dead_letters"],
                        {s["reader"] for s in m["splits"]}))
     return counts
 
 
-def show(expected, kinesis_counts):
+def manifest(dataset: str, partition: str) -> dict[str, Any]:
+    """The commit's manifest of ``partition``: the demo stops if a run it made left none."""
+    from streamslice.commit.manifest import read_manifest
+    m = read_manifest(dataset, partition)
+    if m is None:
+        sys.exit(f"demo run left no manifest in {dataset}/{partition}")
+    return m
+
+
+def show(expected: Counter[int], kinesis_counts: list[KinesisCount]) -> None:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     from streamslice.airflow.store import OfflineCheckpointStore
-    from streamslice.commit.manifest import read_manifest
     from streamslice.config import load_pipeline
     cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips.yaml")
     dataset = cfg.output.dataset(cfg.name)
@@ -388,7 +412,7 @@ def show(expected, kinesis_counts):
     total = 0
     for hour in range(HOURS):
         part = f"interval=20240501T{hour:02d}0000Z"
-        m = read_manifest(dataset, part)
+        m = manifest(dataset, part)
         t = ds.dataset(f"{dataset}/{part}", format="parquet").to_table()
         ok = "ok" if m["records"] == expected[hour] == t.num_rows else "MISMATCH"
         total += t.num_rows
@@ -397,6 +421,8 @@ def show(expected, kinesis_counts):
               f"{pc.sum(t['passenger_count']).as_py():>12}"
               f"{pc.mean(t['fare_amount']).as_py():>10.2f}  {ok}")
     cp = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    if cp is None:
+        sys.exit(f"the demo's runs left no checkpoint for {cfg.name}")
     print(f"   total {total} records, each exactly once; checkpoint (asset state): "
           f"interval_end={cp.interval_end}, {len(cp.positions)} partitions")
     step("Kinesis result (by arrival time, read over Enhanced Fan-Out)")
@@ -408,7 +434,7 @@ def show(expected, kinesis_counts):
     print("\n   Explore: .venv/bin/streamslice --help")
 
 
-def show_iceberg(expected):
+def show_iceberg(expected: Counter[int]) -> None:
     """The Iceberg table, read by DuckDB (its iceberg extension, from PyPI)."""
     from pyiceberg.catalog import load_catalog
 
@@ -416,6 +442,7 @@ def show_iceberg(expected):
     from streamslice.config import load_pipeline
     cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips_iceberg.yaml")
     target = cfg.output.target(cfg.name)
+    assert target.table, "an iceberg output always names its table"
     table = load_catalog("streamslice", **target.catalog).load_table(target.table)
     step(f"Iceberg table {target.table}: {len(table.snapshots())} snapshots; DuckDB reads it")
     query = (f"SELECT streamslice_partition, count(*) AS records, "

@@ -24,23 +24,28 @@ show that a reader resubscribes.
 Test and demo tooling (and the docker-compose emulator); listens on 127.0.0.1 by default.
     python -m devtools.kinesis_proxy --listen-port 4579 --upstream-port 4568
 """
+from __future__ import annotations
+
 import argparse
 import asyncio
 import json
 import logging
 import struct
 import zlib
+from dataclasses import dataclass, field
+
+Chunk = tuple[bytes, bytes]  # a chunk's raw bytes with framing, and its payload
 
 log = logging.getLogger("kinesis-proxy")
 MAX_HEAD = 64 * 1024
 
 
-def _header(name, value):
+def _header(name: str, value: str) -> bytes:
     n, v = name.encode(), value.encode()
     return struct.pack("!B", len(n)) + n + b"\x07" + struct.pack("!H", len(v)) + v
 
 
-def frame(headers, payload):
+def frame(headers: list[tuple[str, str]], payload: bytes) -> bytes:
     """One event-stream message: prelude (lengths + CRC), headers, payload, message CRC."""
     hb = b"".join(_header(k, v) for k, v in headers)
     prelude = struct.pack("!II", 12 + len(hb) + len(payload) + 4, len(hb))
@@ -52,14 +57,15 @@ INITIAL_RESPONSE = frame([(":event-type", "initial-response"), (":message-type",
                           (":content-type", "application/x-amz-json-1.1")], b"{}")
 
 
-def first_frame(buf):
+def first_frame(buf: bytes) -> tuple[dict[str, str | bytes], bytes] | None:
     """(headers, payload) of the first complete frame in ``buf``, or None."""
     if len(buf) < 12:
         return None
     total, hlen = struct.unpack_from("!II", buf, 0)
     if len(buf) < total:
         return None
-    headers, p, end = {}, 12, 12 + hlen
+    headers: dict[str, str | bytes] = {}
+    p, end = 12, 12 + hlen
     while p < end:
         nl = buf[p]
         name = buf[p + 1:p + 1 + nl].decode()
@@ -75,7 +81,7 @@ def first_frame(buf):
     return headers, buf[end:total - 4]
 
 
-def parse_head(raw):
+def parse_head(raw: bytes) -> tuple[str, dict[str, str]]:
     lines = raw.decode("latin-1").split("\r\n")
     headers = {}
     for line in lines[1:]:
@@ -85,7 +91,7 @@ def parse_head(raw):
     return lines[0], headers
 
 
-async def read_head(reader):
+async def read_head(reader: asyncio.StreamReader) -> bytes | None:
     try:
         return await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as exc:
@@ -94,7 +100,7 @@ async def read_head(reader):
         return None  # clean end between messages
 
 
-async def read_chunk(reader):
+async def read_chunk(reader: asyncio.StreamReader) -> Chunk:
     """One chunk: (raw bytes with framing, payload); payload is b'' for the last chunk."""
     size_line = await reader.readuntil(b"\r\n")
     size = int(size_line.split(b";")[0].strip(), 16)
@@ -109,7 +115,9 @@ async def read_chunk(reader):
     return size_line + data, data[:-2]
 
 
-async def relay_body(reader, writer, headers, status=None, method="POST"):
+async def relay_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     headers: dict[str, str], status: int | None = None,
+                     method: str = "POST") -> bool:
     """Relay one body; False when it was close-delimited (the connection must end)."""
     if method == "HEAD" or (status is not None and (status < 200 or status in (204, 304))):
         return True
@@ -138,8 +146,8 @@ async def relay_body(reader, writer, headers, status=None, method="POST"):
     return False
 
 
-def as_http_error(headers, payload):
-    kind = headers.get(":exception-type", "InternalFailure")
+def as_http_error(headers: dict[str, str | bytes], payload: bytes) -> bytes:
+    kind = str(headers.get(":exception-type", "InternalFailure"))
     try:
         message = json.loads(payload).get("message", "")
     except ValueError:
@@ -150,14 +158,17 @@ def as_http_error(headers, payload):
             f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n").encode() + body
 
 
-async def watch_client(client_reader, client_writer, upstream_writer):
+async def watch_client(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter,
+                       upstream_writer: asyncio.StreamWriter) -> None:
     """A subscriber that hangs up must release the server's per-(consumer, shard) lease now."""
     while not (client_reader.at_eof() or client_writer.transport.is_closing()):
         await asyncio.sleep(0.05)
     upstream_writer.transport.abort()
 
 
-async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek, drops):
+async def relay_subscription(up_r: asyncio.StreamReader, up_w: asyncio.StreamWriter,
+                             cl_r: asyncio.StreamReader, cl_w: asyncio.StreamWriter,
+                             head: bytes, peek: float, drops: dict[str, int]) -> bool:
     watcher = asyncio.ensure_future(watch_client(cl_r, cl_w, up_w))
     try:
         task = asyncio.ensure_future(read_chunk(up_r))  # never cancel a half-read chunk
@@ -191,24 +202,34 @@ async def relay_subscription(up_r, up_w, cl_r, cl_w, head, peek, drops):
         watcher.cancel()
 
 
+@dataclass
+class Sessions:
+    """What the refusals keep across connections: ``--session-lifetime`` and when each
+    access key was first seen; ``--throttle``'s calls still to refuse, per operation."""
+
+    lifetime: float = 0.0
+    seen: dict[str, float] = field(default_factory=dict)
+    throttle: dict[str, int] = field(default_factory=dict)
+
+
 EXPIRED = json.dumps({"__type": "ExpiredTokenException",
                       "message": "The security token included in the request is expired"})
 
 
-def expired(req_h, sessions):
-    """Whether the request's temporary credentials are past ``sessions['lifetime']``."""
+def expired(req_h: dict[str, str], sessions: Sessions) -> bool:
+    """Whether the request's temporary credentials are past ``sessions.lifetime``."""
     import time
-    if not sessions.get("lifetime") or "x-amz-security-token" not in req_h:
+    if not sessions.lifetime or "x-amz-security-token" not in req_h:
         return False
     key = req_h.get("authorization", "").partition("Credential=")[2].split("/", 1)[0]
-    first = sessions["seen"].setdefault(key, time.monotonic())
-    return time.monotonic() - first > sessions["lifetime"]
+    first = sessions.seen.setdefault(key, time.monotonic())
+    return time.monotonic() - first > sessions.lifetime
 
 
-def throttled(req_h, sessions):
+def throttled(req_h: dict[str, str], sessions: Sessions) -> str | None:
     """A LimitExceededException for the operation's first N calls (``--throttle``)."""
     operation = req_h.get("x-amz-target", "").rpartition(".")[2]
-    left = sessions.get("throttle", {})
+    left = sessions.throttle
     if left.get(operation, 0) <= 0:
         return None
     left[operation] -= 1
@@ -216,9 +237,12 @@ def throttled(req_h, sessions):
                        "message": f"Rate exceeded for {operation}"})
 
 
-async def handle(cl_r, cl_w, upstream, peek, drops, sessions=None):  # noqa: C901 - one HTTP exchange's steps in order; split, the relay reads worse
-    up_r = up_w = None
-    sessions = sessions if sessions is not None else {}
+async def handle(  # noqa: C901 - one HTTP exchange's steps in order; split, the relay reads worse
+        cl_r: asyncio.StreamReader, cl_w: asyncio.StreamWriter, upstream: tuple[str, int],
+        peek: float, drops: dict[str, int], sessions: Sessions | None = None) -> None:
+    up_r: asyncio.StreamReader | None = None
+    up_w: asyncio.StreamWriter | None = None
+    sessions = sessions if sessions is not None else Sessions()
     try:
         while True:
             request = await read_head(cl_r)
@@ -236,6 +260,7 @@ async def handle(cl_r, cl_w, upstream, peek, drops, sessions=None):  # noqa: C90
                 continue
             if up_w is None:
                 up_r, up_w = await asyncio.open_connection(*upstream, limit=MAX_HEAD)
+            assert up_r is not None
             up_w.write(request)
             await relay_body(cl_r, up_w, req_h, None, method)
             while True:  # pass interim 1xx responses through
@@ -269,11 +294,12 @@ async def handle(cl_r, cl_w, upstream, peek, drops, sessions=None):  # noqa: C90
                 writer.close()
 
 
-async def serve(listen_port, upstream_port, peek=0.25, listen_host="127.0.0.1",
-                upstream_host="127.0.0.1", drop_subscriptions=0, session_lifetime=0.0,
-                throttle=None):
+async def serve(listen_port: int, upstream_port: int, peek: float = 0.25,
+                listen_host: str = "127.0.0.1", upstream_host: str = "127.0.0.1",
+                drop_subscriptions: int = 0, session_lifetime: float = 0.0,
+                throttle: dict[str, int] | None = None) -> None:
     drops = {"left": drop_subscriptions}
-    sessions = {"lifetime": session_lifetime, "seen": {}, "throttle": dict(throttle or {})}
+    sessions = Sessions(session_lifetime, throttle=dict(throttle or {}))
     server = await asyncio.start_server(
         lambda r, w: handle(r, w, (upstream_host, upstream_port), peek, drops, sessions),
         listen_host, listen_port, limit=MAX_HEAD)
@@ -281,7 +307,7 @@ async def serve(listen_port, upstream_port, peek=0.25, listen_host="127.0.0.1",
         await server.serve_forever()
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--listen-port", type=int, required=True)
     ap.add_argument("--upstream-port", type=int, required=True)

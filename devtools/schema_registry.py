@@ -17,6 +17,8 @@ returns); it checks no compatibility. Test and demo tooling; listens on 127.0.0.
 
     python -m devtools.schema_registry --port 8081
 """
+from __future__ import annotations
+
 import argparse
 import base64
 import json
@@ -25,39 +27,44 @@ import ssl
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 TYPES = ["AVRO", "JSON", "PROTOBUF"]
+Body = Any  # a request's JSON, as the client sent it: each route checks what it reads
+Route = Callable[..., object]  # (store, query, body, *the path's groups) -> the answer's JSON
 
 
 class Store:
-    def __init__(self, path=None):
+    def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else None
         self.lock = threading.Lock()
-        self.schemas = []  # index = id - 1: {"schema", "schemaType", "references", "guid"}
-        self.subjects = {}  # subject -> [id of version 1, 2, …]
+        # index = id - 1: {"schema", "schemaType", "references", "guid"}
+        self.schemas: list[dict[str, Any]] = []
+        self.subjects: dict[str, list[int]] = {}  # subject -> [id of version 1, 2, …]
         self.config = {"compatibilityLevel": "BACKWARD"}
-        self.faults = {"delay_s": 0.0, "status": 0}
+        self.faults: dict[str, float] = {"delay_s": 0.0, "status": 0}
         if self.path and self.path.exists():
             data = json.loads(self.path.read_text())
             self.schemas, self.subjects = data["schemas"], data["subjects"]
 
-    def save(self):
+    def save(self) -> None:
         if self.path:
             tmp = self.path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"schemas": self.schemas, "subjects": self.subjects}))
             tmp.replace(self.path)
 
-    def find(self, body):
+    def find(self, body: Body) -> int | None:
         want = (body["schema"], body.get("schemaType", "AVRO"), body.get("references") or [])
         for i, s in enumerate(self.schemas):
             if (s["schema"], s["schemaType"], s["references"]) == want:
                 return i + 1
         return None
 
-    def register(self, subject, body):
+    def register(self, subject: str, body: Body) -> int:
         with self.lock:
             sid = self.find(body)
             if sid is None:
@@ -72,9 +79,10 @@ class Store:
             self.save()
             return sid
 
-    def view(self, sid, subject=None, version=None):
+    def view(self, sid: int, subject: str | None = None,
+             version: int | None = None) -> dict[str, Any]:
         s = self.schemas[sid - 1]
-        out = {"id": sid, "guid": s["guid"], "schema": s["schema"]}
+        out: dict[str, Any] = {"id": sid, "guid": s["guid"], "schema": s["schema"]}
         if s["schemaType"] != "AVRO":
             out["schemaType"] = s["schemaType"]
         if s["references"]:
@@ -85,35 +93,35 @@ class Store:
 
 
 class Fail(Exception):
-    def __init__(self, status, code, message):
+    def __init__(self, status: int, code: int, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
 
 
-ROUTES = []
+ROUTES: list[tuple[str, re.Pattern[str], Route]] = []
 
 
-def route(method, pattern):
-    def add(fn):
+def route(method: str, pattern: str) -> Callable[[Route], Route]:
+    def add(fn: Route) -> Route:
         ROUTES.append((method, re.compile(pattern + "$"), fn))
         return fn
     return add
 
 
-def _subject(store, name):
+def _subject(store: Store, name: str) -> list[int]:
     if name not in store.subjects or not store.subjects[name]:
         raise Fail(404, 40401, f"Subject '{name}' not found.")
     return store.subjects[name]
 
 
 @route("GET", r"/schemas/types")
-def _types(store, q, body):
+def _types(store: Store, q: dict[str, str], body: Body) -> list[str]:
     return TYPES
 
 
 @route("GET", r"/schemas/ids/(\d+)")
-def _by_id(store, q, body, sid):
-    sid = int(sid)
+def _by_id(store: Store, q: dict[str, str], body: Body, given: str) -> dict[str, Any]:
+    sid = int(given)
     if not 1 <= sid <= len(store.schemas):
         raise Fail(404, 40403, f"Schema {sid} not found")
     out = store.view(sid)
@@ -122,7 +130,7 @@ def _by_id(store, q, body, sid):
 
 
 @route("GET", r"/schemas/guids/([0-9a-fA-F-]+)")
-def _by_guid(store, q, body, guid):
+def _by_guid(store: Store, q: dict[str, str], body: Body, guid: str) -> dict[str, Any]:
     for i, s in enumerate(store.schemas):
         if s["guid"] == guid.lower():
             return store.view(i + 1)
@@ -130,22 +138,23 @@ def _by_guid(store, q, body, guid):
 
 
 @route("GET", r"/schemas/ids/(\d+)/subjects")
-def _subjects_of(store, q, body, sid):
+def _subjects_of(store: Store, q: dict[str, str], body: Body, sid: str) -> list[str]:
     return [s for s, ids in store.subjects.items() if int(sid) in ids]
 
 
 @route("GET", r"/subjects")
-def _subjects(store, q, body):
+def _subjects(store: Store, q: dict[str, str], body: Body) -> list[str]:
     return sorted(s for s, ids in store.subjects.items() if ids)
 
 
 @route("GET", r"/subjects/([^/]+)/versions")
-def _versions(store, q, body, subject):
+def _versions(store: Store, q: dict[str, str], body: Body, subject: str) -> list[int]:
     return list(range(1, len(_subject(store, subject)) + 1))
 
 
 @route("GET", r"/subjects/([^/]+)/versions/([^/]+)")
-def _version(store, q, body, subject, version):
+def _version(store: Store, q: dict[str, str], body: Body, subject: str,
+             version: str) -> dict[str, Any]:
     ids = _subject(store, subject)
     if version in ("latest", "-1"):
         n = len(ids)
@@ -159,7 +168,7 @@ def _version(store, q, body, subject, version):
 
 
 @route("POST", r"/subjects/([^/]+)/versions")
-def _register(store, q, body, subject):
+def _register(store: Store, q: dict[str, str], body: Body, subject: str) -> dict[str, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
         raise Fail(422, 42201, "Invalid schema")
     if body.get("schemaType", "AVRO") not in TYPES:
@@ -169,7 +178,7 @@ def _register(store, q, body, subject):
 
 
 @route("POST", r"/subjects/([^/]+)")
-def _lookup(store, q, body, subject):
+def _lookup(store: Store, q: dict[str, str], body: Body, subject: str) -> dict[str, Any]:
     ids = _subject(store, subject)
     sid = store.find(body)
     if sid is None or sid not in ids:
@@ -178,7 +187,7 @@ def _lookup(store, q, body, subject):
 
 
 @route("DELETE", r"/subjects/([^/]+)")
-def _delete(store, q, body, subject):
+def _delete(store: Store, q: dict[str, str], body: Body, subject: str) -> list[int]:
     ids = _subject(store, subject)
     with store.lock:
         store.subjects[subject] = []
@@ -187,30 +196,32 @@ def _delete(store, q, body, subject):
 
 
 @route("GET", r"/config(?:/([^/]+))?")
-def _get_config(store, q, body, subject=None):
+def _get_config(store: Store, q: dict[str, str], body: Body,
+                subject: str | None = None) -> dict[str, str]:
     return store.config
 
 
 @route("PUT", r"/config(?:/([^/]+))?")
-def _put_config(store, q, body, subject=None):
+def _put_config(store: Store, q: dict[str, str], body: Body,
+                subject: str | None = None) -> dict[str, str | None]:
     level = (body or {}).get("compatibility") or (body or {}).get("compatibilityLevel")
     return {"compatibility": level}
 
 
 @route("PUT", r"/_devtools/faults")
-def _faults(store, q, body):
+def _faults(store: Store, q: dict[str, str], body: Body) -> dict[str, float]:
     store.faults = {"delay_s": float(body.get("delay_s", 0)), "status": int(body.get("status", 0))}
     return store.faults
 
 
-def handler(store, user):  # noqa: C901 - a flat dispatch over the registry API's routes
+def handler(store: Store, user: str | None) -> type[BaseHTTPRequestHandler]:  # noqa: C901 - a flat dispatch over the registry API's routes
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args):
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _answer(self, status, payload):
+        def _answer(self, status: int, payload: object) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
@@ -218,7 +229,7 @@ def handler(store, user):  # noqa: C901 - a flat dispatch over the registry API'
             self.end_headers()
             self.wfile.write(data)
 
-        def _handle(self, method):
+        def _handle(self, method: str) -> None:
             parts = urlsplit(self.path)
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -229,7 +240,7 @@ def handler(store, user):  # noqa: C901 - a flat dispatch over the registry API'
                 if not control and store.faults["delay_s"]:
                     time.sleep(store.faults["delay_s"])
                 if not control and store.faults["status"]:
-                    raise Fail(store.faults["status"], 50001, "injected failure")
+                    raise Fail(int(store.faults["status"]), 50001, "injected failure")
                 body = json.loads(raw) if raw else None
                 q = {k: v[-1] for k, v in parse_qs(parts.query).items()}
                 for m, pattern, fn in ROUTES:
@@ -243,7 +254,7 @@ def handler(store, user):  # noqa: C901 - a flat dispatch over the registry API'
             except (ValueError, KeyError, TypeError) as exc:
                 return self._answer(422, {"error_code": 42201, "message": str(exc)})
 
-        def _auth(self):
+        def _auth(self) -> str | None:
             value = self.headers.get("Authorization", "")
             if not value.startswith("Basic "):
                 return None
@@ -252,22 +263,23 @@ def handler(store, user):  # noqa: C901 - a flat dispatch over the registry API'
             except ValueError:
                 return None
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             self._handle("GET")
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             self._handle("POST")
 
-        def do_PUT(self):
+        def do_PUT(self) -> None:
             self._handle("PUT")
 
-        def do_DELETE(self):
+        def do_DELETE(self) -> None:
             self._handle("DELETE")
 
     return Handler
 
 
-def serve(port, host="127.0.0.1", user=None, cert=None, key=None, data=None):
+def serve(port: int, host: str = "127.0.0.1", user: str | None = None, cert: str | None = None,
+          key: str | None = None, data: str | None = None) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer((host, port), handler(Store(data), user))
     server.daemon_threads = True
     if cert:
@@ -277,7 +289,7 @@ def serve(port, host="127.0.0.1", user=None, cert=None, key=None, data=None):
     return server
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--host", default="127.0.0.1")

@@ -1,4 +1,6 @@
 """Local services for the demo and the tests, started and stopped by the project itself."""
+from __future__ import annotations
+
 import os
 import shutil
 import socket
@@ -6,15 +8,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+StrPath = str | os.PathLike[str]
 
 
-def free_port():
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def wait_for_port(port, host="127.0.0.1", timeout=30.0, what="service"):
+def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 30.0,
+                  what: str = "service") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -25,7 +34,7 @@ def wait_for_port(port, host="127.0.0.1", timeout=30.0, what="service"):
     raise RuntimeError(f"{what} did not open {host}:{port} within {timeout:.0f}s")
 
 
-def _venv_bin(name):
+def _venv_bin(name: str) -> str:
     local = Path(sys.executable).parent / name
     return str(local) if local.exists() else (shutil.which(name) or name)
 
@@ -33,38 +42,40 @@ def _venv_bin(name):
 class KafkaBroker:
     """A Kafka-protocol broker from the ``noida-db`` package, one per data directory."""
 
-    def __init__(self, data_dir, port=None, host="127.0.0.1"):
+    def __init__(self, data_dir: StrPath, port: int | None = None,
+                 host: str = "127.0.0.1") -> None:
         self.data_dir, self.host = str(data_dir), host
         self.port = port or free_port()
 
     @property
-    def bootstrap(self):
+    def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def _run(self, *args, check=True):
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [_venv_bin("noida-db"), *args, "--data-dir", self.data_dir]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if check and out.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed: {out.stdout}{out.stderr}")
         return out
 
-    def start(self):
+    def start(self) -> Self:
         os.makedirs(self.data_dir, exist_ok=True)
         self._run("up", "--only", "kafka", "--host", self.host, "--kafka-port", str(self.port))
         wait_for_port(self.port, self.host, what="Kafka broker (noida-db)")
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self._run("down", check=False)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def create_topic(bootstrap, topic, partitions, config=None):
+def create_topic(bootstrap: str, topic: str, partitions: int,
+                 config: Mapping[str, str] | None = None) -> None:
     """Create a topic (``retention.ms=-1`` by default, so old test timestamps are kept)."""
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -84,7 +95,7 @@ def create_topic(bootstrap, topic, partitions, config=None):
 TOOLS = Path(__file__).resolve().parents[1] / ".tools" / "node"
 
 
-def install_node_tools():
+def install_node_tools() -> Path:
     """Install the pinned Node packages (devtools/node) into .tools/node, once."""
     target = TOOLS / "node_modules" / "kinesis-local" / "main.js"
     if target.exists():
@@ -104,17 +115,19 @@ class KinesisLocal:
     The server binds its ports on all interfaces (it cannot be told otherwise); everything
     here talks to it on 127.0.0.1 only, through the proxy's port."""
 
-    def __init__(self, port=None, proxy_port=None, log_file=None):
+    def __init__(self, port: int | None = None, proxy_port: int | None = None,
+                 log_file: StrPath | None = None) -> None:
         self.port, self.tls_port = port or free_port(), free_port()
         self.proxy_port = proxy_port or free_port()
         self.log_file = log_file
-        self._server = self._proxy = None
+        self._server: subprocess.Popen[bytes] | None = None
+        self._proxy: subprocess.Popen[bytes] | None = None
 
     @property
-    def endpoint(self):
+    def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.proxy_port}"
 
-    def start(self):
+    def start(self) -> Self:
         pkg = install_node_tools()
         env = dict(os.environ, KINESIS_MOCK_PLAIN_PORT=str(self.port),
                    KINESIS_MOCK_TLS_PORT=str(self.tls_port),
@@ -135,7 +148,7 @@ class KinesisLocal:
         wait_for_port(self.proxy_port, what="Kinesis proxy")
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         for proc in (self._proxy, self._server):
             if proc and proc.poll() is None:
                 proc.terminate()
@@ -144,15 +157,15 @@ class KinesisLocal:
                 except subprocess.TimeoutExpired:
                     proc.kill()
 
-    def client(self):
+    def client(self) -> Any:  # a boto3 client
         import boto3
         return boto3.client("kinesis", endpoint_url=self.endpoint, region_name="us-east-1",
                             aws_access_key_id="test", aws_secret_access_key="test")
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -160,16 +173,18 @@ class SchemaRegistry:
     """The local Confluent Schema Registry (``devtools.schema_registry``) in a process of its
     own on loopback; ``user`` ("name:password") requires basic auth, ``cert``/``key`` TLS."""
 
-    def __init__(self, port=None, user=None, cert=None, key=None, data=None, log_file=None):
+    def __init__(self, port: int | None = None, user: str | None = None,
+                 cert: StrPath | None = None, key: StrPath | None = None,
+                 data: StrPath | None = None, log_file: StrPath | None = None) -> None:
         self.port, self.user, self.cert, self.key = port or free_port(), user, cert, key
         self.data, self.log_file = data, log_file
-        self._proc = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def url(self):
+    def url(self) -> str:
         return f"{'https' if self.cert else 'http'}://127.0.0.1:{self.port}"
 
-    def start(self):
+    def start(self) -> Self:
         cmd = [sys.executable, "-m", "devtools.schema_registry", "--port", str(self.port)]
         for flag, value in (("--user", self.user), ("--cert", self.cert), ("--key", self.key),
                             ("--data", self.data)):
@@ -181,7 +196,7 @@ class SchemaRegistry:
         wait_for_port(self.port, what="schema registry")
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         if self._proc and self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -189,7 +204,7 @@ class SchemaRegistry:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
 
-    def faults(self, delay_s=0.0, status=0):
+    def faults(self, delay_s: float = 0.0, status: int = 0) -> dict[str, Any]:
         """Make every request slow (``delay_s``) or fail (``status``, e.g. 503)."""
         import json
         import ssl
@@ -201,27 +216,27 @@ class SchemaRegistry:
         with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
             return json.load(r)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
 class SparkStandalone:
     """A Spark standalone master and one worker from the pyspark install, on loopback."""
 
-    def __init__(self, work_dir, cores=2, memory="2g"):
+    def __init__(self, work_dir: StrPath, cores: int = 2, memory: str = "2g") -> None:
         self.work_dir = Path(work_dir)
         self.port, self.ui_port, self.worker_ui = free_port(), free_port(), free_port()
         self.cores, self.memory = cores, memory
-        self._procs = []
+        self._procs: list[subprocess.Popen[bytes]] = []
 
     @property
-    def master(self):
+    def master(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
 
-    def start(self):
+    def start(self) -> Self:
         import json
         import urllib.request
 
@@ -253,7 +268,7 @@ class SparkStandalone:
             time.sleep(0.5)
         raise RuntimeError("the Spark worker did not register with the master")
 
-    def stop(self):
+    def stop(self) -> None:
         for proc in reversed(self._procs):
             proc.terminate()
             try:
@@ -267,16 +282,17 @@ class SparkConnect:
     ``sbin/start-connect-server.sh`` does), on loopback, running ``local[*]`` by default.
     ``conf`` takes Spark properties (e.g. the quick JVM flags the tests use)."""
 
-    def __init__(self, work_dir, port=None, master="local[*]", conf=None):
+    def __init__(self, work_dir: StrPath, port: int | None = None, master: str = "local[*]",
+                 conf: Mapping[str, str] | None = None) -> None:
         self.work_dir = Path(work_dir)
         self.port, self.master, self.conf = port or free_port(), master, dict(conf or {})
-        self._proc = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def remote(self):
+    def remote(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
-    def start(self):
+    def start(self) -> Self:
         import pyspark
         home = Path(pyspark.__file__).parent
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -298,7 +314,7 @@ class SparkConnect:
         wait_for_port(self.port, what="Spark Connect server", timeout=120)
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         """The server and the Python workers it started (they share its process group)."""
         import signal
         if self._proc is None:
@@ -314,10 +330,10 @@ class SparkConnect:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -328,16 +344,16 @@ class Postgres:
 
     USER = PASSWORD = "streamslice"
 
-    def __init__(self, database="streamslice_test"):
+    def __init__(self, database: str = "streamslice_test") -> None:
         self.database = database
         self.port = 5432
 
     @property
-    def url(self):
+    def url(self) -> str:
         return (f"postgresql+psycopg2://{self.USER}:{self.PASSWORD}@127.0.0.1:{self.port}/"
                 f"{self.database}")
 
-    def start(self):
+    def start(self) -> Self:
         listed = subprocess.run(["pg_lsclusters", "--no-header"], capture_output=True,
                                 text=True, check=True).stdout.split()
         if len(listed) < 4:
@@ -354,13 +370,13 @@ class Postgres:
             self._sql(f"CREATE DATABASE {self.database} OWNER {self.USER}")
         return self
 
-    def recreate(self):
+    def recreate(self) -> Self:
         """The database dropped (its sessions closed) and created again, empty."""
         self._sql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
         self._sql(f"CREATE DATABASE {self.database} OWNER {self.USER}")
         return self
 
-    def _sql(self, statement):
+    def _sql(self, statement: str) -> str:
         out = subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", str(self.port),
                               "-tAc", statement], capture_output=True, text=True, cwd="/")
         if out.returncode != 0:
@@ -371,27 +387,27 @@ class Postgres:
 class MotoServer:
     """moto's AWS server (SNS, SQS…) on loopback, for notifier tests."""
 
-    def __init__(self, port=None):
+    def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
-        self._proc = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def endpoint(self):
+    def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self):
+    def start(self) -> Self:
         self._proc = subprocess.Popen([_venv_bin("moto_server"), "-H", "127.0.0.1", "-p",
                                        str(self.port)], stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
         wait_for_port(self.port, what="moto_server")
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         if self._proc and self._proc.poll() is None:
             self._proc.terminate()
             self._proc.wait(10)
 
-    def client(self, service):
+    def client(self, service: str) -> Any:  # a boto3 client
         import boto3
         return boto3.client(service, endpoint_url=self.endpoint, region_name="us-east-1",
                             aws_access_key_id="test", aws_secret_access_key="test")
@@ -400,7 +416,7 @@ class MotoServer:
 class EmrServerlessLocal(MotoServer):
     """moto's server whose EMR Serverless job runs run here (``devtools.emr_serverless``)."""
 
-    def start(self):
+    def start(self) -> Self:
         self._proc = subprocess.Popen([sys.executable, "-m", "devtools.emr_serverless",
                                        "--port", str(self.port)],
                                       cwd=str(Path(__file__).resolve().parents[1]),
@@ -418,7 +434,8 @@ class AirflowServices:
                   ("scheduler", "--skip-serve-logs"), ("dag-processor",),
                   ("triggerer", "--skip-serve-logs"))
 
-    def __init__(self, home, dags_folder, env=None, port=None):
+    def __init__(self, home: StrPath, dags_folder: StrPath,
+                 env: Mapping[str, str] | None = None, port: int | None = None) -> None:
         self.home, self.dags_folder = Path(home), Path(dags_folder)
         self.port = port or free_port()
         self.env = dict(os.environ)
@@ -435,13 +452,14 @@ class AirflowServices:
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"})
         self.env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
         self.env.update(env or {})
-        self._procs = []
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._names: dict[subprocess.Popen[bytes], str] = {}  # each process's component
 
     @property
-    def url(self):
+    def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def airflow(self, *args, check=True):
+    def airflow(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         for attempt in range(5):
             out = subprocess.run([_venv_bin("airflow"), *args], env=self.env,
                                  capture_output=True, text=True, timeout=300)
@@ -452,7 +470,7 @@ class AirflowServices:
             raise RuntimeError(f"airflow {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
         return out
 
-    def start(self):
+    def start(self) -> Self:
         self.home.mkdir(parents=True, exist_ok=True)
         self.airflow("db", "migrate")
         for name, *_ in self.COMPONENTS:
@@ -460,29 +478,31 @@ class AirflowServices:
         self.wait_healthy()
         return self
 
-    def _start(self, name):
+    def _start(self, name: str) -> None:
         args = next(args for n, *args in self.COMPONENTS if n == name)
         log = open(self.home / f"{name}.log", "ab")
         cmd = [_venv_bin("airflow"), name, *(a.format(port=self.port) for a in args)]
         proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-        proc.component = name
+        self._names[proc] = name
         self._procs.append(proc)
 
-    def stop_component(self, name):
+    def stop_component(self, name: str) -> None:
         """Stops one component (``scheduler``: as when its host goes down) and leaves the
         others running; ``start_component`` brings it back."""
-        for proc in [p for p in self._procs if p.component == name]:
+        for proc in [p for p in self._procs if self._names[p] == name]:
             self._stop(proc)
             self._procs.remove(proc)
+            del self._names[proc]
 
-    def start_component(self, name):
+    def start_component(self, name: str) -> None:
         """Starts a component ``stop_component`` stopped, and waits until Airflow's health
         check counts it healthy again."""
         self._start(name)
         self.wait_healthy()
 
-    def api(self, method, path, body=None, timeout=30):
+    def api(self, method: str, path: str, body: object = None, timeout: float = 30) -> Any:
+        """The JSON Airflow's REST API answers (``None`` for an empty body)."""
         import json
         import urllib.error
         import urllib.request
@@ -500,12 +520,12 @@ class AirflowServices:
                 exc.msg += "\n" + self.log_tail("api-server")
             raise
 
-    def log_tail(self, name, lines=60):
+    def log_tail(self, name: str, lines: int = 60) -> str:
         path = self.home / f"{name}.log"
         text = path.read_text(errors="replace") if path.exists() else ""
         return f"--- last lines of {name}.log ---\n" + "\n".join(text.splitlines()[-lines:])
 
-    def wait_healthy(self, timeout=120):
+    def wait_healthy(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -518,7 +538,7 @@ class AirflowServices:
             time.sleep(1)
         raise RuntimeError(f"Airflow did not become healthy in {timeout}s (logs: {self.home})")
 
-    def wait_for_dag(self, dag_id, timeout=120):
+    def wait_for_dag(self, dag_id: str, timeout: float = 120) -> dict[str, Any]:
         import urllib.error
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -528,7 +548,7 @@ class AirflowServices:
                 time.sleep(1)
         raise RuntimeError(f"DAG {dag_id} was not parsed within {timeout}s")
 
-    def stop(self):
+    def stop(self) -> None:
         # The main process of each component, never the whole group: the LocalExecutor's
         # workers must outlive the scheduler's shutdown or it waits for them forever.
         for proc in reversed(self._procs):
@@ -538,7 +558,7 @@ class AirflowServices:
             self._stop(proc)
 
     @staticmethod
-    def _stop(proc):
+    def _stop(proc: subprocess.Popen[bytes]) -> None:
         import signal
         if proc.poll() is None:
             proc.terminate()

@@ -8,11 +8,20 @@ virtualenv under a key of the Java and PySpark versions and the jars, and used o
 whose class path matches it (others start as before; ``-Xlog:cds=off`` keeps the JVM from
 printing about it). ``java_options(base)`` gives ``base`` with the archive's flags added, for
 ``spark.driver.extraJavaOptions``, or ``base`` alone when no archive can be made here."""
+from __future__ import annotations
+
 import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pyspark.sql.datasource import InputPartition
+    from pyspark.sql.types import StructType
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -70,17 +79,17 @@ def _workload(options: str) -> None:
 
     class Rows(DataSource):
         @classmethod
-        def name(cls):
+        def name(cls) -> str:
             return "cds_rows"
 
-        def schema(self):
+        def schema(self) -> str:
             return "key string, value binary, offset long"
 
-        def reader(self, schema):
+        def reader(self, schema: StructType) -> DataSourceReader:
             return RowsReader()
 
     class RowsReader(DataSourceReader):
-        def read(self, partition):
+        def read(self, partition: InputPartition) -> Iterator[tuple[str, bytes, int]]:
             for i in range(100):
                 yield (str(i % 7), bytes([i]), i)
 
@@ -92,6 +101,7 @@ def _workload(options: str) -> None:
         spark.read.parquet(out).groupBy("key").count().collect()
     spark.stop()
     gateway = SparkContext._gateway
+    assert gateway is not None and gateway.proc is not None, "the session's JVM gateway"
     gateway.proc.stdin.close()  # the JVM exits on it and writes the archive
     gateway.proc.wait(timeout=300)
 

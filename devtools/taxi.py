@@ -1,9 +1,17 @@
 """Taxi-trip events, as in the AWS/Flink blog the product grew from: pickup and dropoff
 locations, passengers, fare and event time. Deterministic for a seed; a share of records
 arrives out of order (event time earlier than the records produced before them)."""
+from __future__ import annotations
+
 import json
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from confluent_kafka import KafkaError, Message
 
 ZONES = [("JFK Airport", 40.6413, -73.7781), ("Times Sq", 40.7580, -73.9855),
          ("Union Sq", 40.7359, -73.9911), ("Harlem", 40.8116, -73.9465),
@@ -18,7 +26,8 @@ class Trip:
     timestamp: int  # event time, epoch ms
 
 
-def trips(start_ms, hours, per_hour, seed=7, late_share=0.05, max_delay_ms=300_000):
+def trips(start_ms: int, hours: int, per_hour: int, seed: int = 7, late_share: float = 0.05,
+          max_delay_ms: int = 300_000) -> list[Trip]:
     """Trips in event-time order across ``hours`` hours, then a share moved later in the
     produce order (by up to ``max_delay_ms`` of stream time) to arrive out of order."""
     rng = random.Random(seed)
@@ -51,26 +60,30 @@ TRIP_SCHEMA = {"trip_id": "string", "vendor_id": "int", "pickup_zone": "string",
                "fare_amount": "double", "total_amount": "double", "event_time": "timestamp"}
 
 
-def produce(bootstrap, topic, records, partitions=None):
+def produce(bootstrap: str, topic: str, records: Iterable[Trip],
+            partitions: int | None = None) -> list[tuple[int, int, int]]:
     """Produce keyed records with explicit timestamps; returns the send results as
     ``[(partition, offset, timestamp)]`` from the broker's delivery reports."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
                   "queue.buffering.max.messages": 1_000_000, "enable.idempotence": False})
-    results, errors = [], []
+    results: list[tuple[int, int, int]] = []
+    errors: list[KafkaError] = []
 
-    def done(err, msg):
+    def done(err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             errors.append(err)
-        else:
-            results.append((msg.partition(), msg.offset(), msg.timestamp()[1]))
+            return
+        partition, offset = msg.partition(), msg.offset()
+        assert partition is not None and offset is not None  # a delivered record has both
+        results.append((partition, offset, msg.timestamp()[1]))
 
     for i, r in enumerate(records):
-        kwargs = {"partition": i % partitions} if partitions else {}
+        partition = i % partitions if partitions else -1  # -1: the producer's partitioner
         while True:
             try:
                 p.produce(topic, key=r.key, value=r.value, timestamp=r.timestamp,
-                          on_delivery=done, **kwargs)
+                          on_delivery=done, partition=partition)
                 break
             except BufferError:
                 p.poll(0.1)

@@ -3,6 +3,8 @@ plugin, on 127.0.0.1 (all users admins: a local demo only). Then open
 http://127.0.0.1:8080/plugin/streamslice — or the Streamslice entry in Airflow's navigation.
   python -m devtools.ui [--port 8080] [--screenshot FILE [--overview FILE] [--runs FILE]]
 """
+from __future__ import annotations
+
 import argparse
 import os
 import subprocess
@@ -12,7 +14,7 @@ import time
 from devtools.demo import DEMO, ROOT
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--screenshot", help="save the taxi_trips page (opened from the overview "
@@ -43,7 +45,8 @@ def main():
         server.terminate()
 
 
-def _screenshot(url, path, overview=None, runs=None):
+def _screenshot(url: str, path: str, overview: str | None = None,
+                runs: str | None = None) -> None:
     import urllib.request
 
     from playwright.sync_api import sync_playwright

@@ -13,6 +13,8 @@ Records are written by confluent-kafka's AvroSerializer against the local regist
 a nullable double, strings). Medians of --repeat runs; prints ratios, asserts nothing.
   python bench/avro_read.py [--records 500000] [--partitions 4] [--repeat 3] [--end-to-end]
 """
+from __future__ import annotations
+
 import io
 import json
 import shutil
@@ -20,6 +22,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from bench.children import ChildArgs, Measured
+    from streamslice.config.pipeline import PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -46,7 +55,7 @@ SCHEMA = {"type": "record", "name": "Trip", "namespace": "bench", "fields": [
     {"name": "paid", "type": "boolean"}]}
 
 
-def produce(bootstrap, url, n, partitions):
+def produce(bootstrap: str, url: str, n: int, partitions: int) -> None:
     from datetime import datetime, timezone
     from decimal import Decimal
 
@@ -76,7 +85,7 @@ def produce(bootstrap, url, n, partitions):
     p.flush(120)
 
 
-def child_raw(args):
+def child_raw(args: ChildArgs) -> tuple[int, float, float]:
     import fastavro
     from confluent_kafka import Consumer, TopicPartition
     schema = fastavro.parse_schema(SCHEMA)
@@ -87,20 +96,22 @@ def child_raw(args):
                   "queued.min.messages": 200_000, "fetch.max.bytes": 64 * 1024 * 1024, **BIG})
     c.assign([TopicPartition(TOPIC, p, 0) for p in ends])
     cpu, wall = cpu_now(), time.perf_counter()
-    n, done = 0, set()
+    n, done = 0, set[int]()
     while len(done) < len(ends):
         for m in c.consume(10_000, timeout=1.0):
             if m.error():
                 continue
-            reader(io.BytesIO(m.value()[5:]), schema)
+            value, offset, partition = m.value(), m.offset(), m.partition()
+            assert value is not None and offset is not None and partition is not None
+            reader(io.BytesIO(value[5:]), schema)
             n += 1
-            if m.offset() + 1 >= ends[m.partition()]:
-                done.add(m.partition())
+            if offset + 1 >= ends[partition]:
+                done.add(partition)
     c.close()
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def child_reader(args):
+def child_reader(args: ChildArgs) -> tuple[int, float, float]:
     import pyarrow as pa
 
     from streamslice.kafka.reader import KafkaSplitReader
@@ -119,7 +130,7 @@ def child_reader(args):
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def pipeline(bootstrap, url, out_dir):
+def pipeline(bootstrap: str, url: str, out_dir: Path) -> PipelineConfig:
     from streamslice.config import parse_pipeline
     return parse_pipeline(f"""
 mode: incremental
@@ -136,7 +147,7 @@ output:
 """)
 
 
-def end_to_end(cfg, url):
+def end_to_end(cfg: PipelineConfig, url: str) -> tuple[int, float]:
     from streamslice.commit.protocol import staging_for
     from streamslice.commit.verify import verify
     from streamslice.planning.planner import plan_run
@@ -155,7 +166,7 @@ def end_to_end(cfg, url):
     return n, elapsed
 
 
-def main():
+def main() -> None:
     args = parse_args({"raw": child_raw, "reader": child_reader}, records=500_000)
     if args is None:
         return
@@ -174,8 +185,8 @@ def main():
                                           "schema.registry.url": registry.url}).decode
             base = {"bootstrap": broker.bootstrap, "ends": ends, "url": registry.url,
                     "decode": decode}
-            runs = {"raw": [], "reader": []}
-            e2e = []
+            runs: dict[str, list[Measured]] = {"raw": [], "reader": []}
+            e2e: list[tuple[int, float]] = []
             if args.end_to_end:
                 end_to_end(cfg, registry.url)  # not measured: starts the JVM, warms the workers
             for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
@@ -189,7 +200,8 @@ def main():
             registry.stop()
 
 
-def report(runs, e2e, args):
+def report(runs: dict[str, list[Measured]], e2e: list[tuple[int, float]],
+           args: argparse.Namespace) -> None:
     import os
     med = statistics.median
     print(f"\nmedians of {args.repeat} runs, {args.records:,} Avro records, "
@@ -198,7 +210,7 @@ def report(runs, e2e, args):
     raw_rate = med(n / w for n, _, w, _ in runs["raw"])
     raw_cpu = med(c / n * 1e6 for n, c, _, _ in runs["raw"])
     print(f"{'':<34}{'records':>10}{'rec/s':>11}{'CPU s/M':>9}{'rec/s vs raw':>14}")
-    figures = {}
+    figures: dict[str, Any] = {}
     for kind, rs in runs.items():
         rate, cpu = med(n / w for n, _, w, _ in rs), med(c / n * 1e6 for n, c, _, _ in rs)
         label = {"raw": "raw loop + schemaless_reader", "reader": "split reader (avro)"}[kind]

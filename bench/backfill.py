@@ -38,6 +38,8 @@ ratio in one go less so. Asserts nothing about time.
   python bench/backfill.py [--intervals 48] [--records 300] [--max-active-runs 4]
                           [--tasks separate,combined]
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -49,6 +51,10 @@ import time
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from devtools.services import AirflowServices
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -58,16 +64,16 @@ STEPS = ("plan", "read", "commit")
 LAYOUTS = ("separate", "combined")
 
 
-def utc(ms):
+def utc(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
-def load():
+def load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
 
 
-def pipeline(folder, name, schedule, last_start, tasks, bootstrap, topic, remote, output,
-             max_active_runs):
+def pipeline(folder: Path, name: str, schedule: str, last_start: int, tasks: str, bootstrap: str,
+             topic: str, remote: str, output: Path, max_active_runs: int) -> None:
     (folder / f"{name}.yaml").write_text(f"""
 mode: interval
 tasks: {tasks}
@@ -87,7 +93,8 @@ output:
 """)
 
 
-def backfill(airflow, folder, name, hours):
+def backfill(airflow: AirflowServices, folder: Path, name: str,
+             hours: int) -> tuple[float, float, list[str]]:
     """``streamslice backfill`` of the N hours: wall seconds and its per-interval rows."""
     cli = [str(Path(sys.executable).parent / "streamslice"), "--dir", str(folder), "backfill",
            name, "--from", str(T0), "--to", str(T0 + hours * HOUR), "--unpause", "--json"]
@@ -104,7 +111,8 @@ def backfill(airflow, folder, name, hours):
     return wall, clock, waits
 
 
-def cli_parts(airflow, name, clock, wall):
+def cli_parts(airflow: AirflowServices, name: str, clock: float,
+              wall: float) -> tuple[float, float, float]:
     """Where the command's time outside the runs went: until Airflow had the backfill (a
     fresh ``airflow backfill create`` process), from then to the first run's start (the
     scheduler), and from the last run's end to the command's (its polling, closing)."""
@@ -116,14 +124,14 @@ def cli_parts(airflow, name, clock, wall):
     return created - clock, first - created, clock + wall - last
 
 
-def span(airflow, name):
+def span(airflow: AirflowServices, name: str) -> float:
     """Seconds from the DAG's first run start to its last run end: the runs' own time,
     without the CLI's (creating the backfill in a fresh ``airflow`` process, polling)."""
     runs = pages(airflow, f"/api/v2/dags/{name}/dagRuns", "dag_runs")
     return max(ts(r["end_date"]) for r in runs) - min(ts(r["start_date"]) for r in runs)
 
 
-def check_counts(output, name, expected):
+def check_counts(output: Path, name: str, expected: dict[int, int]) -> int:
     """Every partition holds exactly its records: the manifest's count, and as many distinct
     (partition, offset) rows in its Parquet files."""
     import pyarrow.dataset as ds
@@ -139,12 +147,13 @@ def check_counts(output, name, expected):
     return len(expected)
 
 
-def ts(text):
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+def ts(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def pages(airflow, path, key):
-    out, offset = [], 0
+def pages(airflow: AirflowServices, path: str, key: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    offset = 0
     while True:
         sep = "&" if "?" in path else "?"
         got = airflow.api("GET", f"{path}{sep}limit=100&offset={offset}")[key]
@@ -158,51 +167,58 @@ STEP_ENDS = {"plan": ("Planned ", "Reusing the plan"), "read": ("Read ",),
              "commit": ("Committed ",)}
 
 
-def task_log_times(home, ti):
+def task_log_times(home: Path, ti: dict[str, Any]
+                   ) -> tuple[float | None, float | None, dict[str, float]]:
     """From the task's log: when its process had parsed the DAG file (Airflow's "Worker
     startup parse complete"), when its callable returned ("Done. Returned value …") and when
     each step ended by its own log line (``STEP_ENDS``); None for what the log does not
     hold."""
     path = (Path(home) / "logs" / f"dag_id={ti['dag_id']}" / f"run_id={ti['dag_run_id']}" /
             f"task_id={ti['task_id']}" / f"attempt={ti['try_number']}.log")
-    parsed = done = None
-    steps = {}
+    parsed: float | None = None
+    done: float | None = None
+    steps: dict[str, float] = {}
     for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
         event = str(entry.get("event", ""))
+        if not entry.get("timestamp"):
+            continue
+        at = ts(entry["timestamp"])
         if event.startswith("Worker startup parse complete") and parsed is None:
-            parsed = ts(entry.get("timestamp"))
+            parsed = at
         elif event.startswith("Done. Returned value"):
-            done = ts(entry.get("timestamp"))
+            done = at
         for step, marks in STEP_ENDS.items():
             if step not in steps and event.startswith(marks):
-                steps[step] = ts(entry.get("timestamp"))
+                steps[step] = at
     return parsed, done, steps
 
 
-def breakdown(airflow, name):
+def breakdown(airflow: AirflowServices, name: str) -> tuple[dict[str, float], int, int]:
     """Seconds summed over the DAG's runs: scheduler, queued, start-up, the callables per
     task and Airflow's finish after them; and how many task logs lacked a time."""
     runs = {r["dag_run_id"]: r for r in pages(airflow, f"/api/v2/dags/{name}/dagRuns",
                                                "dag_runs")}
     tis = pages(airflow, f"/api/v2/dags/{name}/dagRuns/~/taskInstances", "task_instances")
-    by_run = defaultdict(list)
+    by_run: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
     for ti in tis:
         by_run[ti["dag_run_id"]].append(ti)
-    spent = Counter()
+    spent: defaultdict[str, float] = defaultdict(float)
     missing = 0
     for run_id, run in runs.items():
         last_end = ts(run["start_date"])
-        for ti in sorted(by_run[run_id], key=lambda t: ts(t["start_date"]) or 0):
+        for ti in sorted(by_run[run_id],
+                         key=lambda t: ts(t["start_date"]) if t["start_date"] else 0):
             queued, start, end = (ts(ti["queued_when"]), ts(ti["start_date"]),
                                   ts(ti["end_date"]))
             parsed, done, steps = task_log_times(airflow.home, ti)
             if parsed is None or done is None:
                 missing += 1
-                parsed, done = parsed or start, done or end
+            parsed = start if parsed is None else parsed
+            done = end if done is None else done
             spent["scheduler"] += max(0.0, queued - last_end)
             spent["queued"] += start - queued
             spent["start-up"] += parsed - start
@@ -218,7 +234,7 @@ def breakdown(airflow, name):
     return spent, len(runs), missing
 
 
-def print_breakdown(airflow, tasks, n, max_active_runs):
+def print_breakdown(airflow: AirflowServices, tasks: str, n: int, max_active_runs: int) -> None:
     spent, runs, missing = breakdown(airflow, f"bf_hourly_{tasks}")
     assert runs == n, f"{runs} runs of bf_hourly_{tasks}, expected {n}"
     print(f"\n  {tasks}: where an interval's time goes (hourly runs, sums / {n}; runs overlap "
@@ -236,7 +252,7 @@ def print_breakdown(airflow, tasks, n, max_active_runs):
         f"{k} {v:.1f}s" for k, v in sorted(single_spent.items())))
 
 
-def arguments():
+def arguments() -> tuple[argparse.Namespace, list[str]]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--intervals", type=int, default=48)
     ap.add_argument("--records", type=int, default=300, help="records per hourly interval")
@@ -254,7 +270,7 @@ def arguments():
     return args, layouts
 
 
-def main():
+def main() -> None:
     args, layouts = arguments()
     n = args.intervals
 
@@ -297,7 +313,7 @@ def main():
         create_topic(broker.bootstrap, topic, args.partitions)
         sent = produce(broker.bootstrap, topic, trips(T0, hours=n, per_hour=args.records,
                                                       seed=31, late_share=0))
-        hourly = Counter(T0 + (t - T0) // HOUR * HOUR for _, _, t in sent)
+        hourly: dict[int, int] = Counter(T0 + (t - T0) // HOUR * HOUR for _, _, t in sent)
         print(f"produced {len(sent)} records into {n} hours ({args.partitions} partitions)")
         folder, output = dags / "pipelines", work / "lake"
         common = (broker.bootstrap, topic, server.remote, output, args.max_active_runs)
@@ -312,7 +328,7 @@ def main():
         print(f"\n  {'streamslice backfill of':<44}{'CLI wall s':>11}{'runs s':>8}"
               f"{'runs s/interval':>17}")
 
-        def measure(label, name, expected):
+        def measure(label: str, name: str, expected: dict[int, int]) -> tuple[float, float]:
             wall, clock, waits = backfill(airflow, folder, name, n)
             check_counts(output, name, expected)
             runs = span(airflow, name)
@@ -328,7 +344,7 @@ def main():
         # the server's first reads (its Python workers, the package) go to the first layout
         cold = measure(f"all N hours in one run (cold, {layouts[0]})",
                        f"bf_single_{layouts[0]}", single)
-        figures = {}
+        figures: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
         for tasks in layouts:
             hours = measure(f"{n} hourly intervals ({tasks})", f"bf_hourly_{tasks}", hourly)
             warm = measure(f"all N hours in one run (warm, {tasks})", f"bf_single_{tasks}",

@@ -1,6 +1,8 @@
 """Benchmark children: each measured reader runs in a process of its own
 (``<script> --child KIND JSON``) and times its own read after its imports; the parent also
 takes the whole process's CPU from the OS (``wait4``)."""
+from __future__ import annotations
+
 import argparse
 import contextlib
 import json
@@ -10,19 +12,30 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from devtools.services import KafkaBroker
+
+ChildArgs = dict[str, Any]  # what the parent passes a child, as JSON
+Child = Callable[[ChildArgs], Sequence[object]]  # its result, a JSON list (records, CPU s, wall s…)
+Measured = tuple[int, float, float, float]  # a child's records, CPU s, wall s, process CPU s
 
 
-def cpu_now():
+def cpu_now() -> float:
     """CPU seconds (user + system) this process has used so far."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
 
-def run_child(script, kind, args):
-    """The child's own result (a JSON list) followed by its whole-process CPU seconds."""
+def run_child(script: str, kind: str, args: ChildArgs) -> tuple[Any, ...]:
+    """The child's own result (a JSON list) followed by its whole-process CPU seconds: for the
+    read benchmarks' children a ``Measured``."""
     proc = subprocess.Popen([sys.executable, script, "--child", kind, json.dumps(args)],
                             stdout=subprocess.PIPE)
+    assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     if status:
@@ -30,13 +43,14 @@ def run_child(script, kind, args):
     return (*json.loads(out), usage.ru_utime + usage.ru_stime)
 
 
-def serve_child(child, functions):
+def serve_child(child: list[str], functions: Mapping[str, Child]) -> None:
     """In the child: run ``functions[kind](args)`` and print its result for the parent."""
     kind, args = child
     print(json.dumps(functions[kind](json.loads(args))))
 
 
-def parse_args(children, records, **ints):
+def parse_args(children: Mapping[str, Child], records: int,
+               **ints: int) -> argparse.Namespace | None:
     """The read benchmarks' command line (``--records``, ``--partitions``, ``--repeat``,
     ``--end-to-end`` and the integer options ``ints`` with their defaults). In a child
     (``--child KIND JSON``) it runs ``children[KIND]`` instead and returns None."""
@@ -55,13 +69,13 @@ def parse_args(children, records, **ints):
     return args
 
 
-def partition_ends(records, partitions):
+def partition_ends(records: int, partitions: int) -> dict[int, int]:
     """Where each partition ends when ``records`` were spread round-robin over them."""
     return {p: records // partitions + (p < records % partitions) for p in range(partitions)}
 
 
 @contextlib.contextmanager
-def local_broker(prefix="streamslice-bench-"):
+def local_broker(prefix: str = "streamslice-bench-") -> Iterator[tuple[Path, KafkaBroker]]:
     """A local Kafka broker in a scratch folder for one benchmark run, yielding
     ``(folder, broker)``; stopped and removed after, also when the run fails. Sets
     ``PYSPARK_PYTHON`` for the Spark workers of end-to-end runs."""

@@ -13,12 +13,22 @@ varied per record. Each figure is the median of --repeat runs, interleaved; CPU 
 system of the whole measured process (getrusage). Prints ratios; asserts nothing.
   python bench/json_read.py [--records 500000] [--partitions 4] [--repeat 3] [--end-to-end]
 """
+from __future__ import annotations
+
 import json
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from bench.children import ChildArgs
+    from streamslice.config.pipeline import Decoding
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -38,7 +48,7 @@ DDL = ("order_id BIGINT, customer STRUCT<id: BIGINT, name: STRING, tags: ARRAY<S
        "attributes MAP<STRING, STRING>, quantity INT, express BOOLEAN")
 
 
-def record(i):
+def record(i: int) -> dict[str, Any]:
     return {"order_id": i, "customer": {"id": i % 9973, "name": f"customer-{i % 9973}",
                                         "tags": ["vip", "eu", "b2b"][:i % 4]},
             "amount": f"{(i * 37) % 100000 / 100:.2f}", "currency": "EUR",
@@ -48,7 +58,7 @@ def record(i):
             "quantity": 1 + i % 9, "express": i % 5 == 0}
 
 
-def produce(bootstrap, n, partitions):
+def produce(bootstrap: str, n: int, partitions: int) -> None:
     from confluent_kafka import Producer
 
     from devtools.services import create_topic
@@ -68,20 +78,20 @@ def produce(bootstrap, n, partitions):
     p.flush(300)
 
 
-def decoding():
+def decoding() -> Decoding:
     from streamslice.config.pipeline import Decoding
     from streamslice.formats import FormatSpec
     return Decoding(value=FormatSpec("json", DDL))
 
 
-def child_raw(args):
+def child_raw(args: ChildArgs) -> tuple[int, float, float]:
     cpu, wall = cpu_now(), time.perf_counter()
     n, _ = confluent_loop(args["bootstrap"], len(args["ends"]),
                           {int(p): e for p, e in args["ends"].items()}, TOPIC, json.loads)
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def child_reader(args):
+def child_reader(args: ChildArgs) -> tuple[int, float, float]:
     import pyarrow as pa
 
     from streamslice.kafka.reader import KafkaSplitReader
@@ -100,13 +110,13 @@ def child_reader(args):
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def decode_alone(n=20_000):
+def decode_alone(n: int = 20_000) -> tuple[float, float]:
     """(ours, json.loads): CPU µs per record over the same values, best of 7."""
     from streamslice.reading.decode import Decoder
     values = [json.dumps(record(i)).encode() for i in range(n)]
     decoder = Decoder.from_dict(decoding().to_dict())
 
-    def best(fn):
+    def best(fn: Callable[[], object]) -> float:
         times = []
         for _ in range(7):
             cpu = time.process_time()
@@ -117,7 +127,7 @@ def decode_alone(n=20_000):
     return ours, best(lambda: [json.loads(v) for v in values])
 
 
-def end_to_end(bootstrap, out_dir):
+def end_to_end(bootstrap: str, out_dir: Path) -> tuple[int, float]:
     """Two reads back to back; the second (Spark's Python workers running) is measured."""
     from bench.kafka_bounded_read import streamslice_read
     for _ in range(2):
@@ -126,7 +136,7 @@ def end_to_end(bootstrap, out_dir):
     return n, secs
 
 
-def main():
+def main() -> None:
     args = parse_args({"raw": child_raw, "reader": child_reader}, records=500_000)
     if args is None:
         return
@@ -136,7 +146,7 @@ def main():
         produce(broker.bootstrap, args.records, args.partitions)
         ends = partition_ends(args.records, args.partitions)
         base = {"bootstrap": broker.bootstrap, "ends": ends}
-        runs: dict[str, list] = {"raw+json.loads": [], "reader": [], "e2e": []}
+        runs: dict[str, list[Any]] = {"raw+json.loads": [], "reader": [], "e2e": []}
         if args.end_to_end:  # not measured: starts the JVM and lets its JIT warm up
             end_to_end(broker.bootstrap, work / "out")
         for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
@@ -148,7 +158,8 @@ def main():
         report(runs, args, decode_alone())
 
 
-def report(runs, args, alone):
+def report(runs: dict[str, list[Any]], args: argparse.Namespace,
+           alone: tuple[float, float]) -> None:
     med = statistics.median
     load = os.getloadavg()[0]
     print(f"\nmedians of {args.repeat} runs, {args.records:,} nested JSON records, "
@@ -159,7 +170,7 @@ def report(runs, args, alone):
     base = runs["raw+json.loads"]
     base_cpu = med(c / n * 1e6 for n, c, _, _ in base)
     base_rate = med(n / w for n, _, w, _ in base)
-    figures = {}
+    figures: dict[str, Any] = {}
     for label in ("raw+json.loads", "reader"):
         rs = runs[label]
         cpu = med(c / n * 1e6 for n, c, _, _ in rs)

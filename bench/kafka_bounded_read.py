@@ -9,6 +9,8 @@ baselines measured in the same run on the same broker and records.
 Prints records/s and the ratios d/a and d/b. Asserts nothing.
   python bench/kafka_bounded_read.py [--records 2000000] [--size 200] [--subset 200000]
 """
+from __future__ import annotations
+
 import argparse
 import json
 import shutil
@@ -16,6 +18,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from streamslice.config.pipeline import Decoding
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -28,7 +36,7 @@ TOPIC, SMALL = "bench", "bench-small"
 BIG = {"receive.message.max.bytes": 2_147_483_647}
 
 
-def produce(bootstrap, n, size, partitions, topic=TOPIC):
+def produce(bootstrap: str, n: int, size: int, partitions: int, topic: str = TOPIC) -> None:
     from confluent_kafka import Producer
 
     from devtools.services import create_topic
@@ -51,7 +59,8 @@ def produce(bootstrap, n, size, partitions, topic=TOPIC):
     p.flush(300)
 
 
-def confluent_loop(bootstrap, partitions, limit, topic=TOPIC, decode=None):
+def confluent_loop(bootstrap: str, partitions: int, limit: Mapping[int, int], topic: str = TOPIC,
+                   decode: Callable[[bytes], Any] | None = None) -> tuple[int, float]:
     """``decode`` (e.g. json.loads) is applied to each value, as a hand-written job would."""
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
@@ -60,24 +69,27 @@ def confluent_loop(bootstrap, partitions, limit, topic=TOPIC, decode=None):
     ends = {p: min(limit[p], c.get_watermark_offsets(TopicPartition(topic, p))[1])
             for p in range(partitions)}
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    n, done, start = 0, set(), time.perf_counter()
+    n, done, start = 0, set[int](), time.perf_counter()
     while len(done) < partitions:
         for m in c.consume(10_000, timeout=1.0):
             if m.error():
                 continue
-            if m.offset() < ends[m.partition()]:
+            offset, partition = m.offset(), m.partition()
+            assert offset is not None and partition is not None  # a record has both
+            if offset < ends[partition]:
                 n += 1
-                value = m.value()
+                value: Any = m.value()
                 if decode is not None:
                     value = decode(value)
                 _ = (m.key(), value, m.timestamp())
-            if m.offset() >= ends[m.partition()] - 1:
-                done.add(m.partition())
+            if offset >= ends[partition] - 1:
+                done.add(partition)
     c.close()
     return n, time.perf_counter() - start
 
 
-def kafka_python_loop(bootstrap, partitions, limit, topic=SMALL):
+def kafka_python_loop(bootstrap: str, partitions: int, limit: Mapping[int, int],
+                      topic: str = SMALL) -> tuple[int, float]:
     from kafka import KafkaConsumer, TopicPartition
     c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
     tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -95,7 +107,7 @@ def kafka_python_loop(bootstrap, partitions, limit, topic=SMALL):
     return n, time.perf_counter() - start
 
 
-def kcat(bootstrap, n):
+def kcat(bootstrap: str, n: int) -> tuple[int, float] | None:
     exe = shutil.which("kcat") or shutil.which("kafkacat")
     if not exe:
         return None
@@ -106,7 +118,9 @@ def kcat(bootstrap, n):
     return out.stdout.count(b"\n"), time.perf_counter() - start
 
 
-def streamslice_read(bootstrap, client, out_dir, topic=TOPIC, direct=True, decode=None):
+def streamslice_read(bootstrap: str, client: str, out_dir: str | Path, topic: str = TOPIC,
+                     direct: bool = True,
+                     decode: Decoding | None = None) -> tuple[int, float, float, float]:
     """(records, seconds, JVM start seconds, driver CPU seconds) of plan + read; ``direct``
     False makes Spark write the Parquet (the path before the readers wrote it)."""
     from streamslice.commit.protocol import staging_for
@@ -141,11 +155,11 @@ output:
     return n, elapsed, jvm, cpu
 
 
-def rate(n, secs):
+def rate(n: int, secs: float) -> float:
     return n / secs if secs else float("inf")
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--size", type=int, default=200)
@@ -166,7 +180,7 @@ def main():
                 for p in range(args.partitions)}
         sub = {p: args.subset // args.partitions + (1 if p < args.subset % args.partitions else 0)
                for p in range(args.partitions)}
-        results = {}
+        results: dict[str, tuple[int, float]] = {}
         results["a confluent-kafka loop"] = confluent_loop(broker.bootstrap, args.partitions, full)
         k = kcat(broker.bootstrap, args.records)
         if k:

@@ -14,6 +14,8 @@ thread) from getrusage. Prints records/s and CPU per million records, each as a 
 the loop (medians of --repeat runs). Asserts nothing.
   python bench/kinesis_read.py [--records 16000] [--shards 8] [--size 200] [--repeat 3]
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -21,6 +23,10 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.children import ChildArgs, Measured
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -31,13 +37,12 @@ STREAM = "bench"
 CREDENTIALS = {"region": "us-east-1", "access_key_id": "test", "secret_access_key": "test"}
 
 
-
-def client(endpoint):
+def client(endpoint: str) -> Any:  # a boto3 Kinesis client
     from streamslice.kinesis.client import make_client
     return make_client({**CREDENTIALS, "endpoint_url": endpoint})
 
 
-def child_loop(args):
+def child_loop(args: ChildArgs) -> tuple[int, float, float]:
     kinesis = client(args["endpoint"])
     n, nbytes, cpu, wall = 0, 0, cpu_now(), time.perf_counter()
     for shard in args["shards"]:
@@ -55,7 +60,7 @@ def child_loop(args):
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def child_reader(args):
+def child_reader(args: ChildArgs) -> tuple[int, float, float]:
     import pyarrow as pa
 
     from streamslice.kinesis.client import make_client
@@ -75,7 +80,7 @@ def child_reader(args):
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def produce(kinesis, n, size, shards):
+def produce(kinesis: Any, n: int, size: int, shards: int) -> str:
     from tests.support.kinesis import create_stream, put
     arn = create_stream(kinesis, STREAM, shards)
     payload = b"x" * size
@@ -84,7 +89,7 @@ def produce(kinesis, n, size, shards):
     return arn
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=16_000)
     ap.add_argument("--shards", type=int, default=8)
@@ -111,7 +116,7 @@ def main():
         consumer = register(kinesis, arn, "bench")
         kinds = {"loop": ("loop", base), "polling": ("reader", base),
                  "efo": ("reader", {**base, "consumer_arn": consumer})}
-        runs = {k: [] for k in kinds}
+        runs: dict[str, list[Measured]] = {k: [] for k in kinds}
         for i in range(args.repeat):
             for label, (kind, child_args) in kinds.items():
                 runs[label].append(run_child(__file__, kind, child_args))
@@ -119,7 +124,7 @@ def main():
     report(runs, args)
 
 
-def report(runs, args):
+def report(runs: dict[str, list[Measured]], args: argparse.Namespace) -> None:
     med = statistics.median
     print(f"\nmedians of {args.repeat} runs, {args.records:,} records x {args.size} B, "
           f"{args.shards} shards, read shard after shard")
@@ -127,7 +132,7 @@ def report(runs, args):
           f"{'vs loop':>9}")
     rate = {k: med(n / w for n, _, w, _ in rs) for k, rs in runs.items()}
     cpu = {k: med(c / n * 1e6 for n, c, _, _ in rs) for k, rs in runs.items()}
-    figures = {}
+    figures: dict[str, dict[str, float]] = {}
     for label, rs in runs.items():
         print(f"{label:<10}{rs[0][0]:>10,}{rate[label]:>11,.0f}"
               f"{rate[label] / rate['loop']:>8.2f}x{cpu[label]:>13.2f}"

@@ -10,6 +10,8 @@ baseline), Iceberg (pyiceberg, SQLite catalog, files registered with add_files) 
 Prints seconds and ratios. Asserts nothing.
   python bench/lake_commit.py [--records 1000000] [--files 8] [--repeat 3] [--end-to-end]
 """
+from __future__ import annotations
+
 import argparse
 import shutil
 import statistics
@@ -17,12 +19,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streamslice.planning.plan import OutputTarget, ReadPlan
+    from streamslice.reading.staging import Staging
+    from streamslice.splits import Split
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
 
-def stage(root, plan, records, files):
+def stage(root: Path, plan: ReadPlan, records: int, files: int) -> Staging:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -50,13 +58,15 @@ def stage(root, plan, records, files):
     return st
 
 
-def make_plan(output, files, records):
+def make_plan(output: OutputTarget, files: int, records: int) -> ReadPlan:
     from streamslice.kafka.split import KafkaSplit
     from streamslice.planning.plan import Interval, ReadPlan
     per = records // files
-    splits = [KafkaSplit(i, "t", i, 0, per if i < files - 1 else records - per * (files - 1))
-              for i in range(files)]
-    return ReadPlan(pipeline="bench", source="kafka", mode="interval", planned_at=time.time_ns(),
+    splits: list[Split] = [
+        KafkaSplit(i, "t", i, 0, per if i < files - 1 else records - per * (files - 1))
+        for i in range(files)]
+    return ReadPlan(pipeline="bench", source="kafka", mode="interval",
+                    planned_at=time.time_ns(),
                     splits=splits, partition="interval=20240501T000000Z", output=output,
                     interval=Interval(0, 3_600_000),
                     decode={"value": "json", "key": "raw", "on_error": "dead_letter",
@@ -64,7 +74,7 @@ def make_plan(output, files, records):
                     source_info={"include_headers": False})
 
 
-def publish(fmt, work, records, files):
+def publish(fmt: str, work: Path, records: int, files: int) -> float:
     from streamslice.commit.protocol import publish_once
     from streamslice.config import parse_pipeline
     cfg = parse_pipeline(f"mode: incremental\nkafka: {{bootstrap_servers: 'a:1', topics: [t]}}\n"
@@ -77,7 +87,7 @@ def publish(fmt, work, records, files):
     return time.perf_counter() - start
 
 
-def end_to_end(records, partitions=4, size=200):
+def end_to_end(records: int, partitions: int = 4, size: int = 200) -> None:
     """Plan + Spark read + commit of one Kafka range per format; records/s and ratios."""
     import os
 
@@ -94,7 +104,7 @@ def end_to_end(records, partitions=4, size=200):
     try:
         produce(broker.bootstrap, records, size, partitions)
         spark = spark_session()
-        out = {}
+        out: dict[str, tuple[int, float]] = {}
         for fmt in ("parquet", "parquet", "iceberg", "delta"):  # the first warms the JVM
             cfg = parse_pipeline(f"""
 mode: incremental
@@ -122,14 +132,14 @@ output: {{path: '{work / fmt}', format: {fmt}}}
         shutil.rmtree(work, ignore_errors=True)
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--files", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--end-to-end", action="store_true")
     args = ap.parse_args()
-    results = {}
+    results: dict[str, list[float]] = {}
     for fmt in ("parquet", "iceberg", "delta"):
         work = Path(tempfile.mkdtemp(prefix=f"bench-{fmt}-"))
         try:

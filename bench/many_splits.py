@@ -11,6 +11,8 @@ Each round reads the same plan both ways, in alternating order; the first read o
 rounds, and the ratio packed / per-split, with the load average. Asserts nothing.
   python bench/many_splits.py [--partitions 300] [--records 3000] [--empty 30] [--rounds 5]
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -19,6 +21,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streamslice.planning.plan import ReadPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -30,7 +38,7 @@ from bench.read_cpu import proc_tree_cpu, spark_cpu  # noqa: E402
 TOPIC = "many"
 
 
-def produce(bootstrap, partitions, records, empty):
+def produce(bootstrap: str, partitions: int, records: int, empty: int) -> None:
     """``records`` spread over the partitions but the last ``empty`` ones."""
     from confluent_kafka import Producer
 
@@ -46,7 +54,7 @@ def produce(bootstrap, partitions, records, empty):
     p.flush(60)
 
 
-def read_once(spark, plan, work, packed):
+def read_once(spark: SparkSession, plan: ReadPlan, work: Path, packed: bool) -> dict[str, float]:
     from streamslice.commit.protocol import staging_for
     from streamslice.commit.verify import verify
     from streamslice.spark.job import run_read
@@ -62,11 +70,11 @@ def read_once(spark, plan, work, packed):
     return {"wall": wall, "python": python, "jvm": jvm, "records": records}
 
 
-def plan_bootstrap(plan):
-    return plan.source_info["bootstrap"]
+def plan_bootstrap(plan: ReadPlan) -> str:
+    return str(plan.source_info["bootstrap"])
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--partitions", type=int, default=300)
     ap.add_argument("--records", type=int, default=3000)
@@ -88,7 +96,7 @@ def main():
         plan.source_info["bootstrap"] = broker.bootstrap
         spark = spark_session()
         read_once(spark, plan, work, packed=False)  # JVM, JIT and Python workers warm up
-        runs = {"per-split": [], "packed": []}
+        runs: dict[str, list[dict[str, float]]] = {"per-split": [], "packed": []}
         loads = [os.getloadavg()[0]]
         for i in range(args.rounds):
             order = ["per-split", "packed"] if i % 2 == 0 else ["packed", "per-split"]
@@ -100,15 +108,17 @@ def main():
         report(runs, args, plan, loads)
 
 
-def report(runs, args, plan, loads):
+def report(runs: dict[str, list[dict[str, float]]], args: argparse.Namespace, plan: ReadPlan,
+           loads: list[float]) -> None:
     from streamslice.planning.packing import pack_splits
     from streamslice.sources import source_class
 
-    def mmm(values):
+    def mmm(values: list[float]) -> list[float]:
         return [round(min(values), 2), round(statistics.median(values), 2),
                 round(max(values), 2)]
     split = source_class(plan.source).serializer().from_dict
-    tasks = len(pack_splits([split(s.to_dict()).size for s in plan.splits], os.cpu_count()))
+    tasks = len(pack_splits([split(s.to_dict()).size for s in plan.splits],
+                            os.cpu_count() or 1))
     print(f"\n{args.records:,} records in {args.partitions} partitions ({args.empty} empty), "
           f"{len(plan.splits)} splits; {args.rounds} rounds; load average "
           f"{min(loads):.1f}-{max(loads):.1f}; min / median / max")

@@ -19,12 +19,20 @@ figure is the median of --repeat runs. Prints ratios; asserts nothing.
   python bench/read_cpu.py [--records 1000000] [--size 200] [--partitions 4] [--repeat 3]
                            [--end-to-end]
 """
+from __future__ import annotations
+
 import json
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from bench.children import ChildArgs, Measured
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -39,17 +47,18 @@ from bench.children import (  # noqa: E402
 from bench.kafka_bounded_read import BIG, TOPIC, confluent_loop, produce  # noqa: E402
 
 T0 = 1_714_521_600_000  # produce() stamps record i with T0 + i
+# One end-to-end read: records, seconds, CPU s of Spark's Python workers, of its JVM, of the driver
+Read = tuple[int, float, float, float, float]
 
 
-
-def child_raw(args):
+def child_raw(args: ChildArgs) -> tuple[int, float, float]:
     cpu, wall = cpu_now(), time.perf_counter()
     n, _ = confluent_loop(args["bootstrap"], len(args["ends"]),
                           {int(p): e for p, e in args["ends"].items()})
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def child_reader(args):
+def child_reader(args: ChildArgs) -> tuple[int, float, float]:
     from streamslice.kafka.reader import KafkaSplitReader
     from streamslice.kafka.split import KafkaSplit
     from streamslice.planning.plan import Interval
@@ -70,18 +79,18 @@ def child_reader(args):
     return n, cpu_now() - cpu, time.perf_counter() - wall
 
 
-def warm_up():
+def warm_up() -> None:
     """What a Spark Python worker pays once, not per record: pyarrow imports pandas on its
     first ``pa.array`` (about 0.4 s of CPU; the whole-process column includes it)."""
     import pyarrow as pa
     pa.array([0])
 
 
-def proc_tree_cpu(root=None):
+def proc_tree_cpu(root: int | None = None) -> dict[int, tuple[str, float]]:
     """{pid: (name, CPU s)} of every descendant of ``root``, reaped children included."""
     root = root or os.getpid()
     tick = os.sysconf("SC_CLK_TCK")
-    stats = {}
+    stats: dict[int, tuple[int, str, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -93,7 +102,8 @@ def proc_tree_cpu(root=None):
         name = raw[raw.index("(") + 1:raw.rindex(")")]
         fields = raw[raw.rindex(")") + 2:].split()
         stats[int(entry)] = (int(fields[1]), name, sum(int(x) for x in fields[11:15]) / tick)
-    kids, out = {}, {}
+    kids: dict[int, list[int]] = {}
+    out: dict[int, tuple[str, float]] = {}
     for pid, (ppid, _, _) in stats.items():
         kids.setdefault(ppid, []).append(pid)
     todo = list(kids.get(root, []))
@@ -104,7 +114,8 @@ def proc_tree_cpu(root=None):
     return out
 
 
-def spark_cpu(before, after):
+def spark_cpu(before: dict[int, tuple[str, float]],
+              after: dict[int, tuple[str, float]]) -> tuple[float, float]:
     """CPU of Spark's Python workers and of its JVM between two ``proc_tree_cpu`` snapshots."""
     python = jvm = 0.0
     for pid, (name, cpu) in after.items():
@@ -116,11 +127,11 @@ def spark_cpu(before, after):
     return python, jvm
 
 
-def end_to_end(bootstrap, out_dir, direct):
+def end_to_end(bootstrap: str, out_dir: Path, direct: bool) -> list[Read]:
     """Two reads back to back: the first may find Spark's Python workers gone and start
     them; the second finds them running."""
     from bench.kafka_bounded_read import streamslice_read
-    runs = []
+    runs: list[Read] = []
     for _ in range(2):
         before = proc_tree_cpu()
         n, secs, _, driver = streamslice_read(bootstrap, "confluent-kafka", out_dir,
@@ -129,11 +140,11 @@ def end_to_end(bootstrap, out_dir, direct):
     return runs
 
 
-def per_m(cpu, n):
+def per_m(cpu: float, n: int) -> float:
     return cpu / n * 1e6
 
 
-def main():
+def main() -> None:
     args = parse_args({"raw": child_raw, "reader": child_reader}, records=1_000_000, size=200)
     if args is None:
         return
@@ -142,11 +153,12 @@ def main():
               "partitions ...", flush=True)
         produce(broker.bootstrap, args.records, args.size, args.partitions)
         ends = partition_ends(args.records, args.partitions)
-        base = {"bootstrap": broker.bootstrap, "ends": ends, "staging": str(work / "staging")}
+        base: ChildArgs = {"bootstrap": broker.bootstrap, "ends": ends,
+                           "staging": str(work / "staging")}
         kinds = {"raw": ("raw", base), "reader": ("reader", {**base, "interval": False}),
                  "reader+interval": ("reader", {**base, "interval": True})}
-        runs = {k: [] for k in kinds}
-        e2e = {"direct": [], "spark": []}
+        runs: dict[str, list[Measured]] = {k: [] for k in kinds}
+        e2e: dict[str, list[list[Read]]] = {"direct": [], "spark": []}
         if args.end_to_end:  # not measured: starts the JVM and lets its JIT warm up
             end_to_end(broker.bootstrap, work / "out", direct=False)
         for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all
@@ -160,7 +172,8 @@ def main():
         report(runs, e2e, args)
 
 
-def report(runs, e2e, args):
+def report(runs: dict[str, list[Measured]], e2e: dict[str, list[list[Read]]],
+           args: argparse.Namespace) -> None:
     med = statistics.median
     print(f"\nmedians of {args.repeat} runs, {args.records:,} records x {args.size} B, "
           f"{args.partitions} partitions")
@@ -168,7 +181,7 @@ def report(runs, e2e, args):
           f"{'CPU vs raw':>12}")
     raw_cpu = med(per_m(c, n) for n, c, _, _ in runs["raw"])
     raw_rate = med(n / w for n, _, w, _ in runs["raw"])
-    figures = {}
+    figures: dict[str, dict[str, Any]] = {}
     for label, rs in runs.items():
         cpu = med(per_m(c, n) for n, c, _, _ in rs)
         whole = med(per_m(t, n) for n, _, _, t in rs)

@@ -12,6 +12,8 @@ medians and the ratios connect / local and against the baseline. The runs use a 
 the package, so edits made meanwhile do not give the server a new session. Asserts nothing.
   python bench/run_overhead.py [--repeat 3] [--records 1000]
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -29,7 +31,7 @@ T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
 
 
-def environment(work):
+def environment(work: Path) -> tuple[dict[str, str], Path]:
     """Airflow on SQLite in ``work``; the session's DAGs folder runs the real DAG factory."""
     dags = work / "dags"
     (dags / "pipelines").mkdir(parents=True)
@@ -52,7 +54,8 @@ def environment(work):
     return env, dags / "pipelines"
 
 
-def pipeline(folder, name, bootstrap, topic, spark_block, output):
+def pipeline(folder: Path, name: str, bootstrap: str, topic: str, spark_block: str,
+             output: Path) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(f"""
 mode: interval
@@ -70,7 +73,7 @@ output:
     return path
 
 
-def run(env, path, hour, noop=False):
+def run(env: dict[str, str], path: Path, hour: int, noop: bool = False) -> dict[str, float]:
     """One DAG run in a fresh process; the run's interval is [hour, hour + 1)."""
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "devtools.dag_run", str(path),
@@ -80,17 +83,17 @@ def run(env, path, hour, noop=False):
     if out.returncode != 0:
         sys.exit(f"run of {path.name} for hour {hour} failed:\n{out.stderr[-3000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    tasks = {k: v["seconds"] for k, v in result["tasks"].items()}
+    tasks: dict[str, float] = {k: v["seconds"] for k, v in result["tasks"].items()}
     return {"wall": wall, "dag_test": result["dag_test_seconds"], **tasks,
             "tasks": sum(tasks.values())}
 
 
-def show(label, r):
+def show(label: str, r: dict[str, float]) -> None:
     print(f"  {label:<34}{r['wall']:>7.2f}{r['dag_test']:>10.2f}{r['plan']:>7.2f}"
           f"{r['read']:>7.2f}{r['commit']:>8.2f}{r['tasks']:>8.2f}", flush=True)
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--records", type=int, default=1000)
@@ -129,7 +132,7 @@ def main():
         cases = [("noop", "Airflow alone (no-op tasks)", 0)]
         cases += [(runner, f"{runner}, {case}", offset) for runner in ("local", "connect")
                   for case, offset in (("empty", 0), (f"{args.records} records", 1))]
-        rows = {label: [] for _, label, _ in cases}
+        rows: dict[str, list[dict[str, float]]] = {label: [] for _, label, _ in cases}
         for k in range(args.repeat):
             for key, label, offset in cases:
                 rows[label].append(run(env, files[key], 2 * k + offset, noop=key == "noop"))

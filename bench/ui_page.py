@@ -5,6 +5,8 @@ median and worst of several loads of the overview, the pipeline page (default ra
 latest 48 intervals) and a 1,000-interval range. Asserts nothing.
   python bench/ui_page.py [--runs 10000] [--repeat 7]
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -16,6 +18,10 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from devtools.airflow_ui import ApiServer
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -69,7 +75,7 @@ def insert_runs(dag_id: str, n: int) -> None:
     history.close()
 
 
-def timed(server, path: str, token: str, repeat: int) -> list[float]:
+def timed(server: ApiServer, path: str, token: str, repeat: int) -> list[float]:
     out = []
     for _ in range(repeat):
         started = time.perf_counter()

@@ -16,7 +16,7 @@ import pytest
 from devtools.services import create_topic, free_port
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT, SESSION_DIR
-from tests.support.pipelines import unique
+from tests.support.pipelines import kafka_pipeline, unique
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -28,12 +28,6 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture
 def airflow(airflow_services):
     return airflow_services
-
-
-def write(airflow, name, text):
-    path = airflow.pipelines / f"{name}.yaml"
-    path.write_text(text)
-    return path
 
 
 def runs(airflow, dag_id, run_type=None):
@@ -96,22 +90,12 @@ def test_backfill_by_time_range_and_the_ui(broker, airflow, spark_connect, tmp_p
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, hours=3, per_hour=150, seed=21))
     expected = Counter((ts - T0) // HOUR for _, _, ts in sent)
-    write(airflow, name, f"""
-mode: interval
-schedule: "@hourly"
-start_date: "2024-05-01T00:00:00Z"
-end_date: "2024-05-01T02:00:00Z"
-max_active_runs: 2
-retries: 0
-spark:  # backfill runs read in parallel on one Spark Connect server, no JVM start per task
-  runner: connect
-  remote: {spark_connect.remote}
-kafka:
-  bootstrap_servers: {broker.bootstrap}
-  topics: [{topic}]
-output:
-  path: {tmp_path}
-""")
+    kafka_pipeline(broker.bootstrap, topic, name=name, folder=airflow.pipelines,
+                   mode="interval", schedule="@hourly", start_date="2024-05-01T00:00:00Z",
+                   end_date="2024-05-01T02:00:00Z", max_active_runs=2, retries=0,
+                   # backfill runs read in parallel on one Spark Connect server, no JVM start
+                   # per task
+                   spark={"runner": "connect", "remote": spark_connect.remote}, output=tmp_path)
     airflow.wait_for_dag(name)
     airflow.airflow("dags", "unpause", name)
     airflow.airflow("backfill", "create", "--dag-id", name, "--from-date",
@@ -199,20 +183,10 @@ def chromium(url, *what):
 def test_deadline_alert_from_the_triggerer(airflow, sns_queue):
     _, sns_topic, received = sns_queue
     name = unique("deadline")
-    write(airflow, name, f"""
-mode: incremental
-retries: 1
-retry_delay: 60s
-kafka:
-  bootstrap_servers: 127.0.0.1:{free_port()}
-  topics: [nowhere]
-alerts:
-  deadline: 3s
-  notifiers:
-    - sns: {{topic_arn: "{sns_topic}", aws_conn_id: alerts_aws}}
-output:
-  path: /tmp/streamslice-deadline
-""")
+    kafka_pipeline(f"127.0.0.1:{free_port()}", "nowhere", name=name, folder=airflow.pipelines,
+                   retries=1, retry_delay="60s", alerts={"deadline": "3s", "notifiers": [
+                       {"sns": {"topic_arn": sns_topic, "aws_conn_id": "alerts_aws"}}]},
+                   output="/tmp/streamslice-deadline")
     received(wait=1)
     airflow.wait_for_dag(name)
     airflow.airflow("dags", "unpause", name)

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 from devtools.services import free_port, wait_for_port
-from streamslice.config import parse_pipeline
 from streamslice.errors import SourceError
 from tests.support.connections import aws_connection, connection
 from tests.support.kafka import producer
 from tests.support.kinesis import create_stream, put
-from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
+from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, parsed, run_dag, unique
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,11 +50,8 @@ def _one_shard_split(kinesis, endpoint, records):
     stream = unique("roles")
     arn = create_stream(client, stream, 1)
     put(client, stream, [b"r%d" % i for i in range(records)])
-    source = parse_pipeline(f"""
-mode: incremental
-kinesis: {{stream: "{arn}", region: us-east-1, endpoint_url: "{endpoint}"}}
-output: {{path: /unused}}
-""").source
+    source = parsed("kinesis", {"stream": arn, "region": "us-east-1", "endpoint_url": endpoint},
+                    output="/unused").source
     base = {"region": "us-east-1", "endpoint_url": kinesis.endpoint,
             "access_key_id": "test", "secret_access_key": "test"}
     plan = source.planner().plan(PlanRequest(mode="incremental", properties=base,

@@ -3,25 +3,16 @@ it): intervals commit, a replan replaces its partition, and two pipelines share 
 import pytest
 
 from streamslice.commit.protocol import publish_once
-from streamslice.config import parse_pipeline
+from tests.support.pipelines import parsed
 from tests.unit.test_table_publishers import make_plan, stage
 
 pytestmark = pytest.mark.integration
 
 
 def target(tmp_path, postgres, name):
-    cfg = parse_pipeline(f"""
-mode: incremental
-kafka: {{bootstrap_servers: 'a:1', topics: [t]}}
-output:
-  path: {tmp_path}
-  format: iceberg
-  table: lake.{name}
-  catalog:
-    type: sql
-    uri: {postgres.url}
-    warehouse: file://{tmp_path}/warehouse
-""", default_name=name)
+    cfg = parsed("kafka", {"bootstrap_servers": "a:1", "topics": ["t"]}, name=name, output={
+        "path": str(tmp_path), "format": "iceberg", "table": f"lake.{name}",
+        "catalog": {"type": "sql", "uri": postgres.url, "warehouse": f"file://{tmp_path}/warehouse"}})
     return cfg.output.target(name)
 
 

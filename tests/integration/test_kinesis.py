@@ -11,7 +11,7 @@ import pytest
 from streamslice.airflow.store import OfflineCheckpointStore
 from tests.support.connections import aws_connection
 from tests.support.kinesis import all_records, create_stream, put, wait_active
-from tests.support.pipelines import kinesis_pipeline, run_dag, unique
+from tests.support.pipelines import kinesis_pipeline, parsed, run_dag, unique
 from tests.support.wait import wait_until_clock
 
 pytestmark = pytest.mark.integration
@@ -188,7 +188,6 @@ def test_wrong_kinesis_input_is_refused_before_reading(kinesis, monkeypatch):
     """A mistyped shard id or a sequence number that is not in its shard is refused when the
     run plans; a missing stream, no region or a bad endpoint is one clear, non-transient
     error, not a botocore traceback."""
-    from streamslice.config import parse_pipeline
     from streamslice.errors import ConfigError, PlanError
     from streamslice.planning.planner import plan_run
     client = kinesis.client()
@@ -197,25 +196,19 @@ def test_wrong_kinesis_input_is_refused_before_reading(kinesis, monkeypatch):
     (_, seq), = put(client, stream, [b"x"])
 
     def plan(start="TRIM_HORIZON", name=stream, endpoint=kinesis.endpoint, region="us-east-1"):
-        cfg = parse_pipeline(f"""
-mode: incremental
-kinesis:
-  stream: {name}
-  {f"region: {region}" if region else ""}
-  endpoint_url: {endpoint}
-  credentials: {{access_key_id: test, secret_access_key: test}}
-  start: {start}
-output: {{path: /tmp/unused}}
-""")
+        cfg = parsed("kinesis", {"stream": name, **({"region": region} if region else {}),
+                                 "endpoint_url": endpoint, "start": start, "credentials": {
+                                     "access_key_id": "test", "secret_access_key": "test"}},
+                     output="/tmp/unused")
         return plan_run(cfg.source, pipeline="p", mode="incremental",
                         properties=cfg.source.client_properties())
 
-    assert len(plan(f"{{AT_SEQUENCE_NUMBER: {{shardId-000000000000: '{seq}'}}}}").splits) == 1
+    assert len(plan({"AT_SEQUENCE_NUMBER": {"shardId-000000000000": seq}}).splits) == 1
     with pytest.raises(ConfigError, match="'shardId-000000000009' is not a shard of"):
-        plan("{AT_SEQUENCE_NUMBER: {shardId-000000000009: '1'}}")
+        plan({"AT_SEQUENCE_NUMBER": {"shardId-000000000009": "1"}})
     bogus = str(int(seq) + 10 ** 20)
     with pytest.raises(ConfigError, match=f"sequence number {bogus} is not in shard"):
-        plan(f"{{AFTER_SEQUENCE_NUMBER: {{shardId-000000000000: '{bogus}'}}}}")
+        plan({"AFTER_SEQUENCE_NUMBER": {"shardId-000000000000": bogus}})
     # the same found only when the read starts (a checkpoint written around the checks) is
     # a configuration error too, not a source error Airflow would retry to no purpose
     from streamslice.kinesis.polling import PollingSettings, shard_iterator

@@ -334,8 +334,8 @@ def test_a_protobuf_subject_of_two_messages_without_message_fails_the_plan(confl
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
     from google.protobuf import descriptor_pb2 as d
 
-    from streamslice.config.pipeline import parse_pipeline
     from streamslice.errors import ConfigError
+    from tests.support.pipelines import parsed
     client = SchemaRegistryClient({"url": confluent.url, **confluent_props(tls)})
     def message(name, field, typ):
         return d.DescriptorProto(name=name, field=[
@@ -347,18 +347,13 @@ def test_a_protobuf_subject_of_two_messages_without_message_fails_the_plan(confl
         base64.b64encode(two.SerializeToString()).decode(), "PROTOBUF"))
     props = {f"schema.registry.{k}": v for k, v in confluent_props(tls).items()}
 
-    def decode(extra=""):
-        return parse_pipeline(f"""
-mode: incremental
-kafka: {{bootstrap_servers: "127.0.0.1:9", topics: [t]}}
-format:
-  value: protobuf
-  registry: {{url: "{confluent.url}"}}
-  subject: two-value{extra}
-""").decode.prepared(props)
+    def decode(**fmt):
+        return parsed("kafka", {"bootstrap_servers": "127.0.0.1:9", "topics": ["t"]}, format={
+            "value": "protobuf", "registry": {"url": confluent.url}, "subject": "two-value",
+            **fmt}).decode.prepared(props)
     with pytest.raises(ConfigError, match=r"format protobuf: subject 'two-value' version 1 "
                                           r"\(schema id \d+\) holds 2 messages \(two\.Click, "
                                           r"two\.View\): name the one the records hold "
                                           r"\(format\.message"):
         decode()
-    assert decode("\n  message: two.View").value.schema == "page STRING"
+    assert decode(message="two.View").value.schema == "page STRING"

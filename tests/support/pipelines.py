@@ -2,8 +2,9 @@
 
 Pipelines are built by one helper per source (``kafka_pipeline``, ``kinesis_pipeline``,
 ``files_pipeline``) from plain mappings, written as YAML the way a user writes the file and
-loaded through the real config parser. ``write_pipeline`` stays for tests whose point is the
-YAML text itself."""
+loaded through the real config parser; ``parsed`` gives the same file's configuration without
+writing it (for tests that plan or build an output target without a DAG). ``write_pipeline``
+stays for tests whose point is the YAML text itself."""
 import os
 import uuid
 from datetime import datetime, timezone
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from streamslice.config import load_pipeline
+from streamslice.config import load_pipeline, parse_pipeline
 
 
 def unique(prefix):
@@ -28,18 +29,27 @@ def write_pipeline(name, text, folder=None):
     return load_pipeline(path)
 
 
-def pipeline(kind, block, *, name=None, mode="incremental", output=None, folder=None,
-             **settings):
-    """A pipeline file reading a ``kind`` source (``block``: its YAML mapping), written and
-    loaded. ``settings`` are the file's other top-level keys (``format``, ``alerts``, ``spark``,
+def pipeline_yaml(kind, block, *, mode="incremental", output=None, **settings):
+    """The text of a pipeline file reading a ``kind`` source (``block``: its YAML mapping).
+    ``settings`` are the file's other top-level keys (``format``, ``alerts``, ``spark``,
     ``schedule``, ``retries``…; ``None`` values are left out). ``output`` is a path or the
     whole output mapping (default: the session's lake folder)."""
     if output is None:
         output = f"{os.environ['AIRFLOW_HOME']}/../lake"
     data = {"mode": mode, **{k: v for k, v in settings.items() if v is not None}, kind: block,
             "output": output if isinstance(output, dict) else {"path": str(output)}}
-    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
-    return write_pipeline(name or unique(kind), text, folder)
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def pipeline(kind, block, *, name=None, folder=None, **kw):
+    """``pipeline_yaml(kind, block, **kw)`` written as ``name`` (into ``folder``, by default
+    the session's DAGs folder) and loaded."""
+    return write_pipeline(name or unique(kind), pipeline_yaml(kind, block, **kw), folder)
+
+
+def parsed(kind, block, *, name="pipeline", **kw):
+    """``pipeline_yaml(kind, block, **kw)`` parsed, written nowhere."""
+    return parse_pipeline(pipeline_yaml(kind, block, **kw), default_name=name)
 
 
 def kafka_pipeline(bootstrap, topics, *, name=None, **kw):

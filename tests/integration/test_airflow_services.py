@@ -53,19 +53,19 @@ def create_backfill(airflow, body, timeout=300):
     until the scheduler counts it abandoned, 2 minutes after its creation. The same lock met
     outside the part Airflow guards (the request's own reads) is a 500 whose log says
     "database is locked". So those are tried again, and so is 409, but only after them."""
-    locked = False
+    refused = []  # Airflow's answers that are tried again
 
     def created():
-        nonlocal locked
         try:
             return airflow.api("POST", "/api/v2/backfills", body)
         except urllib.error.HTTPError as exc:
             busy = exc.code == 503 or (exc.code == 500 and "database is locked" in str(exc))
-            locked = locked or busy
-            if not (busy or (exc.code == 409 and locked)):
+            if not (busy or (exc.code == 409 and refused)):
                 raise
+            refused.append(exc)
             return None
-    return wait_for(created, timeout, "Airflow to accept the backfill", interval=2)
+    return wait_for(created, timeout, lambda: f"Airflow to accept the backfill: {refused[-1]}",
+                    interval=2)
 
 
 def wait_run(airflow, dag_id, interval_start, timeout=300):

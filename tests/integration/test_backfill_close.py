@@ -2,13 +2,19 @@
 (SQLite) Airflow metadata database: a finished one is closed on the scheduler's own condition,
 one with a run queued or running is never touched, an empty one is left alone while it may
 still be being created, and an empty one a failed try of ours left behind is removed."""
+import os
+import sqlite3
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
-from tests.support.pipelines import unique
+from tests.support.pipelines import kafka_pipeline, unique
 
 pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def now():
@@ -122,3 +128,58 @@ def test_the_intervals_a_backfill_made_half_way_does_not_hold(airflow_db):
     assert _uncovered(dag_id, intervals, first_try - timedelta(minutes=10)) == intervals[2:]
     with pytest.raises(StreamsliceError, match="no backfill of .* created since"):
         _uncovered(unique("bf"), intervals, first_try)
+
+
+def test_a_backfill_create_failing_half_way_commits_no_run_unlike_airflows_own(airflow_db):
+    """Airflow's ``backfill create`` on SQLite commits each run it clears or makes (a savepoint
+    that begins the transaction commits it on release), so a failure at the third of four
+    intervals leaves the first two taken over by a backfill and the others as they were: a
+    ``--reprocess failed`` re-run then ran half its intervals. ``backfill_create``, which the
+    wrapper runs, commits them together: the same failure leaves every run as it was. The
+    failure is a trigger in the metadata database, where SQLite's lock would strike."""
+    from airflow.configuration import conf
+    cfg = kafka_pipeline("127.0.0.1:1", "t", name=unique("bf_half"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]))
+    airflow = str(Path(sys.executable).parent / "airflow")
+    plain = [airflow, "backfill", "create"]
+    ours = [sys.executable, "-m", "streamslice.airflow.backfill_create"]
+
+    def run(cmd, *args):
+        return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    assert run([airflow, "dags", "reserialize"]).returncode == 0
+    create = ["--dag-id", cfg.name, "--from-date", "2024-05-01T00:00:00+00:00", "--to-date",
+              "2024-05-01T03:00:00+00:00", "--max-active-runs", "1"]
+    out = run(plain, *create, "--reprocess-behavior", "completed")
+    assert out.returncode == 0, out.stderr[-2000:]
+    db = sqlite3.connect(conf.get("database", "sql_alchemy_conn").removeprefix("sqlite:///"),
+                         timeout=30)
+
+    def failed_runs_then_refuse_the_third():
+        """Four failed runs, their backfills closed, and the third's take-over refused."""
+        with db:
+            db.execute("UPDATE dag_run SET state = 'failed' WHERE dag_id = ?", (cfg.name,))
+            db.execute("UPDATE backfill SET completed_at = CURRENT_TIMESTAMP "
+                       "WHERE dag_id = ? AND completed_at IS NULL", (cfg.name,))
+            db.execute("DROP TRIGGER IF EXISTS refuse_third")
+            db.execute(f"CREATE TRIGGER refuse_third BEFORE UPDATE OF backfill_id ON dag_run "
+                       f"WHEN NEW.dag_id = '{cfg.name}' AND NEW.logical_date LIKE "
+                       f"'2024-05-01 02:00:00%' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+
+    def states_after(cmd):
+        failed_runs_then_refuse_the_third()
+        out = run(cmd, *create, "--reprocess-behavior", "failed")
+        assert out.returncode != 0 and "refused" in out.stderr, out.stderr[-2000:]
+        return [(date[11:16], state) for date, state in db.execute(
+            "SELECT logical_date, state FROM dag_run WHERE dag_id = ? ORDER BY logical_date",
+            (cfg.name,))]
+
+    try:
+        assert states_after(plain) == [("00:00", "queued"), ("01:00", "queued"),
+                                       ("02:00", "failed"), ("03:00", "failed")]
+        assert states_after(ours) == [(f"0{h}:00", "failed") for h in range(4)]
+    finally:
+        with db:
+            db.execute("DROP TRIGGER IF EXISTS refuse_third")

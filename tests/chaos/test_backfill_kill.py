@@ -51,9 +51,6 @@ def manifest(dataset, hour):
         return json.load(f)
 
 
-@pytest.mark.skip(reason="flaky: in 1 of 4 full runs the --reprocess failed backfill reported "
-                  "'failed' although every interval was published exactly; not diagnosed yet "
-                  "(issue 31 stays open for it)")
 @pytest.mark.timeout(1800)  # nine runs one at a time, on a machine CI may share
 def test_a_backfill_killed_in_each_phase_is_exact_after_its_rerun(broker, airflow,
                                                                    spark_connect, tmp_path):

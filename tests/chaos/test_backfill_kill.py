@@ -1,11 +1,14 @@
 """Chaos in a backfill, under Airflow's own scheduler (LocalExecutor, reads on a Spark Connect
 server): ``streamslice backfill`` of five hourly intervals, one run at a time, meets a
-``kill -9`` of a task's processes in each phase of a run in turn: the plan task once its plan
-is saved, the commit task before its publish, right after it, and right after the checkpoint
-advanced. With ``retries: 0`` each of those intervals fails and the backfill says which; the
-same command again (``--reprocess failed``) re-runs those four alone. Then every interval
-holds its hour's records exactly once (pyarrow and DuckDB's glob agree), the interval that
-never failed was not published again, and the checkpoint is at the last interval's end.
+``kill -9`` of a task's processes in each phase of a run in turn: once the plan is saved,
+after the read before the publish, right after the publish, and right after the checkpoint
+advanced; with plan, read and commit as three tasks (``tasks: separate``: the plan task, then
+the commit task three times) and as one (``tasks: combined``, Spark Connect's default: the one
+task, in each of its steps). With ``retries: 0`` each of those intervals fails and the
+backfill says which; the same command again (``--reprocess failed``) re-runs those four
+alone. Then every interval holds its hour's records exactly once (pyarrow and DuckDB's glob
+agree), the interval that never failed was not published again, and the checkpoint is at the
+last interval's end.
 
 The faults come from the file every task of the session's scheduler reads
 (``STREAMSLICE_INJECT_FAULT=@FILE``), one per line, each fired once, in order. (A kill in the
@@ -51,9 +54,11 @@ def manifest(dataset, hour):
         return json.load(f)
 
 
+@pytest.mark.parametrize("tasks", ["separate", "combined"])
 @pytest.mark.timeout(1800)  # nine runs one at a time, on a machine CI may share
 def test_a_backfill_killed_in_each_phase_is_exact_after_its_rerun(broker, airflow,
-                                                                   spark_connect, tmp_path):
+                                                                   spark_connect, tmp_path,
+                                                                   tasks):
     topic, name = unique("chaos-backfill"), unique("chaos_backfill")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, 5, 40, seed=31, late_share=0),
@@ -61,7 +66,7 @@ def test_a_backfill_killed_in_each_phase_is_exact_after_its_rerun(broker, airflo
     per_hour = Counter((t - T0) // HOUR for _, _, t in sent)
     kafka_pipeline(broker.bootstrap, topic, name=name, folder=airflow.pipelines,
                    mode="interval", schedule="@hourly", start_date="2024-05-01T00:00:00Z",
-                   end_date="2024-05-01T04:00:00Z", retries=0, max_active_runs=1,
+                   end_date="2024-05-01T04:00:00Z", retries=0, max_active_runs=1, tasks=tasks,
                    spark={"runner": "connect", "remote": spark_connect.remote},
                    output=tmp_path)
     airflow.wait_for_dag(name)

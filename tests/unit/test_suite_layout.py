@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import (
+    _AIRFLOW,
     _worker_group,
     pytest_collection_modifyitems,
     pytest_runtest_teardown,
@@ -15,10 +16,10 @@ from tests.conftest import (
 )
 
 
-def item(nodeid, airflow=False, services=None):
+def item(nodeid, airflow=False, config=None):
+    """A stand-in test item; its ``funcargs`` are empty, as a skipped test's are."""
     names = ["airflow_services", "airflow"] if airflow else ["broker"]
-    return SimpleNamespace(nodeid=nodeid, fixturenames=names,
-                funcargs={"airflow_services": services} if airflow else {})
+    return SimpleNamespace(nodeid=nodeid, fixturenames=names, config=config, funcargs={})
 
 
 def test_airflow_tests_first_and_each_in_its_group():
@@ -38,10 +39,13 @@ def test_airflow_tests_first_and_each_in_its_group():
 
 
 def test_the_airflow_services_stop_after_the_last_test_on_them():
+    # The services are found in the session's stash, so they stop after the last test on
+    # them even when that test was skipped (it never got its fixture arguments).
     stopped = []
-    services = SimpleNamespace(stop=lambda: stopped.append(True))
-    first, last = (item(f"tests/integration/test_c.py::t{n}", True, services) for n in (1, 2))
-    other = item("tests/unit/test_a.py::test_one")
+    config = SimpleNamespace(stash=pytest.Stash())
+    config.stash[_AIRFLOW] = SimpleNamespace(stop=lambda: stopped.append(True))
+    first, last = (item(f"tests/integration/test_c.py::t{n}", True, config) for n in (1, 2))
+    other = item("tests/unit/test_a.py::test_one", config=config)
     pytest_runtest_teardown(first, last)
     assert stopped == []
     pytest_runtest_teardown(last, other)

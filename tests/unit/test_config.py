@@ -1,6 +1,7 @@
 """Pipeline file validation: each invalid field gets its own precise message with file:line."""
 import pytest
 
+from streamslice.commit.publishers.files import FilesSettings
 from streamslice.config import load_pipelines, parse_pipeline
 from streamslice.errors import ConfigError
 from streamslice.kafka.positions import (
@@ -211,8 +212,8 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
     assert cfg.decode.allow_all_dead_letters is False
     assert "allow_all_dead_letters" not in cfg.decode.to_dict()  # plans stay as they were
     out = cfg.output
-    assert (out.path, out.format, out.compression, out.table, out.catalog, out.conn_id) == \
-        ("/project/output", "parquet", "snappy", None, {}, None)
+    assert (out.path, out.format, out.compression, out.settings) == \
+        ("/project/output", "parquet", "snappy", FilesSettings())
     assert out.aws.to_dict() == {}  # the default chain
     assert out.dataset("orders") == "/project/output/pipeline=orders"
     assert cfg.spark == LocalRunner(master="local[*]", conf={})

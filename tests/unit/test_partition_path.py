@@ -36,7 +36,7 @@ HOUR = 3_600_000
 
 def test_an_hourly_hive_path_renders_the_interval_start_in_utc():
     cfg = parse(HOURLY)
-    assert cfg.output.partition_path == "dt=%Y-%m-%d/hour=%H"
+    assert cfg.output.settings.partition_path == "dt=%Y-%m-%d/hour=%H"
     target = cfg.output.target("p")
     assert target.partition_path == "dt=%Y-%m-%d/hour=%H"
     assert target.folder("interval=20240501T230000Z", Interval(T0 + 23 * HOUR, T0 + 24 * HOUR)) \
@@ -49,7 +49,7 @@ def test_an_hourly_hive_path_renders_the_interval_start_in_utc():
 def test_without_the_setting_the_folder_is_the_partition_name():
     cfg = parse(HOURLY.replace("  partition_path: 'dt=%Y-%m-%d/hour=%H'\n", ""))
     target = cfg.output.target("p")
-    assert cfg.output.partition_path is None and target.partition_path is None
+    assert cfg.output.settings.partition_path is None and target.partition_path is None
     assert target.folder("interval=20240501T000000Z", Interval(T0, T0 + HOUR)) \
         == "interval=20240501T000000Z"
 
@@ -66,7 +66,7 @@ def test_without_the_setting_the_folder_is_the_partition_name():
 ])
 def test_templates_that_give_each_interval_its_own_folder(schedule, template):
     text = HOURLY.replace("'@hourly'", schedule).replace("dt=%Y-%m-%d/hour=%H", template)
-    assert parse(text).output.partition_path == template
+    assert parse(text).output.settings.partition_path == template
 
 
 @pytest.mark.parametrize("template, schedule, message", [

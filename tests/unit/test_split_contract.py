@@ -180,7 +180,8 @@ def test_no_code_outside_a_source_package_names_a_source():
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#")[0]
-            if "publisher" in code:  # "files" is also the name of the file-system publisher
+            # "files" is also the name of the file-system publisher (its class says so)
+            if "publisher" in code or code.strip() == 'name: ClassVar[str] = "files"':
                 continue
             if switch.search(code):
                 found.append(f"{rel}:{n}: {line.strip()}")

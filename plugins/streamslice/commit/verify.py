@@ -9,6 +9,7 @@ import pyarrow.fs as pafs
 from ..errors import AllDeadLettersError, CommitError
 from ..reading.staging import DATA
 from ..sources import source_class
+from .publishers import staged_format
 
 if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
@@ -81,7 +82,7 @@ def staged_counts(plan: ReadPlan, staging: Staging) -> dict[str, dict[str, Any]]
         return {}
     import pyarrow.dataset as ds  # here: it imports pandas (~0.3 s a process that never verifies)
 
-    output_format = plan.output.file_format if plan.output else "parquet"
+    output_format = staged_format(plan.output)
     dataset = ds.dataset(f"{staging.root}/{DATA}", format=output_format,
                          filesystem=staging.fs, exclude_invalid_files=True)
     if not dataset.files:  # e.g. a read killed before any split's file was in place

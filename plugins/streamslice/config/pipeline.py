@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,9 +14,16 @@ import yaml
 
 from ..alerts import AlertRules, parse_alerts
 from ..aws import AwsAuth, parse_auth
+from ..commit.publishers import (
+    PUBLISHERS,
+    OutputSettings,
+    parse_output_settings,
+    publisher_class,
+)
 from ..errors import ConfigError
 from ..extras import missing_message
 from ..formats import FormatSpec, format_class, formats_for
+from ..planning.layout import check_template
 from ..planning.plan import Interval, OutputTarget
 from ..reading.event_time import UNITS, EventTime
 from ..runners import Runner, parse_runner
@@ -32,8 +39,6 @@ if TYPE_CHECKING:
 
 MODES = ("interval", "incremental")
 MAX_FILE_BYTES = 1024 * 1024
-TABLE_FORMATS = ("iceberg", "delta")
-OUTPUT_FORMATS = ("parquet", "json", "orc", *TABLE_FORMATS)
 # How a run's plan, read and commit map to Airflow tasks: one task each, or one task for all
 TASK_LAYOUTS = ("separate", "combined")
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -72,32 +77,22 @@ class Decoding:
 @dataclass(frozen=True)
 class Output:
     path: str  # absolute path or URL of the dataset root
-    format: str = "parquet"
+    format: str = "parquet"  # a key of commit.publishers.PUBLISHERS
     compression: str = "snappy"
-    table: str | None = None  # iceberg: namespace.table; delta: the table's URI
-    catalog: dict[str, str] = field(default_factory=dict)  # iceberg: pyiceberg properties
-    conn_id: str | None = None  # iceberg: an Airflow connection with catalog properties
     aws: AwsAuth = AwsAuth()  # how every process reaches S3 / a Glue catalog (no secrets)
-    # strftime template of the interval's start: its folder (planning.layout); None: interval=…
-    partition_path: str | None = None
-    partition_by: str | None = None  # iceberg, delta: "day(event_time)" (a time transform)
+    # The keys of output: that its format's publisher takes (commit.publishers): a folder's
+    # partition_path; a table's table, partition_by, an Iceberg catalog and conn_id
+    settings: OutputSettings = OutputSettings()
 
     def dataset(self, pipeline: str) -> str:
         return _join(self.path, f"pipeline={pipeline}")
 
     def target(self, pipeline: str) -> OutputTarget:
         """Where and how a run of ``pipeline`` publishes (recorded in its plan)."""
-        publisher = self.format if self.format in TABLE_FORMATS else "files"
-        table = self.table
-        if self.format == "delta" and not table:
-            table = self.dataset(pipeline)  # the dataset folder is the Delta table
-        if self.format == "iceberg" and not table:
-            table = "streamslice." + re.sub(r"[^A-Za-z0-9_]", "_", pipeline)
-        return OutputTarget(dataset=self.dataset(pipeline), format=self.format,
-                            compression=self.compression, publisher=publisher, table=table,
-                            catalog=dict(self.catalog), conn_id=self.conn_id,
-                            aws=self.aws.to_dict(), partition_path=self.partition_path,
-                            partition_by=self.partition_by)
+        dataset = self.dataset(pipeline)
+        return OutputTarget(dataset=dataset, format=self.format, compression=self.compression,
+                            publisher=publisher_class(self.format).name,
+                            aws=self.aws.to_dict(), **self.settings.target(dataset, pipeline))
 
 
 @dataclass(frozen=True)
@@ -252,7 +247,7 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
     elif cfg.event_time:
         raise f.error("only applies to mode interval (an incremental run takes what "
                       "arrived since the last one)", "event_time")
-    elif cfg.output.partition_path:
+    elif cfg.output.target(cfg.name).partition_path:
         raise f.child("output").error("only applies to mode interval (it is made of the "
                                       "interval's time; a batch is named batch=…)",
                                       "partition_path")
@@ -275,15 +270,15 @@ def _tasks(f: Fields, runner: Runner) -> str:
 def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:
     """Every interval its own folder: the template names the time finely enough for the
     schedule (checked on the schedule's first intervals, as Airflow will lay them out)."""
-    if not cfg.output.partition_path:
+    template = cfg.output.target(cfg.name).partition_path
+    if not template:
         return
-    from ..planning.layout import check_template
     assert cfg.schedule is not None and cfg.start_date is not None
     starts = interval_starts(cfg.schedule, cfg.start_date, 400)
     shortest = min(b - a for a, b in zip(starts, starts[1:]))
     out = f.child("output")
     try:
-        path = check_template(cfg.output.partition_path, shortest)
+        path = check_template(template, shortest)
     except ValueError as exc:
         raise out.error(str(exc), "partition_path") from None
     folders: dict[str, int] = {}
@@ -306,8 +301,9 @@ def _require_extras(cfg: PipelineConfig, f: Fields) -> None:
     for role, spec in (("value", cfg.decode.value), ("key", cfg.decode.key)):
         if spec.options.get("registry"):
             needs.append(("registry", f"{role}: {spec.name} with a schema registry", fmt, role))
-    if cfg.output.format in TABLE_FORMATS:
-        needs.append((cfg.output.format, f"output format {cfg.output.format}", out, "format"))
+    extra = publisher_class(cfg.output.format).extra
+    if extra:
+        needs.append((extra, f"output format {cfg.output.format}", out, "format"))
     if cfg.output.path.startswith(("s3://", "s3a://")):
         needs.append(("aws", "an output on S3", out, "path"))
     needs.append((cfg.spark.extra, f"spark.runner {cfg.spark.kind}", spark, "runner"))
@@ -405,74 +401,22 @@ def _decoding(f: Fields) -> Decoding:
     return dec
 
 
-def _output(f: Fields, root: str) -> Output:  # noqa: C901 - the output section's keys, one check each
+def _output(f: Fields, root: str) -> Output:
     path = f.str("path", "output")
     if "://" not in path and not os.path.isabs(path):
         path = os.path.normpath(os.path.join(root, path))
-    fmt = f.str("format", "parquet", choices=OUTPUT_FORMATS)
-    table = f.str("table", None)
-    catalog = f.raw("catalog", None)
-    conn_id = f.str("conn_id", None)
-    if conn_id and fmt != "iceberg":
-        raise f.error("is only used with format iceberg (its catalog's connection)", "conn_id")
-    if table and fmt not in TABLE_FORMATS:
-        raise f.error(f"is only used with format {' or '.join(TABLE_FORMATS)}", "table")
-    if catalog is not None and fmt != "iceberg":
-        raise f.error("is only used with format iceberg", "catalog")
-    if fmt == "iceberg":
-        if table and not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+", table):
-            raise f.error(f"{table!r} is not namespace.table", "table")
-        if catalog is None and conn_id:
-            catalog = {}
-        elif catalog is None:
-            if "://" in path and not path.startswith("file://"):
-                raise f.error("is required for an iceberg table outside the local file system "
-                              "(pyiceberg catalog properties: type sql, rest or glue, …)",
-                              "catalog")
-            local = path.removeprefix("file://")
-            # A deployment may name its SQL catalog (docker-compose: its PostgreSQL).
-            uri = os.environ.get("STREAMSLICE_ICEBERG_CATALOG_URI") or \
-                f"sqlite:///{local}/_streamslice/iceberg.db"
-            catalog = {"type": "sql", "uri": uri, "warehouse": f"file://{local}"}
-        if not isinstance(catalog, dict) or ("type" not in catalog and not conn_id):
-            raise f.error("must map pyiceberg catalog properties, with type (sql, rest, glue)",
-                          "catalog")
-        catalog = {str(k): str(v) for k, v in catalog.items()}
-    if f.has("partition_path") and fmt in TABLE_FORMATS:
-        raise f.error(f"is for folder outputs (parquet, json, orc); a {fmt} table is "
-                      "partitioned by the table itself", "partition_path")
+    fmt = f.str("format", "parquet", choices=tuple(PUBLISHERS))
+    compression = f.str("compression", "snappy")
     aws_f = f.child("aws")
     aws = parse_auth(aws_f)
     aws_f.done()
-    if aws.to_dict() and not (path.startswith(("s3://", "s3a://")) or
-                              (catalog or {}).get("type") == "glue"):
+    settings = parse_output_settings(f, fmt, path)
+    if aws.to_dict() and not (path.startswith(("s3://", "s3a://")) or settings.on_aws()):
         raise f.error("is for an output on S3 or in a Glue catalog (output.path is "
                       f"{path!r})", "aws")
-    out = Output(path=path, format=fmt, compression=f.str("compression", "snappy"),
-                 table=table, catalog=catalog or {}, conn_id=conn_id, aws=aws,
-                 partition_path=f.str("partition_path", None),
-                 partition_by=_partition_by(f, fmt))
+    out = Output(path=path, format=fmt, compression=compression, aws=aws, settings=settings)
     f.done()
     return out
-
-
-def _partition_by(f: Fields, fmt: str) -> str | None:
-    """``hour(col)``, ``day(col)``, ``month(col)`` or ``year(col)``: Iceberg's time transforms
-    of a timestamp column of the records (checked against the records' schema at plan
-    time); a Delta table is partitioned by a column of the transform's values."""
-    value = f.str("partition_by", None)
-    if value is None:
-        return None
-    if fmt not in ("iceberg", "delta"):
-        raise f.error("is for format iceberg (a partition spec with a time transform) or delta "
-                      "(a partition column of it); folders take partition_path",
-                      "partition_by")
-    from ..commit.publishers.transforms import parse_partition_by
-    try:
-        parse_partition_by(value)
-    except ValueError as exc:
-        raise f.error(str(exc), "partition_by") from None
-    return value
 
 
 def _project_root(file: str) -> str:

@@ -125,7 +125,7 @@ class OutputTarget:
     dataset: str  # URI of the pipeline's dataset root (…/pipeline=<name>)
     format: str = "parquet"
     compression: str = "snappy"
-    publisher: str = "files"  # a key of commit.publishers.PUBLISHERS
+    publisher: str = "files"  # its publisher's name (commit.publishers: Publisher.name)
     table: str | None = None  # iceberg: namespace.table; delta: the table's URI
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg catalog properties
     conn_id: str | None = None  # an Airflow connection holding more catalog properties
@@ -152,11 +152,6 @@ class OutputTarget:
     def auth(self) -> AwsAuth | None:
         from ..aws import AwsAuth
         return AwsAuth.from_dict(self.aws) if self.aws else None
-
-    @property
-    def file_format(self) -> str:
-        """What the read job stages: table formats take Parquet files."""
-        return self.format if self.publisher == "files" else "parquet"
 
     @property
     def work(self) -> str:

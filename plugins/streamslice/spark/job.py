@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
-from ..commit.publishers import staged_constants
+from ..commit.publishers import staged_constants, staged_format
 from ..errors import SourceError, StreamsliceError, from_text
 from ..reading.sink import parquet_codec
 from ..reading.staging import Staging
@@ -37,7 +37,7 @@ def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
     prefix = source_class(plan.source).option_prefix
     for key, value in (properties or {}).items():
         reader = reader.option(prefix + key, str(value))
-    fmt, compression = ((plan.output.file_format, plan.output.compression) if plan.output
+    fmt, compression = ((staged_format(plan.output), plan.output.compression) if plan.output
                         else ("parquet", "snappy"))
     codec = parquet_codec(fmt, compression) if direct else None
     if codec:

@@ -3,21 +3,28 @@
 A publisher moves one verified staging area into the dataset as the plan's partition, in one
 step readers can rely on, and says whether a plan was already published (so a retried commit
 does not publish twice). A new output (a table format) is one module here plus one line in
-``PUBLISHERS``.
+``PUBLISHERS``: its publisher class, and the frozen dataclass of the ``output:`` keys it takes
+(``OutputSettings``: parsed from the pipeline file with errors naming file, line and field,
+and turned into the plan's ``OutputTarget``).
 """
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
+    from ...config.fields import Fields
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
 
-# OutputTarget.publisher → "module:Class", imported on first use.
+# output.format → the "module:Class" of the publisher that lands it, imported on first use
+# (its order: the choices errors list).
 PUBLISHERS: dict[str, str] = {
-    "files": "streamslice.commit.publishers.files:FilesPublisher",
+    "parquet": "streamslice.commit.publishers.files:FilesPublisher",
+    "json": "streamslice.commit.publishers.files:FilesPublisher",
+    "orc": "streamslice.commit.publishers.files:FilesPublisher",
     "iceberg": "streamslice.commit.publishers.iceberg:IcebergPublisher",
     "delta": "streamslice.commit.publishers.delta:DeltaPublisher",
 }
@@ -26,15 +33,37 @@ PUBLISHERS: dict[str, str] = {
 PARTITION_COLUMN = "streamslice_partition"
 
 
-def staged_constants(plan: ReadPlan) -> dict[str, str]:
-    """Columns the staged files carry besides the records, each with one value: the
-    partition name, for the table publishers."""
-    if plan.output and plan.output.publisher != "files":
-        return {PARTITION_COLUMN: plan.partition}
-    return {}
+@dataclass(frozen=True)
+class OutputSettings:
+    """The keys of the ``output:`` block one publisher takes besides those every output has
+    (``path``, ``format``, ``compression``, ``aws``)."""
+
+    # Each key it takes → what a pipeline of another format that sets it is told.
+    keys: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def parse(cls, f: Fields, fmt: str, path: str) -> OutputSettings:
+        """Its keys of the ``output:`` block ``f`` (``fmt``, ``path``: read already), each
+        error raised with ``f.error(message, key)``; ``f.done()`` is the caller's."""
+        return cls()
+
+    def target(self, dataset: str, pipeline: str) -> dict[str, Any]:
+        """Its fields of the plan's ``OutputTarget`` for ``pipeline``'s ``dataset``."""
+        return {}
+
+    def on_aws(self) -> bool:
+        """Whether it reaches AWS by itself (a Glue catalog), so ``output.aws`` applies."""
+        return False
 
 
 class Publisher(Protocol):
+    name: ClassVar[str]  # recorded in the plan (``OutputTarget.publisher``)
+    settings: ClassVar[type[OutputSettings]]  # the output: keys it takes
+    extra: ClassVar[str | None]  # the package extra it needs (``streamslice.extras``)
+    # What the read job stages for it: None, the output's own format; tables take Parquet
+    # files carrying ``PARTITION_COLUMN``.
+    stages: ClassVar[str | None]
+
     def __init__(self, output: OutputTarget) -> None: ...
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
@@ -58,11 +87,49 @@ class Publisher(Protocol):
 Published = dict[str, Any]
 
 
-def publisher_for(output: OutputTarget) -> Publisher:
+def publisher_class(fmt: str) -> type[Publisher]:
     try:
-        module, _, name = PUBLISHERS[output.publisher].partition(":")
+        module, _, name = PUBLISHERS[fmt].partition(":")
     except KeyError:
-        raise ValueError(f"unknown publisher {output.publisher!r} "
+        raise ValueError(f"unknown output format {fmt!r} "
                          f"(known: {', '.join(PUBLISHERS)})") from None
-    publisher: Publisher = getattr(importlib.import_module(module), name)(output)
-    return publisher
+    cls: type[Publisher] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def publisher_for(output: OutputTarget) -> Publisher:
+    return publisher_class(output.format)(output)
+
+
+def staged_format(output: OutputTarget | None) -> str:
+    """The file format the read job stages for ``output``."""
+    if output is None:
+        return "parquet"
+    return publisher_class(output.format).stages or output.format
+
+
+def staged_constants(plan: ReadPlan) -> dict[str, str]:
+    """Columns the staged files carry besides the records, each with one value: the
+    partition name, for the table publishers."""
+    if plan.output and publisher_class(plan.output.format).stages is not None:
+        return {PARTITION_COLUMN: plan.partition}
+    return {}
+
+
+def parse_output_settings(f: Fields, fmt: str, path: str) -> OutputSettings:
+    """The keys of ``output:`` that ``fmt``'s publisher takes (the keys every output has
+    are read already). A key only other publishers take is refused in their words; the
+    other publishers are imported only then."""
+    own = publisher_class(fmt).settings
+    for key, value in f.mapping.items():
+        if key in f.seen or key in own.keys:
+            continue
+        said = next((s for s in (publisher_class(other).settings.keys.get(key)
+                                 for other in PUBLISHERS if other != fmt) if s), None)
+        if said is None:
+            continue  # no publisher takes it: ``f.done()`` says so
+        if value is None or value == {}:
+            f.seen.add(key)  # set to nothing: nothing to ignore
+            continue
+        raise f.error(said.format(format=fmt), key)
+    return own.parse(f, fmt, path)

@@ -18,7 +18,8 @@ only records are under the dataset (see ``OutputTarget.work``).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow.fs as pafs
 
@@ -27,8 +28,10 @@ from ...aws.storage import filesystem
 from ...lineage import location_dataset
 from ...reading.staging import DATA, DEAD_LETTER
 from ..manifest import MANIFEST, manifest_bytes, read_manifest
+from . import OutputSettings
 
 if TYPE_CHECKING:
+    from ...config.fields import Fields
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
@@ -120,10 +123,50 @@ class ObjectStoreCopy(DirectoryRename):
         return {"uri": self.uri(plan)}
 
 
-def FilesPublisher(output: OutputTarget) -> DirectoryRename:
-    """Rename where the file system can, copy with the manifest last where it cannot."""
-    fs, _ = filesystem(output.dataset.rstrip("/"), output.auth)
-    return DirectoryRename(output) if fs.type_name == "local" else ObjectStoreCopy(output)
+@dataclass(frozen=True)
+class FilesSettings(OutputSettings):
+    """A folder output's own key: the folder an interval lands in."""
+
+    keys: ClassVar[dict[str, str]] = {
+        "partition_path": "is for folder outputs (parquet, json, orc); a {format} table is "
+                          "partitioned by the table itself"}
+    # strftime template of an interval's start: its folder (planning.layout); None: interval=…
+    partition_path: str | None = None
+
+    @classmethod
+    def parse(cls, f: Fields, fmt: str, path: str) -> FilesSettings:
+        return cls(partition_path=f.str("partition_path", None))
+
+    def target(self, dataset: str, pipeline: str) -> dict[str, Any]:
+        return {"partition_path": self.partition_path}
+
+
+class FilesPublisher:
+    """Partitions as folders of parquet, json or orc files: renamed into place where the
+    file system can (``DirectoryRename``), copied with the manifest last where it cannot
+    (``ObjectStoreCopy``)."""
+
+    name: ClassVar[str] = "files"
+    settings: ClassVar[type[OutputSettings]] = FilesSettings
+    extra: ClassVar[str | None] = None
+    stages: ClassVar[str | None] = None  # the output's own format
+
+    def __init__(self, output: OutputTarget) -> None:
+        fs, _ = filesystem(output.dataset.rstrip("/"), output.auth)
+        self.how = DirectoryRename(output) if fs.type_name == "local" else \
+            ObjectStoreCopy(output)
+
+    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+        return self.how.publish(plan, staging, manifest)
+
+    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+        return self.how.published_manifest(plan)
+
+    def finish(self, plan: ReadPlan) -> None:
+        self.how.finish(plan)
+
+    def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
+        return self.how.lineage_dataset()
 
 
 def folder_of(plan: ReadPlan) -> str:

@@ -10,9 +10,11 @@ which is how a retry finds its own commit instead of committing twice.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 import warnings
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -21,20 +23,76 @@ from ... import faults
 from ...aws.storage import filesystem, iceberg_properties
 from ...errors import CommitError
 from ...lineage import DatasetName, location_dataset
-from . import PARTITION_COLUMN
+from . import PARTITION_COLUMN, OutputSettings
 from .files import publish_dead_letters, staged_files
-from .tables import check_compatible, commit_properties, manifest_from, table_schema
+from .tables import (
+    TableSettings,
+    check_compatible,
+    commit_properties,
+    manifest_from,
+    table_schema,
+)
 from .transforms import iceberg_transform, parse_partition_by
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
+    from ...config.fields import Fields
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
     from . import Published
 
 
+@dataclass(frozen=True)
+class IcebergSettings(TableSettings):
+    """An Iceberg output: its table, and the pyiceberg catalog that holds it."""
+
+    keys: ClassVar[dict[str, str]] = {
+        **TableSettings.keys, "catalog": "is only used with format iceberg",
+        "conn_id": "is only used with format iceberg (its catalog's connection)"}
+    catalog: dict[str, str] = field(default_factory=dict)  # pyiceberg catalog properties
+    conn_id: str | None = None  # an Airflow connection with more catalog properties
+
+    @classmethod
+    def parse(cls, f: Fields, fmt: str, path: str) -> IcebergSettings:
+        table = f.str("table", None)
+        catalog = f.raw("catalog", None)
+        conn_id = f.str("conn_id", None)
+        if table and not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+", table):
+            raise f.error(f"{table!r} is not namespace.table", "table")
+        if catalog is None and conn_id:
+            catalog = {}
+        elif catalog is None:
+            if "://" in path and not path.startswith("file://"):
+                raise f.error("is required for an iceberg table outside the local file system "
+                              "(pyiceberg catalog properties: type sql, rest or glue, …)",
+                              "catalog")
+            local = path.removeprefix("file://")
+            # A deployment may name its SQL catalog (docker-compose: its PostgreSQL).
+            uri = os.environ.get("STREAMSLICE_ICEBERG_CATALOG_URI") or \
+                f"sqlite:///{local}/_streamslice/iceberg.db"
+            catalog = {"type": "sql", "uri": uri, "warehouse": f"file://{local}"}
+        if not isinstance(catalog, dict) or ("type" not in catalog and not conn_id):
+            raise f.error("must map pyiceberg catalog properties, with type (sql, rest, glue)",
+                          "catalog")
+        return cls(table=table, catalog={str(k): str(v) for k, v in catalog.items()},
+                   conn_id=conn_id, partition_by=cls.parse_partition_by(f))
+
+    def target(self, dataset: str, pipeline: str) -> dict[str, Any]:
+        table = self.table or "streamslice." + re.sub(r"[^A-Za-z0-9_]", "_", pipeline)
+        return {"table": table, "catalog": dict(self.catalog), "conn_id": self.conn_id,
+                "partition_by": self.partition_by}
+
+    def on_aws(self) -> bool:
+        return self.catalog.get("type") == "glue"
+
+
 class IcebergPublisher:
+    name: ClassVar[str] = "iceberg"
+    settings: ClassVar[type[OutputSettings]] = IcebergSettings
+    extra: ClassVar[str | None] = "iceberg"
+    stages: ClassVar[str | None] = "parquet"
+
     def __init__(self, output: OutputTarget) -> None:
         from pyiceberg.catalog import load_catalog
         self.output = output

@@ -3,7 +3,8 @@ properties every commit records so anyone can audit what it holds."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -12,12 +13,40 @@ from ...formats.types import spark_type
 from ...reading.decode import Decoder
 from ...sources import source_class
 from ..manifest import plan_id
-from . import PARTITION_COLUMN
+from . import PARTITION_COLUMN, OutputSettings
+from .transforms import parse_partition_by
 
 if TYPE_CHECKING:
+    from ...config.fields import Fields
     from ...planning.plan import ReadPlan
 
 PREFIX = "streamslice."
+
+
+@dataclass(frozen=True)
+class TableSettings(OutputSettings):
+    """The ``output:`` keys every table publisher takes."""
+
+    keys: ClassVar[dict[str, str]] = {
+        "table": "is only used with format iceberg or delta",
+        "partition_by": "is for format iceberg (a partition spec with a time transform) or "
+                        "delta (a partition column of it); folders take partition_path"}
+    table: str | None = None  # iceberg: namespace.table; delta: the table's URI
+    partition_by: str | None = None  # "day(event_time)": a time transform (transforms.py)
+
+    @staticmethod
+    def parse_partition_by(f: Fields) -> str | None:
+        """``hour(col)``, ``day(col)``, ``month(col)`` or ``year(col)``: Iceberg's time
+        transforms of a timestamp column of the records (checked against the records' schema
+        at plan time); a Delta table is partitioned by a column of the transform's values."""
+        value = f.str("partition_by", None)
+        if value is None:
+            return None
+        try:
+            parse_partition_by(value)
+        except ValueError as exc:
+            raise f.error(str(exc), "partition_by") from None
+        return value
 
 
 def table_schema(plan: ReadPlan) -> pa.Schema:

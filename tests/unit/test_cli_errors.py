@@ -122,6 +122,21 @@ def test_anything_else_is_one_line_with_its_kind_and_where_the_traceback_is():
     assert explain(ConfigError("a\nb"), HOME) == "a b"
 
 
+def test_efo_commands_reach_aws_through_the_pipeline_they_name(capsys, tmp_path):
+    """STREAM naming a Kinesis pipeline: the command finds it among the pipelines (the CLI's
+    ``CommandKit``) and resolves its connection as its tasks do, so a connection Airflow does
+    not have is the pipeline's field, in one line."""
+    from streamslice.cli import main
+    (tmp_path / "trips.yaml").write_text(
+        "mode: incremental\nkinesis: {stream: trips, region: us-east-1, "
+        "conn_id: no_such_aws_pipeline}\noutput: {path: /tmp/out}\n")
+    assert main(["--dir", str(tmp_path), "efo", "list", "trips"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamslice: kinesis.conn_id: Airflow has no connection "
+                          "'no_such_aws_pipeline'"), err
+    assert err.count("\n") == 1
+
+
 def test_efo_commands_name_the_aws_connection_they_were_given(capsys):
     from streamslice.cli import main
     assert main(["efo", "list", "s", "--conn-id", "no_such_aws_cli"]) == 1

@@ -213,7 +213,7 @@ def plan_read_commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
                 store.delete(STAGED)  # so the next try (a clear) reads the plan again
                 raise
         uri = _read(cfg, read_plan(data), context)
-        store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": uri})
+        _note(lambda: store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": uri}))
         return _commit_and_forget(cfg, data, uri, context)
 
 
@@ -221,8 +221,19 @@ def _commit_and_forget(cfg: PipelineConfig, data: dict[str, Any], staging_uri: s
                        context: dict[str, Any]) -> dict[str, Any]:
     result = _commit(cfg, read_plan(data), staging_uri, context)
     remember(context, staging=None)  # committed and cleaned up: the manifest has the counts
-    context["task_state_store"].delete(STAGED)
+    _note(lambda: context["task_state_store"].delete(STAGED))
     return result
+
+
+def _note(write: Any) -> None:
+    """``STAGED`` spares a retry a read; exactly once does not depend on it (a try without it
+    reads the plan again and publishes the same records in the partition's place), so a
+    metadata database too busy to keep it does not fail the run."""
+    try:
+        write()
+    except Exception as exc:  # noqa: BLE001 - see above: only a read is at stake
+        log.warning("Could not note in the task's state what this try read (%s); exactly "
+                    "once does not depend on it.", exc)
 
 
 def run_metrics(manifest: dict[str, Any],

@@ -1,6 +1,7 @@
 """Chaos through Airflow: a whole DAG run — the Airflow task process, its Spark JVM and the
 Spark Python workers — is SIGKILLed after planning, in the middle of a read, after the publish
-and after the checkpoint; the next run of the DAG recovers. The dataset then holds the source
+and after the checkpoint, with plan, read and commit as three tasks and as one (``tasks:
+combined``); the next run of the DAG recovers. The dataset then holds the source
 range exactly once (pyarrow and DuckDB's glob agree) and the checkpoint in Airflow's asset
 state is at the end of the range."""
 import os
@@ -32,10 +33,12 @@ def dag_run(cfg, fault=None):
                           start_new_session=True)
 
 
+@pytest.mark.parametrize("tasks", ["separate", "combined"])
 @pytest.mark.parametrize("point", ["plan", "read:split=1:after=1", "after_publish",
                                    "after_checkpoint"])
-def test_kill_a_dag_run_then_the_next_run_recovers(broker, airflow_db, spark, tmp_path, point):
-    topic, sent, cfg = incremental(broker, tmp_path, "af", seed=8, retries=0)
+def test_kill_a_dag_run_then_the_next_run_recovers(broker, airflow_db, spark, tmp_path, point,
+                                                   tasks):
+    topic, sent, cfg = incremental(broker, tmp_path, "af", seed=8, retries=0, tasks=tasks)
     victim = dag_run(cfg, point)
     assert victim.returncode == -signal.SIGKILL, victim.stderr[-2000:]
     # The next run recovers from what the killed one left behind (its plan, staging, publish,

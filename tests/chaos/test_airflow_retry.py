@@ -147,5 +147,43 @@ def test_killed_tasks_retry_in_the_same_run(broker, airflow, tmp_path):
     assert list(Path(tmp_path, "_streamslice", f"pipeline={name}").rglob("staging/*/*")) == []
 
 
+def test_killed_tries_of_the_combined_task_resume_in_the_same_run(broker, airflow, tmp_path):
+    """tasks: combined (plan, read and commit in one task): its process is SIGKILLed once its
+    plan is saved, in the middle of the read, after the publish and after the checkpoint.
+    Each retry resumes where the killed try stopped: the plan is the saved one, the read
+    that was cut short is done again but the one that ended is not, the publish is found
+    rather than made again, and the checkpoint ends at the interval's end."""
+    topic, name = unique("chaos-combined"), unique("chaos_combined")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 1, 60, seed=11, late_share=0),
+                   partitions=2)
+    pipeline(airflow, name, broker, topic, tmp_path, mode="interval", schedule="@hourly",
+             start_date="2024-05-01T00:00:00Z", end_date="2024-05-01T01:00:00Z", retries=4,
+             retry_delay="1s", tasks="combined")
+    airflow.faults.write_text("plan:action=kill_task\n"
+                              "read:split=1:after=1:action=kill_task\n"
+                              "after_publish:action=kill_task\n"
+                              "after_checkpoint:action=kill_task\n")
+    run = Run(airflow, name, "2024-05-01T00:00:00Z", "2024-05-01T01:00:00Z")
+    assert run.wait() == "success", run.describe()
+    assert airflow.faults.read_text() == ""  # every fault fired
+    task = "plan_read_commit"
+    assert run.tries(task) == ["failed"] * 4 + ["success"]
+    dataset = f"{tmp_path}/pipeline={name}"
+    exactly_once(dataset, [(p, o) for p, o, _ in sent])
+    with open(f"{dataset}/interval=20240501T000000Z/_manifest.json") as f:
+        manifest = json.load(f)
+    tries = run.tries_detail(task)
+    assert manifest["plan"]["planned_at"] / 1000 < stamp(tries[0]["end_date"]), \
+        "a retry planned again instead of reusing the saved plan"
+    # A try that read again would have published again: a staging area read to its end is
+    # always published (a cleared run replaces its partition).
+    assert manifest["committed_at"] / 1000 < stamp(tries[3]["start_date"]), \
+        "a retry read and published again instead of finding the third try's publish"
+    cp = checkpoint(airflow, name)
+    assert cp["interval_end"] == T0 + 3_600_000 and cp["partition"] == manifest["partition"]
+    assert list(Path(tmp_path, "_streamslice", f"pipeline={name}").rglob("staging/*/*")) == []
+
+
 def stamp(iso):
     return datetime.fromisoformat(iso).timestamp()

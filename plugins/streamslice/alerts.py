@@ -11,6 +11,7 @@ from .splits import summary_lag, total_lag
 from .timeutil import iso, parse_duration_ms
 
 if TYPE_CHECKING:
+    from .commit.checkpoint import Checkpoint
     from .config.fields import Fields
 
 KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline",
@@ -130,14 +131,13 @@ def _gap(gap: dict[str, Any]) -> str:
     return f"{gap['key']} from {gap['from']} to {gap['to']} ({gap['reason']})"
 
 
-def complete_to(checkpoint: dict[str, Any] | None) -> int | None:
+def complete_to(checkpoint: Checkpoint | None) -> int | None:
     """Up to when the pipeline's published data is complete (epoch ms), from its checkpoint:
     the end of the newest interval committed (interval mode), else when the latest batch
     committed (it read up to the tip as planned just before). None before the first commit."""
-    if not checkpoint:
+    if checkpoint is None:
         return None
-    found = checkpoint.get("interval_end") or checkpoint.get("committed_at")
-    return int(found) if found is not None else None
+    return checkpoint.interval_end or checkpoint.committed_at
 
 
 def stale(limit_ms: int | None, newest_ms: int | None, now_ms: int) -> str | None:

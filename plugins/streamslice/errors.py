@@ -80,6 +80,21 @@ class PlanVersionError(PlanError):
     kind = "plan_version"
 
 
+class RecordError(StreamsliceError):
+    """A saved record (checkpoint, manifest, split summary, run metrics, alert) is not one
+    streamslice wrote, or not of a shape this release reads (``streamslice.records``)."""
+
+    kind = "record"
+
+
+class RecordVersionError(RecordError):
+    """A saved record is from a release this one cannot read: newer, or too old to migrate."""
+
+    kind = "record_version"
+    advice = ("A newer streamslice wrote this record: run this task (or command) where that "
+              "release is installed, or upgrade streamslice here.")
+
+
 class CommitError(StreamsliceError):
     """The staged output failed verification or could not be published."""
 
@@ -117,7 +132,8 @@ class InjectedFault(StreamsliceError):
 
 KINDS: dict[str, type[StreamsliceError]] = {
     cls.kind: cls for cls in (StreamsliceError, ConfigError, SourceError, DataLossError,
-                              PlanError, PlanVersionError, CommitError, DecodeError,
+                              PlanError, PlanVersionError, RecordError, RecordVersionError,
+                              CommitError, DecodeError,
                               AllDeadLettersError, InjectedFault)}
 _LINE = re.compile(r"streamslice\[(\w+)(?:@(\d+))?\]: (.*?)(?:\\n|\n|$)")
 

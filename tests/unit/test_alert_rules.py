@@ -3,6 +3,7 @@ manifest raises (pure functions: no Airflow, no notifier)."""
 import pytest
 
 from streamslice.alerts import evaluate, parse_alerts
+from streamslice.commit.checkpoint import Checkpoint
 from streamslice.config.fields import Fields
 from streamslice.errors import ConfigError
 
@@ -82,9 +83,9 @@ def test_freshness_is_a_duration_and_stale_data_is_said_with_its_age():
     with pytest.raises(ConfigError, match="freshness"):
         rules({"freshness": "soon"})
     t0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
-    newest = complete_to({"interval_end": t0, "committed_at": t0 + 60_000})
+    newest = complete_to(Checkpoint(interval_end=t0, committed_at=t0 + 60_000))
     assert newest == t0  # interval mode: the end of the newest interval, not the commit
-    assert complete_to({"committed_at": t0, "batch": 3}) == t0
+    assert complete_to(Checkpoint(committed_at=t0, batch=3)) == t0
     assert complete_to(None) is None
     assert stale(7_200_000, newest, t0 + 7_200_000) is None  # at the limit: not yet
     assert stale(7_200_000, newest, t0 + 7_500_000) == (

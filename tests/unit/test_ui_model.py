@@ -3,6 +3,7 @@ import json
 import re
 from datetime import timezone
 
+from streamslice.commit.checkpoint import Checkpoint
 from streamslice.ui import axis, pages, svg
 from streamslice.ui.model import (
     Cell,
@@ -193,7 +194,7 @@ def test_checkpoint_next_to_where_the_last_plan_ended_and_its_lag():
     split = {"id": 0, "topic": "t", "partition": 0, "start": 3, "stop": 10,
              "high_watermark": 10}
     last = run("a", "success", records=7, lag_by_split={"t:0": 7}, lag_unit="records")
-    rows = checkpoint_rows({"positions": {"t:0": 10, "t:1": 4}}, [split], "kafka", last)
+    rows = checkpoint_rows(Checkpoint({"t:0": 10, "t:1": 4}), [split], "kafka", last)
     assert [(r["split"], r["next"].short, r["planned_end"].short, r["lag_text"])
             for r in rows] == [("t:0", "10", "10", "7 records"), ("t:1", "4", "-", "-")]
 
@@ -201,7 +202,7 @@ def test_checkpoint_next_to_where_the_last_plan_ended_and_its_lag():
 def test_the_partitions_furthest_behind_come_first_then_partition_order():
     last = run("a", "success", records=1, lag_unit="records",
                lag_by_split={"t:2": 1, "t:10": 50, "t:9": 0, "t:1": 0})
-    rows = checkpoint_rows({"positions": {k: 1 for k in ("t:1", "t:2", "t:9", "t:10")}}, [],
+    rows = checkpoint_rows(Checkpoint({k: 1 for k in ("t:1", "t:2", "t:9", "t:10")}), [],
                            "kafka", last)
     assert [r["split"] for r in rows] == ["t:10", "t:2", "t:1", "t:9"]
 
@@ -212,15 +213,15 @@ def test_kinesis_checkpoint_rows_show_short_sequence_numbers_and_time_behind():
              "stop_before": 1_714_521_600_000}
     last = run("a", "success", records=1, lag_by_split={"s:shardId-1": 2500},
                millis_behind_latest=2500)
-    (row,) = checkpoint_rows({"positions": {"s:shardId-1": {"after": seq}}}, [split], "kinesis",
+    (row,) = checkpoint_rows(Checkpoint({"s:shardId-1": {"after": seq}}), [split], "kinesis",
                              last)
     assert (row["next"].short, row["next"].full) == ("after 4965…12", f"after {seq}")
     assert row["planned_end"].short == "arrived before 2024-05-01T00:00:00.000Z"
     assert row["lag_text"] == "2.5 s behind"
     # On the page: the short form, the whole sequence number to copy on click.
     view = view_of(Overview("k", "kinesis", "incremental", "manual", False, ""), [], [last],
-                   checkpoint={"positions": {"s:shardId-1": {"after": seq}}, "batch": 3,
-                               "run_id": "a"}, plan_splits=[split])
+                   checkpoint=Checkpoint({"s:shardId-1": {"after": seq}}, batch=3,
+                                             run_id="a"), plan_splits=[split])
     page = pages.pipeline(view, "/streamslice", "")
     assert f'<code class="pos" data-full="{seq}" title="after {seq}' in page  # bare to copy
     assert ">after 4965…12<" in page
@@ -438,8 +439,8 @@ def test_tile_legend_and_positions_give_the_lag_of_the_run_planned_last():
     assert ">0 records<" in svg.lag_legend(chart, "partitions")
     page = pages.pipeline(view_of(Overview("d", "kafka", "interval", "manual", False), cells,
                                   [newest, backfill],
-                                  checkpoint={"positions": {"t:0": 10}, "run_id": "new",
-                                              "interval_end": T0 + 3 * H}), "/s", "")
+                                  checkpoint=Checkpoint({"t:0": 10}, run_id="new",
+                                                         interval_end=T0 + 3 * H)), "/s", "")
     table = page.split('id="checkpoint"', 1)[1].split("</table>", 1)[0]
     assert '<td class="n">0 records</td>' in table and "2,045" not in table
     assert "planned 2024-05-01 05:00:00" in page

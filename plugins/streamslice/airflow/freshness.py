@@ -29,6 +29,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..alerts import Alert, complete_to, stale
+from ..commit.checkpoint import Checkpoint
 from ..config import load_pipeline
 from ..timeutil import iso
 from .alerting import dag_link, send
@@ -159,7 +160,7 @@ def check(configs: list[PipelineConfig], context: dict[str, Any],
     for cfg in watched(configs):
         assert cfg.alerts is not None
         state = context["asset_state_store"][output_asset(cfg)]
-        newest = complete_to(state.get(KEY))
+        newest = complete_to(Checkpoint.saved(state.get(KEY)))
         message = stale(cfg.alerts.freshness, newest, now)
         if newest is None:
             verdicts[cfg.name] = "never published"

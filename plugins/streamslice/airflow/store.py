@@ -38,7 +38,7 @@ class TaskCheckpointStore:
         self.state = context["asset_state_store"][asset]
 
     def get(self) -> Checkpoint | None:
-        return Checkpoint.from_dict(self.state.get(KEY))
+        return Checkpoint.saved(self.state.get(KEY))
 
     def put(self, checkpoint: Checkpoint) -> None:
         self.state.set(KEY, checkpoint.to_dict())
@@ -125,7 +125,7 @@ class OfflineCheckpointStore:
 
     def get(self) -> Checkpoint | None:
         """The checkpoint, or None when there is none (also before Airflow knows the DAG)."""
-        return Checkpoint.from_dict(self.state.get(KEY))
+        return Checkpoint.saved(self.state.get(KEY))
 
     def put(self, checkpoint: Checkpoint) -> None:
         self.state.set(KEY, checkpoint.to_dict())

@@ -129,7 +129,7 @@ def overview(request: Request, current: BaseUser = Depends(user)) -> str:
 
 def _freshness(session: Session, row: Overview, model: AssetModel | None) -> None:
     """Up to when the pipeline's data is complete (its checkpoint), and its limit."""
-    row.complete_to = complete_to(ui_data.state(session, model, "checkpoint"))
+    row.complete_to = complete_to(ui_data.checkpoint(session, model))
     row.freshness = (model.extra or {}).get("freshness_ms") if model is not None else None
 
 
@@ -183,7 +183,7 @@ def pipeline(request: Request, dag_id: str, start: str | None = Query(None),
             explain_failures(runs, alerts)
         view = pages.PipelineView(
             row=row, cells=cells, recent=recent, range_start=since, range_end=until,
-            checkpoint=ui_data.state(session, model, "checkpoint"),
+            checkpoint=ui_data.checkpoint(session, model),
             plan_splits=ui_data.latest_plan_splits(session, dag_id,
                                                    row.last.run_id if row.last else None),
             output=model.uri if model is not None else "-",

@@ -4,15 +4,19 @@ queries: DAGs tagged ``streamslice``, their runs in the shown range, the commit'
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, or_, select
 
+from ..commit.checkpoint import Checkpoint
+from ..errors import RecordError
 from ..sources import SOURCES
 from ..timeutil import from_ms, to_ms
 from ..ui.model import Overview, Run, schedule_words
 from .alerting import ALERT_PREFIX, RECENT_ALERTS
+from .store import KEY
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from airflow.timetables.base import Timetable
     from sqlalchemy.orm import Session
 
+log = logging.getLogger("streamslice")
 MAX_CELLS = 1000  # intervals in one coverage strip
 RECENT = 50  # runs in the charts and the run table
 DEFAULT_INTERVALS = 48
@@ -66,6 +71,16 @@ def state(session: Session, asset_model: AssetModel | None, key: str) -> Any:
         return None
     raw = get_state_backend().get(AssetScope(asset_id=asset_model.id), key, session=session)
     return json.loads(raw) if raw else None
+
+
+def checkpoint(session: Session, asset_model: AssetModel | None) -> Checkpoint | None:
+    """The pipeline's checkpoint; one this release cannot read is shown as none and logged
+    (one pipeline's checkpoint from a newer release must not take the page down)."""
+    try:
+        return Checkpoint.saved(state(session, asset_model, KEY))
+    except RecordError as exc:
+        log.warning("the Streamslice page cannot read a checkpoint: %s", exc)
+        return None
 
 
 def alerts(session: Session, asset_model: AssetModel | None,

@@ -3,14 +3,16 @@ how a reset replaces it.
 
 Where it is kept is the glue's business (Airflow asset state); this module only says what it is.
 The whole checkpoint is one value written in one step, never read-modify-written key by key.
+It outlives releases (asset state), so it is a versioned record (``streamslice.records``).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import CommitError
+from ..records import RecordKind, Versioned
 
 if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
@@ -18,7 +20,9 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Checkpoint:
+class Checkpoint(Versioned):
+    KIND: ClassVar[RecordKind] = RecordKind("checkpoint", 1)
+
     positions: dict[str, Any] = field(default_factory=dict)  # split key → next position
     batch: int = 0  # committed incremental batches
     run_id: str | None = None
@@ -26,16 +30,12 @@ class Checkpoint:
     partition: str | None = None  # the output partition last published
     interval_end: int | None = None  # interval mode: the latest interval committed
     source_state: dict[str, Any] = field(default_factory=dict)  # e.g. Kinesis initial position
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    version: int = 1
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Checkpoint | None:
-        if not data:
-            return None
-        known: dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
+    def saved(cls, data: Any) -> Checkpoint | None:
+        """The checkpoint kept as ``data`` (asset state, a plan's base), None when none is."""
+        return cls.from_dict(data) if data else None
 
 
 def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
@@ -52,7 +52,7 @@ def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
     if plan.source_info.get("initial_position") and "initial_position" not in state:
         state["initial_position"] = plan.source_info["initial_position"]
     if plan.mode == "incremental":
-        base = Checkpoint.from_dict(plan.base_checkpoint)
+        base = Checkpoint.saved(plan.base_checkpoint)
         if (current is not None and run_id is not None and current.run_id == run_id
                 and current.partition == plan.partition and current.batch == plan.batch):
             return current  # an earlier try of this run advanced it before a crash

@@ -15,6 +15,7 @@ from ..splits import LAG_UNITS, lag_text
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..commit.checkpoint import Checkpoint
     from ..splits import LagUnit, PositionText, Split
 
 # Cell states of the coverage strip, in legend order.
@@ -322,13 +323,13 @@ def complete_until(cells: list[Cell]) -> int | None:
     return done
 
 
-def checkpoint_rows(checkpoint: dict[str, Any] | None, splits: list[dict[str, Any]],
+def checkpoint_rows(checkpoint: Checkpoint | None, splits: list[dict[str, Any]],
                     kind: str | None, last: Run | None = None) -> list[dict[str, Any]]:
     """The checkpoint's next position per partition/shard, next to where the latest plan
     ended it (``splits``: the plan's JSON splits) and its lag then (the ``last`` run's figure,
     in its unit), furthest behind first. Positions are ``splits.PositionText`` (short for the
     cell, full to copy)."""
-    positions = (checkpoint or {}).get("positions") or {}
+    positions = checkpoint.positions if checkpoint else {}
     planned = {s.key: s for s in _typed_splits(kind, splits)}
     lags = ((last.metrics or {}).get("lag_by_split") or {}) if last else {}
     unit = last.lag_unit if last else lag_unit(kind)

@@ -33,6 +33,7 @@ from .model import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..commit.checkpoint import Checkpoint
     from ..sources import PageAction, PageSection
     from ..splits import PositionText
 
@@ -159,7 +160,7 @@ class PipelineView:
     row: Overview
     cells: list[Cell]
     recent: list[Run]  # oldest first
-    checkpoint: dict[str, Any] | None
+    checkpoint: Checkpoint | None
     plan_splits: list[dict[str, Any]]
     range_start: int | None
     range_end: int | None
@@ -262,10 +263,10 @@ def _tiles(view: PipelineView, chart: LagChart | None, span: Callable[[Cell], st
         tiles.append(("Latest interval run", span(newest) if newest else "—",
                       newest.status if newest else "none in view"))
     else:
-        cp = view.checkpoint or {}
+        cp = view.checkpoint
         newest = cells[-1] if cells else None
-        tiles.append(("Latest batch", f"#{cp['batch']}" if "batch" in cp else "—",
-                      f"committed {axis.when(cp.get('committed_at'), tz)}" if cp else
+        tiles.append(("Latest batch", f"#{cp.batch}" if cp else "—",
+                      f"committed {axis.when(cp.committed_at, tz)}" if cp else
                       "nothing committed yet"))
         tiles.append(("Latest run", span(newest) if newest else "—",
                       newest.status if newest else "none yet"))
@@ -312,18 +313,18 @@ def _actions(view: PipelineView) -> str:
 
 def _checkpoint(view: PipelineView) -> str:
     cp, tz = view.checkpoint, view.tz
-    if not cp:
+    if cp is None:
         return '<p class="none">No checkpoint yet: the first run that publishes writes one.</p>'
     by_id = {r.run_id: r for r in view.recent}
-    source = by_id.get(str(cp.get("run_id")))
+    source = by_id.get(str(cp.run_id))
     if view.row.mode == "interval":
-        end = cp.get("interval_end") or (source.end if source else None)
+        end = cp.interval_end or (source.end if source else None)
         if source and source.start is not None and end == source.end:
             what = f"Last interval committed: <b>{escape(axis.span(source.start, end, tz))}</b>"
         else:
             what = f"Last interval committed: ending <b>{escape(axis.when(end, tz))}</b>"
     else:
-        what = f"Batch <b>#{escape(str(cp.get('batch')))}</b>"
+        what = f"Batch <b>#{escape(str(cp.batch))}</b>"
     chart = lag_chart(view.cells)  # the lag of the run planned last, as tile and legend
     measured = view.cells[chart.latest].run if chart and chart.latest is not None else None
     rows = checkpoint_rows(cp, view.plan_splits, view.row.source,
@@ -337,8 +338,8 @@ def _checkpoint(view: PipelineView) -> str:
     if len(rows) > POSITIONS_SHOWN:
         more = (f'<button class="link show-all" data-target="checkpoint">Show all {len(rows)} '
                 f'{view.splits_name}</button>')
-    return (f'<p>{what}, committed {axis.when(cp.get("committed_at"), tz, seconds=True)} by '
-            f'<code>{escape(str(cp.get("run_id")))}</code>. Where each of the {len(rows)} '
+    return (f'<p>{what}, committed {axis.when(cp.committed_at, tz, seconds=True)} by '
+            f'<code>{escape(str(cp.run_id))}</code>. Where each of the {len(rows)} '
             f'{view.splits_name} continues, furthest behind first (click a position to copy '
             f'it):</p><table id="checkpoint" class="collapsed"><tr><th>'
             f'{escape(view.split_noun[0].capitalize())}</th>'

@@ -1,0 +1,92 @@
+"""Saved records and releases (streamslice.records): what a release before records were
+versioned wrote is read as version 1 (the files under ``saved/`` are real ones, copied from
+runs of that code: asset state, manifests, summaries, asset events); a record of this version
+round-trips exactly; an older one is migrated; a newer one is refused with what to do; a wrong
+field is named, never dropped."""
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from streamslice.commit.checkpoint import Checkpoint
+from streamslice.errors import RecordError, RecordVersionError, from_text
+from streamslice.records import RecordKind, Versioned, upgrade
+
+SAVED = Path(__file__).parent / "saved"
+
+
+def saved(name):
+    return json.loads((SAVED / name).read_text())
+
+
+def test_checkpoints_written_before_versions_are_read_by_attribute():
+    kafka = Checkpoint.from_dict(saved("checkpoint-kafka-interval.json"))
+    assert (kafka.positions, kafka.batch, kafka.interval_end, kafka.partition) == (
+        {"ui-8c1250e9:0": 3}, 0, 1714525200000, "interval=20240501T000000Z")
+    assert kafka.run_id == "manual__2026-11-26T09:11:15.888108+00:00"
+    assert kafka.version == 1
+    kinesis = Checkpoint.from_dict(saved("checkpoint-kinesis-incremental.json"))
+    assert kinesis.source_state == {"initial_position": {"type": "TRIM_HORIZON"}}
+    assert (kinesis.positions, kinesis.batch, kinesis.interval_end) == ({}, 1, None)
+    shards = Checkpoint.from_dict(saved("checkpoint-kinesis-interval.json")).positions
+    assert shards["evtime-1b9c6370:shardId-000000000001"] == {
+        "after": "49680579225193634247984384285936701229089906059563237394"}
+
+
+@pytest.mark.parametrize("name", ["checkpoint-kafka-interval.json",
+                                  "checkpoint-kinesis-incremental.json",
+                                  "checkpoint-kinesis-interval.json"])
+def test_a_checkpoint_is_written_as_before_plus_its_version(name):
+    old = saved(name)
+    written = Checkpoint.from_dict(old).to_dict()
+    assert written == {**old, "version": 1}
+    assert Checkpoint.from_dict(json.loads(json.dumps(written))) == Checkpoint.from_dict(old)
+
+
+def test_a_checkpoint_from_a_newer_release_is_refused_with_what_to_do():
+    with pytest.raises(RecordVersionError) as caught:
+        Checkpoint.from_dict({**saved("checkpoint-kafka-interval.json"), "version": 2})
+    message = str(caught.value)
+    assert "checkpoint version 2 was written by a newer streamslice" in message
+    assert "this one reads checkpoint versions 1" in message
+    assert "upgrade streamslice here" in message
+    assert caught.value.kind == "record_version" and not caught.value.transient
+    assert isinstance(from_text(caught.value.to_line()), RecordVersionError)
+
+
+def test_a_wrong_checkpoint_field_is_named_never_dropped():
+    with pytest.raises(RecordError, match="unknown field 'offsets' for checkpoint version 1"):
+        Checkpoint.from_dict({"offsets": {"t:0": 3}})
+    with pytest.raises(RecordError, match=r"Expected `int`, got `str` - at `\$.batch`"):
+        Checkpoint.from_dict({"batch": "3"})
+    with pytest.raises(RecordError, match="must be a JSON object, got list"):
+        Checkpoint.from_dict([1])
+    with pytest.raises(RecordError, match=r"no valid version \('1'\)"):
+        Checkpoint.from_dict({"version": "1"})
+    assert Checkpoint.saved(None) is None and Checkpoint.saved({}) is None
+
+
+@dataclass
+class Renamed(Versioned):
+    """A record whose version 2 renamed ``n`` to ``count`` and version 3 added ``unit``."""
+
+    KIND: ClassVar[RecordKind] = RecordKind("thing", 3, {
+        1: lambda d: {"count": d.pop("n"), **d},
+        2: lambda d: {**d, "unit": "records"}})
+    count: int
+    unit: str
+    version: int = 3
+
+
+def test_an_older_record_is_migrated_step_by_step():
+    assert Renamed.from_dict({"n": 4}) == Renamed(4, "records")  # no version: version 1
+    assert Renamed.from_dict({"count": 4, "version": 2}) == Renamed(4, "records")
+    assert Renamed.from_dict({"count": 4, "unit": "ms", "version": 3}) == Renamed(4, "ms")
+    assert upgrade({"n": 1}, Renamed.KIND) == {"count": 1, "unit": "records", "version": 3}
+    with pytest.raises(RecordVersionError, match="reads thing versions 1 to 3"):
+        Renamed.from_dict({"count": 4, "unit": "ms", "version": 4})
+    partial = RecordKind("thing", 3, {2: Renamed.KIND.migrations[2]})
+    with pytest.raises(RecordVersionError, match="version 1 is too old .* versions 2 to 3"):
+        upgrade({"n": 1}, partial)

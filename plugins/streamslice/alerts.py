@@ -4,9 +4,10 @@ Airflow glue's business."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from .records import RecordKind, Versioned
 from .splits import summary_lag, total_lag
 from .timeutil import iso, parse_duration_ms
 
@@ -19,7 +20,11 @@ KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "d
 
 
 @dataclass
-class Alert:
+class Alert(Versioned):
+    """One alert as notifiers publish it (its JSON: ``to_json``)."""
+
+    KIND: ClassVar[RecordKind] = RecordKind("alert", 1)
+
     kind: str
     pipeline: str
     message: str
@@ -27,13 +32,35 @@ class Alert:
     interval: dict[str, Any] | None = None  # {"start": ISO, "end": ISO}
     link: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    version: int = 1
 
     @property
     def subject(self) -> str:
         return f"[streamslice] {self.pipeline}: {self.kind.replace('_', ' ')}"[:100]
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, default=str)
+        return json.dumps(self.to_dict(), sort_keys=True, default=str)
+
+
+@dataclass
+class SentAlert(Versioned):
+    """An alert as the pipeline's asset state keeps it (``alerting.record``), one key each:
+    what the Streamslice page counts, lists and explains failed runs by."""
+
+    KIND: ClassVar[RecordKind] = RecordKind("sent alert", 1)
+
+    at: int  # epoch ms it was sent
+    kind: str
+    message: str
+    run_id: str | None = None
+    task: str | None = None  # the failed task (run_failed, data_loss)
+    error_kind: str | None = None  # its error's ``StreamsliceError.kind``
+    version: int = 1
+
+    @classmethod
+    def of(cls, alert: Alert, at: int) -> SentAlert:
+        return cls(at=at, kind=alert.kind, message=alert.message, run_id=alert.run_id,
+                   task=alert.details.get("task"), error_kind=alert.details.get("error_kind"))
 
 
 @dataclass(frozen=True)

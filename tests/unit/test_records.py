@@ -10,6 +10,8 @@ from typing import ClassVar
 
 import pytest
 
+from streamslice.airflow.ui_data import _sent
+from streamslice.alerts import Alert, SentAlert
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.errors import RecordError, RecordVersionError, from_text
 from streamslice.records import RecordKind, Versioned, upgrade
@@ -90,3 +92,43 @@ def test_an_older_record_is_migrated_step_by_step():
     partial = RecordKind("thing", 3, {2: Renamed.KIND.migrations[2]})
     with pytest.raises(RecordVersionError, match="version 1 is too old .* versions 2 to 3"):
         upgrade({"n": 1}, partial)
+
+
+def test_sent_alerts_written_before_versions_are_read_by_attribute():
+    old = saved("sent-alerts.json")
+    sent = {a.kind: a for a in map(SentAlert.from_dict, old)}
+    assert sorted(sent) == ["data_loss", "dead_letters", "empty_intervals", "lag", "run_failed",
+                            "stale"]
+    failed = sent["run_failed"]
+    assert (failed.task, failed.error_kind) == ("plan", "plan")
+    assert failed.message.startswith("task plan failed: PlanError: Kinesis stream")
+    assert sent["stale"].run_id is None and sent["lag"].at == 1795685072203
+    assert [a.to_dict() for a in map(SentAlert.from_dict, old)] == [
+        {**a, "version": 1} for a in old]
+
+
+def test_a_sent_alert_keeps_what_the_page_explains_a_failure_by():
+    alert = Alert(kind="run_failed", pipeline="p", message="task read failed: boom",
+                  run_id="r", details={"task": "read", "error_kind": "source", "error": "x"})
+    assert SentAlert.of(alert, 5) == SentAlert(5, "run_failed", "task read failed: boom", "r",
+                                               "read", "source")
+
+
+def test_an_alert_is_published_as_json_with_its_version():
+    """docs/operations.md: published as JSON with a ``version`` (1 today)."""
+    alert = Alert(kind="lag", pipeline="p", message="m", run_id="r",
+                  interval={"start": "2024-05-01T00:00:00.000Z",
+                            "end": "2024-05-01T01:00:00.000Z"}, details={"lag_records": 9})
+    published = json.loads(alert.to_json())
+    assert published["version"] == 1 and published["details"] == {"lag_records": 9}
+    assert Alert.from_dict(published) == alert
+    with pytest.raises(RecordVersionError, match="alert version 2 was written by a newer"):
+        Alert.from_dict({**published, "version": 2})
+
+
+def test_the_page_leaves_out_a_sent_alert_it_cannot_read_and_says_so(caplog):
+    newer = json.dumps({**saved("sent-alerts.json")[0], "version": 2})
+    with caplog.at_level("WARNING", logger="streamslice"):
+        assert _sent(newer) is None
+    assert "sent alert version 2 was written by a newer streamslice" in caplog.text
+    assert _sent(json.dumps(saved("sent-alerts.json")[0])).kind == "data_loss"

@@ -3,6 +3,7 @@ import json
 import re
 from datetime import timezone
 
+from streamslice.alerts import SentAlert
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.ui import axis, pages, svg
 from streamslice.ui.model import (
@@ -150,8 +151,9 @@ def test_data_is_complete_up_to_the_first_hole():
 def test_a_failed_run_gets_one_sentence_with_what_to_do():
     runs = [run("r1", "failed"), run("r2", "failed"), run("ok", "success", records=1)]
     runs[1].failed_tasks = ["commit"]
-    explain_failures(runs, [{"kind": "run_failed", "run_id": "r1", "error_kind": "source",
-                             "message": "task read failed: SourceError: no broker\nTraceback"}])
+    explain_failures(runs, [SentAlert(0, "run_failed", run_id="r1", error_kind="source",
+                                      message="task read failed: SourceError: no broker\n"
+                                      "Traceback")])
     assert runs[0].reason == ("task read failed: SourceError: no broker. Check that the source "
                               "can be reached with the pipeline's connection (brokers or "
                               "stream, credentials, network), then re-run.")
@@ -166,12 +168,12 @@ def test_the_reason_is_the_failed_tasks_own_error_and_the_tasks_it_kept_from_run
     failed = run("r", "failed")
     failed.failed_tasks, failed.upstream_failed = ["efo_sweep"], ["efo_register", "plan"]
     explain_failures([failed], [
-        {"kind": "run_failed", "run_id": "r", "task": "efo_sweep", "error_kind": "source",
-         "message": "task efo_sweep failed: SourceError: Kinesis DescribeStreamSummary(s) "
-                    "failed: Could not connect"},
-        {"kind": "run_failed", "run_id": "r", "task": "efo_deregister",
-         "message": "task efo_deregister failed: later"},
-        {"kind": "lag", "run_id": "r", "message": "not a failure"}])
+        SentAlert(0, "run_failed", run_id="r", task="efo_sweep", error_kind="source",
+                  message="task efo_sweep failed: SourceError: Kinesis "
+                          "DescribeStreamSummary(s) failed: Could not connect"),
+        SentAlert(0, "run_failed", run_id="r", task="efo_deregister",
+                  message="task efo_deregister failed: later"),
+        SentAlert(0, "lag", run_id="r", message="not a failure")])
     assert failed.reason.startswith(
         "task efo_sweep failed: SourceError: Kinesis DescribeStreamSummary(s) failed: Could "
         "not connect. Check that the source can be reached")
@@ -242,7 +244,7 @@ def test_names_and_messages_are_escaped_everywhere():
     html = pages.overview([row], "/streamslice", "")
     cell = Cell(T0, T0 + H, "published", row.last)
     page = pages.pipeline(view_of(row, [cell], [row.last], output=hostile,
-                                  alerts=[{"at": 0, "kind": "lag", "message": hostile}]),
+                                  alerts=[SentAlert(0, "lag", hostile)]),
                           "/streamslice", "")
     for text in (html, page):
         assert "<script>alert" not in text and "&lt;script&gt;" in text

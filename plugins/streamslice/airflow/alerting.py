@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
 
-from ..alerts import Alert, evaluate
+from ..alerts import Alert, SentAlert, evaluate
 from ..config import load_pipeline
 from ..timeutil import iso, to_ms
 from .errors import original_error
@@ -74,9 +74,7 @@ def record(cfg: PipelineConfig, alert: Alert, context: dict[str, Any] | None) ->
         state = (context or {})["asset_state_store"][output_asset(cfg)]
         now = int(time.time() * 1000)
         state.set(f"{ALERT_PREFIX}{now:015d}-{uuid.uuid4().hex[:8]}",
-                  {"at": now, "kind": alert.kind, "message": alert.message,
-                   "run_id": alert.run_id, "task": alert.details.get("task"),
-                   "error_kind": alert.details.get("error_kind")})
+                  SentAlert.of(alert, now).to_dict())
     except Exception as exc:  # noqa: BLE001 - no state here (deadline callbacks) or it failed: log only
         log.debug("alert not recorded in the asset state: %s", exc)
 

@@ -15,6 +15,7 @@ from ..splits import LAG_UNITS, lag_text
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
     from ..splits import LagUnit, PositionText, Split
 
@@ -90,27 +91,27 @@ class Run:
 FAILURE_ALERTS = ("run_failed", "data_loss")
 
 
-def explain_failures(runs: list[Run], alerts_sent: list[dict[str, Any]]) -> None:
+def explain_failures(runs: list[Run], alerts_sent: list[SentAlert]) -> None:
     """Give each failed run one sentence: the error the failed task recorded (its
     ``run_failed``/``data_loss`` alert: ``alerting.record``) and what to do about an error of
     that kind, then the tasks that did not run because of it. Without a recorded error (a
     task killed before its failure callback ran) it says so rather than guess."""
     from ..errors import advice
-    recorded: dict[str, list[dict[str, Any]]] = {}
+    recorded: dict[str, list[SentAlert]] = {}
     for sent in alerts_sent:
-        if sent.get("kind") in FAILURE_ALERTS:
-            recorded.setdefault(str(sent.get("run_id")), []).append(sent)
+        if sent.kind in FAILURE_ALERTS:
+            recorded.setdefault(str(sent.run_id), []).append(sent)
     for run in runs:
         if run.state != "failed":
             continue
         found = recorded.get(run.run_id, [])
         # The failed task's own alert (a retry's or a teardown's may come later), else any.
-        own = [a for a in found if a.get("task") in run.failed_tasks] or found
+        own = [a for a in found if a.task in run.failed_tasks] or found
         alert = own[0] if own else None
         if alert:
-            lines = str(alert.get("message") or "").splitlines() or [""]
+            lines = alert.message.splitlines() or [""]
             what = lines[0][:240].rstrip(". ")
-            run.reason = f"{what}. {advice(alert.get('error_kind'))}"
+            run.reason = f"{what}. {advice(alert.error_kind)}"
         else:
             tasks = ", ".join(run.failed_tasks) or "A task"
             run.reason = (f"{tasks} failed and recorded no error (it may have been killed "

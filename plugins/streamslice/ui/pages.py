@@ -33,6 +33,7 @@ from .model import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
     from ..sources import PageAction, PageSection
     from ..splits import PositionText
@@ -165,7 +166,7 @@ class PipelineView:
     range_start: int | None
     range_end: int | None
     output: str
-    alerts: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[SentAlert] = field(default_factory=list)
     tz: tzinfo = timezone.utc
     can_run: bool = False  # may create runs (a backfill): Airflow's POST on the DAG's runs
     can_clear: bool = False  # may clear runs (a re-run): Airflow's PUT on the DAG's runs
@@ -437,9 +438,9 @@ def _published(metrics: dict[str, Any], may_change: bool = True) -> str:
 def _alerts(view: PipelineView) -> str:
     if not view.alerts:
         return '<p class="none">No alerts sent.</p>'
-    body = "".join(f"<tr><td>{axis.when(a.get('at'), view.tz, seconds=True)}</td>"
-                   f"<td>{escape(str(a.get('kind')))}</td>"
-                   f"<td>{escape(str(a.get('message'))[:300])}</td></tr>"
+    body = "".join(f"<tr><td>{axis.when(a.at, view.tz, seconds=True)}</td>"
+                   f"<td>{escape(a.kind)}</td>"
+                   f"<td>{escape(a.message[:300])}</td></tr>"
                    for a in reversed(view.alerts))
     return f"<table class=wide><tr><th>Sent</th><th>Kind</th><th>Message</th></tr>{body}</table>"
 

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .records import RecordKind, Versioned
-from .splits import summary_lag, total_lag
+from .splits import total_lag
 from .timeutil import iso, parse_duration_ms
 
 if TYPE_CHECKING:
     from .commit.checkpoint import Checkpoint
+    from .commit.manifest import Manifest
     from .config.fields import Fields
+    from .reading.stats import SplitSummary
 
 KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline",
          "stale")
@@ -120,38 +122,37 @@ def parse_alerts(f: Fields) -> AlertRules:
     return rules
 
 
-def evaluate(rules: AlertRules, manifest: dict[str, Any],
+def evaluate(rules: AlertRules, manifest: Manifest,
              empty_streak: int = 0) -> list[tuple[str, str, dict[str, Any]]]:
     """``[(kind, message, details)]`` for one committed run."""
     out: list[tuple[str, str, dict[str, Any]]] = []
-    splits = manifest["splits"]
+    splits = manifest.splits
     lag = total_lag(splits)
     if rules.lag_records is not None and lag["records"] is not None \
             and lag["records"] > rules.lag_records:
         worst = max(splits, key=lambda s: _lag(s, "records"))
         out.append(("lag", f"{lag['records']} records behind the high watermark at plan time "
-                    f"(threshold {rules.lag_records}); most on {worst['key']} "
+                    f"(threshold {rules.lag_records}); most on {worst.key} "
                     f"({_lag(worst, 'records')})",
-                    {"lag_records": lag["records"], "worst_split": worst["key"]}))
+                    {"lag_records": lag["records"], "worst_split": worst.key}))
     if rules.lag_millis is not None and lag["ms"] is not None and lag["ms"] > rules.lag_millis:
         out.append(("lag", f"MillisBehindLatest {lag['ms']} ms (threshold "
                     f"{rules.lag_millis} ms)", {"millis_behind_latest": lag["ms"]}))
-    if rules.dead_letters is not None and manifest["dead_letters"] >= rules.dead_letters:
-        out.append(("dead_letters", f"{manifest['dead_letters']} records failed to decode and "
-                    f"went to the dead letters of {manifest['partition']} (threshold "
-                    f"{rules.dead_letters})", {"dead_letters": manifest["dead_letters"]}))
+    if rules.dead_letters is not None and manifest.dead_letters >= rules.dead_letters:
+        out.append(("dead_letters", f"{manifest.dead_letters} records failed to decode and "
+                    f"went to the dead letters of {manifest.partition} (threshold "
+                    f"{rules.dead_letters})", {"dead_letters": manifest.dead_letters}))
     if rules.empty_intervals is not None and empty_streak >= rules.empty_intervals:
         out.append(("empty_intervals", f"{empty_streak} consecutive runs read no records",
                     {"empty_runs": empty_streak}))
-    if manifest.get("gaps"):
+    if manifest.gaps:
         out.append(("data_loss", "records were lost and skipped (on_data_loss: skip): " +
-                    "; ".join(_gap(g) for g in manifest["gaps"]), {"gaps": manifest["gaps"]}))
+                    "; ".join(_gap(g) for g in manifest.gaps), {"gaps": manifest.gaps}))
     return out
 
 
-def _lag(summary: dict[str, Any], unit: str) -> int:
-    value, its_unit = summary_lag(summary)
-    return (value or 0) if its_unit == unit else 0
+def _lag(summary: SplitSummary, unit: str) -> int:
+    return (summary.lag or 0) if summary.lag_unit == unit else 0
 
 
 def _gap(gap: dict[str, Any]) -> str:

@@ -6,9 +6,12 @@ the unit tests, and listed in the README."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from .splits import total_lag
+
+if TYPE_CHECKING:
+    from .commit.manifest import Manifest
 
 PREFIX = "streamslice"  # after Airflow's own prefix: airflow.streamslice.records
 Kind = Literal["count", "gauge", "timing"]
@@ -49,14 +52,15 @@ class Figure:
         return f"{PREFIX}.{self.name}.{pipeline.replace('.', '__')}"
 
 
-def run_figures(manifest: dict[str, Any], now_ms: int,
+def run_figures(manifest: Manifest, now_ms: int,
                 newest_end: int | None = None) -> list[Figure]:
     """The figures of one committed run (``manifest``: what the commit published;
     ``newest_end``: the end of the newest interval the checkpoint holds, so a backfill of an
     old interval does not report the pipeline's data as old)."""
-    out = [Figure(name, "count", float(manifest.get(name) or 0))
-           for name in ("records", "dead_letters", "late_records")]
-    lag = total_lag(manifest["splits"])
+    out = [Figure(name, "count", float(count)) for name, count in (
+        ("records", manifest.records), ("dead_letters", manifest.dead_letters),
+        ("late_records", manifest.late_records))]
+    lag = total_lag(manifest.splits)
     if lag["records"] is not None:
         out.append(Figure("lag_records", "gauge", float(lag["records"])))
     if lag["ms"] is not None:
@@ -67,16 +71,15 @@ def run_figures(manifest: dict[str, Any], now_ms: int,
     return out
 
 
-def data_age_ms(manifest: dict[str, Any], now_ms: int,
+def data_age_ms(manifest: Manifest, now_ms: int,
                 newest_end: int | None = None) -> int | None:
     """How old the newest complete data is: the newest interval's end (an interval is complete
     to its end even when it held nothing), else the newest record's timestamp; None for a
     batch that read nothing."""
-    interval = manifest.get("interval") or {}
-    if interval:
-        newest = max(interval["end"], newest_end or 0)
+    if manifest.interval is not None:
+        newest: int | None = max(manifest.interval.end, newest_end or 0)
     else:
-        newest = manifest.get("max_timestamp")
+        newest = manifest.max_timestamp
     return max(0, now_ms - int(newest)) if newest is not None else None
 
 

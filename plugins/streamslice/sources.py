@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .reading.decode import Decoder
     from .reading.loop import SplitReader
     from .reading.staging import Staging
+    from .reading.stats import SplitSummary
     from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
@@ -329,7 +330,7 @@ class ReaderFactory(ABC, Generic[SplitT]):
         ``properties()`` resolves the client properties, only if they are needed."""
         return splits
 
-    def next_positions(self, plan: ReadPlan[SplitT], summaries: dict[int, dict[str, Any]],
+    def next_positions(self, plan: ReadPlan[SplitT], summaries: dict[int, SplitSummary],
                        base: dict[str, Any]) -> dict[str, Any]:
         """The checkpoint positions after ``plan`` committed. By default the plan knows them;
         a source whose readers decide (Kinesis) overrides this."""

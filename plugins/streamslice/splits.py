@@ -21,7 +21,10 @@ Pure core: no Airflow, no PySpark.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from .reading.stats import SplitSummary
 
 LagUnit = Literal["records", "ms"]
 LAG_UNITS: tuple[LagUnit, ...] = ("records", "ms")
@@ -130,21 +133,10 @@ def lag_text(value: float | None, unit: str | None) -> str:
     return f"{value:,.0f} {word}"
 
 
-def summary_lag(summary: dict[str, Any]) -> tuple[int | None, LagUnit]:
-    """A split summary's lag and its unit (summaries written before ``lag_unit`` existed
-    carried Kinesis' figure as ``millis_behind_latest``)."""
-    unit = summary.get("lag_unit")
-    if unit in LAG_UNITS:
-        return summary.get("lag"), unit
-    if summary.get("millis_behind_latest") is not None:
-        return summary["millis_behind_latest"], "ms"
-    return summary.get("lag"), "records"
-
-
-def total_lag(summaries: list[dict[str, Any]]) -> dict[LagUnit, int | None]:
+def total_lag(summaries: list[SplitSummary]) -> dict[LagUnit, int | None]:
     """Per unit, the figure a run is judged by: records behind add up over partitions,
     milliseconds behind do not (the worst shard counts)."""
-    values = [summary_lag(s) for s in summaries]
+    values = [(s.lag, s.lag_unit) for s in summaries]
     out: dict[LagUnit, int | None] = {}
     for unit in LAG_UNITS:
         found = [v for v, u in values if u == unit and v is not None]

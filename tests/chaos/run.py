@@ -86,12 +86,12 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
     manifest = publish_once(plan, staging, run_id=run_id, now_ms=now)
     faults.check("after_publish")
     current = load_checkpoint()
-    summaries = {s["split"]: s for s in manifest["splits"]}
+    summaries = {s.split: s for s in manifest.splits}
     positions = readers.next_positions(plan, summaries, current.positions if current else {})
     new = advance(current, plan, now_ms=now, run_id=run_id, positions=positions)
     write_atomic(checkpoint_file, json.dumps(new.to_dict()))
     faults.check("after_checkpoint")
-    print(json.dumps({"partition": plan.partition, "records": manifest["records"]}))
+    print(json.dumps({"partition": plan.partition, "records": manifest.records}))
 
 
 def write_atomic(path, text):

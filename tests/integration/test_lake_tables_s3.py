@@ -10,6 +10,7 @@ import pytest
 
 from streamslice.commit.protocol import publish_once, staging_for
 from streamslice.config import parse_pipeline
+from streamslice.reading.stats import SplitSummary
 from tests.unit.test_table_publishers import make_plan
 
 pytestmark = pytest.mark.integration
@@ -50,8 +51,7 @@ def stage_s3(plan, rows, attempt):
                 n=[o * 10 for o in rows], streamslice_partition=[plan.partition] * len(rows))
     pq.write_table(pa.table(cols, schema=schema), f"{st.root}/data/part-0.parquet",
                    filesystem=st.fs)
-    st.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": len(rows),
-                         "dead_letters": 0, "reached_stop": True})
+    st.write_summary(0, SplitSummary(0, "t:0", 0, 3, records=len(rows), reached_stop=True))
     return st
 
 
@@ -73,7 +73,7 @@ def test_tables_on_s3_commit_once_and_readers_never_see_a_mix(s3, tmp_path, fmt)
     first = publish_once(plan, stage_s3(plan, [0, 1, 2], "a1"), run_id="r1", now_ms=1)
     assert scan_count(output, fmt, moto) == 3
     again = publish_once(plan, staging_for(plan, "a1"), run_id="r1", now_ms=2)  # a retry
-    assert again["plan_id"] == first["plan_id"] and scan_count(output, fmt, moto) == 3
+    assert again.plan_id == first.plan_id and scan_count(output, fmt, moto) == 3
 
     seen, stop = [], threading.Event()
 

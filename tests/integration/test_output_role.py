@@ -127,7 +127,7 @@ def test_table_commits_through_the_role(aws, fmt, tmp_path, monkeypatch):
     staging = staging_for(plan, "a1")
     _stage(plan, staging, [0, 1, 2])
     manifest = publish_once(plan, staging, run_id="r1", now_ms=0)
-    assert manifest["records"] == 3
+    assert manifest.records == 3
     if fmt == "delta":
         from deltalake import DeltaTable
 
@@ -155,6 +155,7 @@ def _only_the_keys(aws, monkeypatch):
 
 def _stage(plan, staging, offsets):
     from streamslice.commit.publishers.tables import table_schema
+    from streamslice.reading.stats import SplitSummary
     schema = table_schema(plan)
     cols = {f.name: [None] * len(offsets) for f in schema}
     cols.update(topic=["t"] * len(offsets), partition=[0] * len(offsets), offset=offsets,
@@ -162,5 +163,5 @@ def _stage(plan, staging, offsets):
     staging.fs.create_dir(f"{staging.root}/data", recursive=True)
     pq.write_table(pa.table(cols, schema=schema), f"{staging.root}/data/part-0.parquet",
                    filesystem=staging.fs)
-    staging.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": len(offsets),
-                              "dead_letters": 0, "reached_stop": True})
+    staging.write_summary(0, SplitSummary(0, "t:0", 0, 3, records=len(offsets),
+                                          reached_stop=True))

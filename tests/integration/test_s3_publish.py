@@ -9,6 +9,7 @@ from streamslice.commit.manifest import read_manifest
 from streamslice.commit.protocol import publish_once, staging_for
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import OutputTarget, ReadPlan
+from streamslice.reading.stats import SplitSummary
 
 pytestmark = pytest.mark.integration
 
@@ -30,8 +31,7 @@ def test_publish_to_s3_by_copy(sns_queue, monkeypatch):
         staging.fs.create_dir(f"{staging.root}/data")
         pq.write_table(table, f"{staging.root}/data/part-{attempt}.parquet",
                        filesystem=staging.fs)
-        staging.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": 3,
-                                  "dead_letters": 0, "reached_stop": True})
+        staging.write_summary(0, SplitSummary(0, "t:0", 0, 3, records=3, reached_stop=True))
         publish_once(plan, staging, run_id=attempt, now_ms=0)
     fs = pafs.FileSystem.from_uri(dataset)[0]
     names = sorted(i.base_name for i in fs.get_file_info(

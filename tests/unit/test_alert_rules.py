@@ -6,6 +6,7 @@ from streamslice.alerts import evaluate, parse_alerts
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.config.fields import Fields
 from streamslice.errors import ConfigError
+from tests.support import records
 
 
 def rules(block):
@@ -16,7 +17,7 @@ def manifest(**kw):
     base = {"partition": "batch=00000001", "records": 10, "dead_letters": 0, "gaps": [],
             "splits": [{"key": "t:0", "lag": 5}, {"key": "t:1", "lag": 30}]}
     base.update(kw)
-    return base
+    return records.manifest(**base)
 
 
 def test_notifier_entries_as_the_readme_shows_them():

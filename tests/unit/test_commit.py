@@ -2,6 +2,7 @@
 unfinished splits; the checkpoint refuses to advance over another writer."""
 import json
 import re
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +16,7 @@ from streamslice.errors import CommitError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import OutputTarget, ReadPlan
 from streamslice.reading.staging import Staging
+from streamslice.reading.stats import SplitSummary
 
 
 def make_plan(batch=1, base=None, dataset="/nowhere"):
@@ -35,13 +37,13 @@ def stage(tmp_path, rows, summaries):
                                        ("offset", pa.int64())]))
     pq.write_table(table, tmp_path / "staging" / "data" / "part-0.parquet")
     for s in summaries:
-        st.write_summary(s["split"], s)
+        st.write_summary(s.split, s)
     return st
 
 
 def summary(split, records, reached=True):
-    return {"split": split.id, "start": split.start, "stop": split.stop, "records": records,
-            "dead_letters": 0, "reached_stop": reached}
+    return SplitSummary(split.id, split.key, split.start, split.stop, records=records,
+                        reached_stop=reached)
 
 
 GOOD_ROWS = [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (1, 10), (1, 11)]
@@ -55,13 +57,13 @@ def test_good_staging_verifies_and_publishes(tmp_path):
     plan = make_plan(dataset=str(tmp_path / "ds"))
     st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
     figures = verify(plan, st)
-    assert figures["records"] == 7
-    assert figures["per_key"]["t:0"] == {"records": 5, "min": 0, "max": 4}
+    assert figures.records == 7
+    assert figures.per_key["t:0"] == {"records": 5, "min": 0, "max": 4}
     manifest = publish_once(plan, st, run_id="r1", now_ms=1)
-    published = manifest.pop("published")
-    assert published == {"uri": str(tmp_path / "ds" / "batch=00000001")}
-    assert read_manifest(str(tmp_path / "ds"), "batch=00000001") == manifest
-    assert manifest["records"] == 7
+    assert manifest.published == {"uri": str(tmp_path / "ds" / "batch=00000001")}
+    assert read_manifest(str(tmp_path / "ds"), "batch=00000001") == \
+        replace(manifest, published=None).to_dict()
+    assert manifest.records == 7
     assert not (tmp_path / "staging").exists()
 
 
@@ -92,7 +94,7 @@ def test_verification_failures(tmp_path, rows, summaries_change, message):
         if what == "drop":
             sums.pop(idx)
         else:
-            sums[idx]["reached_stop"] = False
+            sums[idx].reached_stop = False
     st = stage(tmp_path, rows, sums)
     with pytest.raises(CommitError, match=re.escape(message)):
         verify(plan, st)
@@ -127,13 +129,13 @@ def test_trash_a_crash_left_is_removed_and_dead_letters_live_outside_the_dataset
     dead = pa.table({"value": [b"x"], "error": ["bad"]})
     st.write_dead_letters(0, dead)
     sums = good_summaries(plan)
-    sums[0]["dead_letters"] = 1
+    sums[0].dead_letters = 1
     st.write_summary(0, sums[0])
     manifest = publish_once(plan, st, run_id="r", now_ms=0)
     assert not crashed.exists()
-    assert manifest["dead_letter_uri"] == str(tmp_path / "_streamslice/ds/dead_letter/"
+    assert manifest.dead_letter_uri == str(tmp_path / "_streamslice/ds/dead_letter/"
                                                          "batch=00000001")
-    assert pq.read_table(manifest["dead_letter_uri"]).num_rows == 1
+    assert pq.read_table(manifest.dead_letter_uri).num_rows == 1
     assert sorted(p.name for p in (tmp_path / "ds" / "batch=00000001").iterdir()) == \
         ["_manifest.json", "part-0.parquet"]
     # the work area holds Parquet, but none that a glob of the whole output reads as data
@@ -187,5 +189,5 @@ def test_a_cleared_run_with_its_saved_plan_republishes(tmp_path):
                          run_id="r1", now_ms=1)
     again = publish_once(plan, stage(tmp_path, GOOD_ROWS, good_summaries(plan)),
                          run_id="r1", now_ms=2)
-    assert (first["committed_at"], again["committed_at"]) == (1, 2)
+    assert (first.committed_at, again.committed_at) == (1, 2)
     assert read_manifest(str(tmp_path / "ds"), "batch=00000001")["committed_at"] == 2

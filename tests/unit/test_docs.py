@@ -309,7 +309,7 @@ def test_the_manifest_holds_what_the_outputs_page_says(tmp_path):
                             run_id="r1", now_ms=1)
     written = json.loads((tmp_path / "ds" / "batch=00000001" / "_manifest.json").read_text())
     assert said - set(written) == set()
-    assert written["plan_id"] == manifest["plan_id"] and written["splits"]
+    assert written["plan_id"] == manifest.plan_id and written["splits"]
 
 
 def test_make_bench_runs_what_the_docs_say_and_every_benchmark_is_described():

@@ -99,7 +99,7 @@ def test_lines_that_do_not_decode_are_dead_letters_with_their_line(tmp_path):
     assert {int(r["timestamp"].timestamp() * 1000) for r in rows} == {modified}
     (dead,) = reader._dead
     assert dead.to_pylist()[0]["line"] == 1 and "JSON object" in dead.to_pylist()[0]["error"]
-    assert reader.stats.to_dict()["dead_letters"] == 1
+    assert reader.stats.summary.dead_letters == 1
 
 
 def test_resets_take_earliest_latest_or_line_numbers(tmp_path):

@@ -16,6 +16,7 @@ from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from streamslice.planning.planner import check_columns
 from streamslice.reading.staging import Staging
+from streamslice.reading.stats import SplitSummary
 
 DAY = 86_400_000
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -51,8 +52,7 @@ def stage(tmp_path, plan, times, name):
                 event_time=[datetime.fromtimestamp(t / 1000, timezone.utc) for t in times],
                 streamslice_partition=[plan.partition] * n)
     pq.write_table(pa.table(cols, schema=schema), st.root + "/data/part-0.parquet")
-    st.write_summary(0, {"split": 0, "start": 0, "stop": n, "records": n, "dead_letters": 0,
-                         "reached_stop": True})
+    st.write_summary(0, SplitSummary(0, "t:0", 0, n, records=n, reached_stop=True))
     return st
 
 
@@ -100,7 +100,7 @@ def test_a_filter_on_the_column_plans_only_its_partitions(tmp_path):
     shutil.rmtree(tmp_path / "staging" / "b1-again", ignore_errors=True)
     retried = publish_once(again, Staging(str(tmp_path / "staging" / "b1-again")),
                            run_id="r3", now_ms=4)
-    assert retried["published"]["snapshot_id"] == table_of(out).current_snapshot().snapshot_id
+    assert retried.published["snapshot_id"] == table_of(out).current_snapshot().snapshot_id
     assert len(table_of(out).snapshots()) == snapshots
 
 

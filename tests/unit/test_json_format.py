@@ -354,7 +354,7 @@ def test_flatten_false_keeps_a_record_in_one_struct_column():
     assert batch.column("value").to_pylist() == [{"offset": 7, "user": {"name": "a"}},
                                                   {"offset": None, "user": None}]
     assert batch.column("key").to_pylist() == [b"k", None]
-    assert reader.stats.d["dead_letters"] == 1
+    assert reader.stats.summary.dead_letters == 1
     with pytest.raises(Exception, match="format.flatten: must be true or false"):
         parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
                        "format: {value: json, schema: 'a INT', flatten: 'no'}\n",

@@ -54,8 +54,8 @@ def test_interval_keeps_on_time_and_late_records_only():
     kept = batch.column("offset").to_pylist()
     assert kept == [3, 4, *range(10, 20)]
     assert batch.column("is_late").to_pylist() == [True, True] + [False] * 10
-    assert r.stats.d["outside_interval"] == len(offsets) - len(kept)
-    assert r.stats.d["late"] == 2 and r.stats.d["records"] == len(kept)
+    assert r.stats.summary.outside_interval == len(offsets) - len(kept)
+    assert r.stats.summary.late == 2 and r.stats.summary.records == len(kept)
 
 
 def test_undecodable_records_go_to_dead_letters_with_their_headers():

@@ -22,6 +22,7 @@ from streamslice.kinesis.positions import (
 from streamslice.kinesis.split import KinesisSplit
 from streamslice.planning.bounds import IntervalBounds
 from streamslice.planning.plan import Interval, ReadPlan
+from tests.support.records import summary
 
 AT = PlanTime(now_ms=5_000, bounds=IntervalBounds(Interval(1_000, 2_000)))
 
@@ -81,7 +82,8 @@ def split(i, shard, stop_before=1_000):
 
 def test_next_positions_from_what_the_readers_saw():
     p = plan(split(0, "a"), split(1, "b"), split(2, "c"), split(3, "d", NO_BOUND))
-    summaries = {0: {"finished": True, "last_seq": "3"}, 1: {"last_seq": "8"}, 2: {}, 3: {}}
+    summaries = {i: summary(s, split=i) for i, s in enumerate(
+        [{"finished": True, "last_seq": "3"}, {"last_seq": "8"}, {}, {}])}
     out = next_positions(p, summaries, {"s:c": {"after": "2"}, "s:gone": {"after": "1"}})
     assert out == {"s:a": {"finished": True}, "s:b": {"after": "8"}, "s:c": {"after": "2"},
                    "s:gone": {"after": "1"}}
@@ -89,9 +91,9 @@ def test_next_positions_from_what_the_readers_saw():
 
 def test_an_empty_read_continues_from_its_bound_and_expired_shards_drop_out():
     p = plan(split(0, "a", 1_500), expired=["s:old"])
-    out = next_positions(p, {0: {}}, {"s:old": {"after": "1"}})
+    out = next_positions(p, {0: summary()}, {"s:old": {"after": "1"}})
     assert out == {"s:a": {"at_timestamp": 1_500}}
-    assert next_positions(p, {0: {}}, {"s:a": {"at": "4"}}) == {"s:a": {"at": "4"}}
+    assert next_positions(p, {0: summary()}, {"s:a": {"at": "4"}}) == {"s:a": {"at": "4"}}
 
 
 def test_resets():

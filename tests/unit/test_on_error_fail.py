@@ -197,5 +197,5 @@ def test_dead_letter_is_still_the_default(tmp_path: Any, monkeypatch: pytest.Mon
                           decoder=decoder, staging=staging)
     rows = [r for b in reader.batches() for r in b.column("id").to_pylist()]
     assert rows == [1] and staging.dead_letter_rows() == 1
-    assert staging.summaries()[3]["dead_letters"] == 1
+    assert staging.summaries()[3].dead_letters == 1
     assert pa.Table.from_batches(reader._dead).column("offset").to_pylist() == [1]

@@ -16,6 +16,7 @@ from streamslice.planning.layout import PartitionPath
 from streamslice.planning.plan import Interval, OutputTarget, ReadPlan
 from streamslice.planning.planner import check_columns
 from streamslice.reading.staging import Staging
+from streamslice.reading.stats import SplitSummary
 from streamslice.sources import read_plan
 from tests.unit.test_config import error, parse
 
@@ -140,8 +141,7 @@ def stage(tmp_path, plan, name="staging"):
     pq.write_table(pa.table({"topic": ["t", "t"], "partition": pa.array([0, 0], pa.int32()),
                              "offset": [0, 1]}),
                    tmp_path / name / "data" / "part-0.parquet")
-    st.write_summary(0, {"split": 0, "start": 0, "stop": 2, "records": 2, "dead_letters": 0,
-                         "reached_stop": True})
+    st.write_summary(0, SplitSummary(0, "t:0", 0, 2, records=2, reached_stop=True))
     return st
 
 
@@ -150,15 +150,15 @@ def test_publish_lands_in_the_templated_folder_and_a_retry_or_rerun_finds_it(tmp
     plan = make_plan(str(ds), "dt=%Y-%m-%d/hour=%H")
     manifest = publish_once(plan, stage(tmp_path, plan), run_id="r1", now_ms=1)
     folder = ds / "dt=2024-05-01" / "hour=01"
-    assert manifest["published"] == {"uri": str(folder)}
-    assert manifest["partition"] == "interval=20240501T010000Z"  # its identity is unchanged
+    assert manifest.published == {"uri": str(folder)}
+    assert manifest.partition == "interval=20240501T010000Z"  # its identity is unchanged
     assert sorted(p.name for p in folder.iterdir()) == ["_manifest.json", "part-0.parquet"]
     assert not (ds / "interval=20240501T010000Z").exists()
-    assert read_manifest(str(ds), "dt=2024-05-01/hour=01")["plan_id"] == manifest["plan_id"]
+    assert read_manifest(str(ds), "dt=2024-05-01/hour=01")["plan_id"] == manifest.plan_id
     # a retried commit (its staging area gone) recognises its publish in the templated folder
     retried = publish_once(plan, Staging(str(tmp_path / "staging")), run_id="r1", now_ms=2)
-    assert retried["plan_id"] == manifest["plan_id"]
-    assert retried["published"] == {"uri": str(folder)}
+    assert retried.plan_id == manifest.plan_id
+    assert retried.published == {"uri": str(folder)}
     # a re-run of the interval (a new plan) replaces the folder: one file, not two
     again = make_plan(str(ds), "dt=%Y-%m-%d/hour=%H")
     again.planned_at = 5
@@ -171,5 +171,5 @@ def test_without_a_template_publish_is_as_before(tmp_path):
     ds = tmp_path / "ds"
     plan = make_plan(str(ds), None)
     manifest = publish_once(plan, stage(tmp_path, plan), run_id="r1", now_ms=1)
-    assert manifest["published"] == {"uri": str(ds / "interval=20240501T010000Z")}
+    assert manifest.published == {"uri": str(ds / "interval=20240501T010000Z")}
     assert [p.name for p in ds.iterdir()] == ["interval=20240501T010000Z"]

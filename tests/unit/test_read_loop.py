@@ -43,7 +43,7 @@ def test_collection_is_paused_per_batch_and_resumes_for_the_caller():
     outside = [gc.isenabled() for _ in reader.batches()]
     assert outside == [True, True, True] and gc.isenabled()
     assert {enabled for _, enabled in reader.seen} == {False}
-    assert reader.stats.d["scanned"] == 3 and reader.stats.d["reached_stop"]
+    assert reader.stats.summary.scanned == 3 and reader.stats.summary.reached_stop
 
 
 def test_collection_resumes_after_a_failed_fetch():

@@ -13,7 +13,9 @@ import pytest
 from streamslice.airflow.ui_data import _sent
 from streamslice.alerts import Alert, SentAlert
 from streamslice.commit.checkpoint import Checkpoint
+from streamslice.commit.manifest import Manifest, manifest_bytes
 from streamslice.errors import RecordError, RecordVersionError, from_text
+from streamslice.reading.stats import SplitSummary
 from streamslice.records import RecordKind, Versioned, upgrade
 
 SAVED = Path(__file__).parent / "saved"
@@ -132,3 +134,75 @@ def test_the_page_leaves_out_a_sent_alert_it_cannot_read_and_says_so(caplog):
         assert _sent(newer) is None
     assert "sent alert version 2 was written by a newer streamslice" in caplog.text
     assert _sent(json.dumps(saved("sent-alerts.json")[0])).kind == "data_loss"
+
+
+MANIFESTS = ["manifest-files-incremental.json", "manifest-kafka-incremental.json",
+             "manifest-kafka-interval-event-time.json", "manifest-kinesis-incremental.json",
+             "manifest-kinesis-interval-event-time.json"]
+
+
+@pytest.mark.parametrize("name", MANIFESTS)
+def test_a_manifest_is_written_as_before_plus_its_versions(name):
+    """Each ``_manifest.json`` (and each split summary in it) keeps every key it had, with the
+    values it had, and gains only ``version``: what readers of manifests see is unchanged."""
+    old = saved(name)
+    manifest = Manifest.from_dict(old)
+    written = manifest.to_dict()
+    assert written == {**old, "version": 1,
+                       "splits": [{**s, "version": 1} for s in old["splits"]]}
+    assert Manifest.from_dict(json.loads(manifest_bytes(written))) == manifest
+
+
+def test_manifests_written_before_versions_are_read_by_attribute():
+    kinesis = Manifest.from_dict(saved("manifest-kinesis-interval-event-time.json"))
+    assert (kinesis.records, kinesis.dead_letters, kinesis.late_records,
+            kinesis.early_records) == (109, 10, 22, 12)
+    assert kinesis.interval.event_time == {"field": "event_time", "format": None, "unit": "ms"}
+    assert (kinesis.interval.end, kinesis.interval.allowed_earliness) == (1795685292000, 1000)
+    shard = kinesis.splits[0]
+    assert (shard.key, shard.records, shard.early, shard.lag, shard.lag_unit) == (
+        "evtime-1b9c6370:shardId-000000000000", 61, 5, 0, "ms")
+    assert shard.start == {"timestamp": 1795685287000, "type": "AT_TIMESTAMP"}
+    # the source's own figures, which its checkpoint is made from
+    assert shard.extra["last_seq"] == shard.last and shard.extra["reader"] == "polling"
+    assert kinesis.plan["version"] == 7 and kinesis.published is None
+    files = Manifest.from_dict(saved("manifest-files-incremental.json"))
+    assert (files.batch, files.interval, files.early_records) == (1, None, None)
+    assert files.splits[0].extra == {} and files.splits[0].early is None
+
+
+def test_what_a_run_reports_is_computed_from_a_saved_manifest():
+    """Alerts, run figures and the asset event's extra read the manifest by attribute."""
+    from streamslice.airflow.tasks import run_metrics
+    from streamslice.alerts import AlertRules, evaluate
+    from streamslice.metrics import run_figures
+    manifest = Manifest.from_dict(saved("manifest-kinesis-interval-event-time.json"))
+    extra = run_metrics(manifest, {"s:0": {"after": "1"}})
+    assert (extra["records"], extra["early_records"], extra["lag_unit"], extra["splits"]) == (
+        109, 12, "ms", 2)
+    assert extra["dead_letter_uri"] == manifest.dead_letter_uri
+    assert {f.name: f.value for f in run_figures(manifest, manifest.interval.end)}[
+        "late_records"] == 22
+    (kind, message, _), = evaluate(AlertRules(dead_letters=5), manifest)
+    assert kind == "dead_letters" and message.startswith("10 records failed to decode")
+
+
+def test_a_summary_written_before_lag_unit_reads_its_lag_in_ms():
+    old = {**saved("manifest-kinesis-incremental.json")["splits"][0], "lag": None}
+    del old["lag_unit"]
+    summary = SplitSummary.from_dict(old)
+    assert (summary.lag, summary.lag_unit) == (old["millis_behind_latest"], "ms")
+
+
+def test_a_summary_or_manifest_from_a_newer_release_is_refused():
+    old = saved("manifest-kafka-incremental.json")
+    with pytest.raises(RecordVersionError, match="split summary version 2 was written by a "
+                                                 "newer streamslice"):
+        SplitSummary.from_dict({**old["splits"][0], "version": 2})
+    with pytest.raises(RecordVersionError, match="manifest version 2 was written by a newer"):
+        Manifest.from_dict({**old, "version": 2})
+    with pytest.raises(RecordError, match=r"split summary version 1: Expected `int`, got `str` "
+                                          r"- at `\$.records`"):
+        SplitSummary.from_dict({**old["splits"][0], "records": "3"})
+    with pytest.raises(RecordError, match="unknown field 'rows' for manifest version 1"):
+        Manifest.from_dict({**old, "rows": 3})

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from streamslice.metrics import NAMES, Figure, data_age_ms, run_figures, step_timing
+from tests.support.records import manifest as a_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 H = 3_600_000
@@ -14,8 +15,8 @@ T0 = 1_714_521_600_000
 
 
 def manifest(records=5, dead=1, late=2, splits=(), interval=None, max_ts=None):
-    return {"records": records, "dead_letters": dead, "late_records": late,
-            "splits": list(splits), "interval": interval, "max_timestamp": max_ts}
+    return a_manifest(records=records, dead_letters=dead, late_records=late, splits=splits,
+                      interval=interval, max_timestamp=max_ts)
 
 
 def by_name(figures):

@@ -4,8 +4,10 @@ import json
 
 import pytest
 
+from streamslice.reading.stats import SplitSummary
 from streamslice.sources import SOURCES, lag_unit, position_text, source_class
-from streamslice.splits import PositionText, Split, elide, lag_text, summary_lag, total_lag
+from streamslice.splits import PositionText, Split, elide, lag_text, total_lag
+from tests.support.records import manifest
 
 SEQ = "49651234567890123456789012345678901234567890123456789012"
 
@@ -140,16 +142,19 @@ def test_lag_text_says_its_unit(value, unit, text):
 
 
 def test_run_lag_adds_records_but_takes_the_worst_time_behind():
-    summaries = [{"lag": 5, "lag_unit": "records"}, {"lag": 7, "lag_unit": "records"},
-                 {"lag": 900, "lag_unit": "ms"}, {"lag": 100, "lag_unit": "ms"},
-                 {"lag": None, "lag_unit": "ms"}]
+    summaries = [SplitSummary(i, "k", 0, 1, lag=lag, lag_unit=unit) for i, (lag, unit) in
+                 enumerate([(5, "records"), (7, "records"), (900, "ms"), (100, "ms"),
+                            (None, "ms")])]
     assert total_lag(summaries) == {"records": 12, "ms": 900}
     assert total_lag([]) == {"records": None, "ms": None}
 
 
 def test_summaries_from_before_lag_unit_still_read():
-    assert summary_lag({"lag": None, "millis_behind_latest": 40}) == (40, "ms")
-    assert summary_lag({"lag": 3}) == (3, "records")
+    def lag(**old):
+        s = SplitSummary.from_dict({"split": 0, "key": "k", "start": 0, "stop": 1, **old})
+        return s.lag, s.lag_unit
+    assert lag(lag=None, millis_behind_latest=40) == (40, "ms")
+    assert lag(lag=3) == (3, "records")
 
 
 def test_every_registered_source_names_its_lag_unit():
@@ -189,9 +194,7 @@ def test_no_code_outside_a_source_package_names_a_source():
 
 
 def _manifest(*splits):
-    return {"partition": "batch=00000001", "records": 3, "dead_letters": 0, "late_records": 0,
-            "min_timestamp": None, "max_timestamp": None, "batch": 1, "plan_id": "p",
-            "gaps": [], "splits": list(splits)}
+    return manifest(partition="batch=00000001", records=3, batch=1, plan_id="p", splits=splits)
 
 
 def test_a_runs_metrics_carry_its_lag_in_its_unit():

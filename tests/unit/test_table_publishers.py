@@ -12,6 +12,7 @@ from streamslice.errors import CommitError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from streamslice.reading.staging import Staging
+from streamslice.reading.stats import SplitSummary
 from tests.support.connections import connection
 
 
@@ -46,8 +47,7 @@ def stage(tmp_path, plan, rows, name="s1", values=None):
         n_type) else [str(o) for o in rows]
     cols.update(values or {})
     pq.write_table(pa.table(cols, schema=schema), st.root + "/data/part-0.parquet")
-    st.write_summary(0, {"split": 0, "start": 0, "stop": 3, "records": len(rows),
-                         "dead_letters": 0, "reached_stop": True})
+    st.write_summary(0, SplitSummary(0, "t:0", 0, 3, records=len(rows), reached_stop=True))
     return st
 
 
@@ -70,7 +70,7 @@ def test_a_retry_finds_its_commit_and_a_replan_replaces_the_partition(tmp_path, 
     assert sorted(table.column("offset").to_pylist()) == [0, 1, 2]
     retry = publish_once(plan, Staging(str(tmp_path / "staging" / "s1")), run_id="r1",
                          now_ms=2)
-    assert retry["plan_id"] == first["plan_id"] and scan(output)[1] == commits  # no new commit
+    assert retry.plan_id == first.plan_id and scan(output)[1] == commits  # no new commit
     replan = make_plan(output, planned_at=5)
     publish_once(replan, stage(tmp_path, replan, [0, 1], name="s2"), run_id="r2", now_ms=3)
     table, _ = scan(output)

@@ -19,6 +19,7 @@ from .errors import original_error
 from .store import output_asset
 
 if TYPE_CHECKING:
+    from ..commit.manifest import Manifest
     from ..config.pipeline import PipelineConfig
 
 log = logging.getLogger("streamslice")
@@ -100,12 +101,12 @@ class _LogNotifier(BaseNotifier):
         self.notify(context)
 
 
-def after_commit(cfg: PipelineConfig, manifest: dict[str, Any], context: Any,
+def after_commit(cfg: PipelineConfig, manifest: Manifest, context: Any,
                  state: Any) -> None:
     """Threshold alerts for a committed run; ``state`` is the asset state accessor (for the
     consecutive-empty count)."""
     streak = state.get(STREAK_KEY) or 0
-    streak = streak + 1 if manifest["records"] == 0 else 0
+    streak = streak + 1 if manifest.records == 0 else 0
     state.set(STREAK_KEY, streak)
     if cfg.alerts is None:
         return

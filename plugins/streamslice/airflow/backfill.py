@@ -35,7 +35,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..commit.manifest import read_manifest
+from ..commit.manifest import Manifest, read_manifest
 from ..config.schedule import intervals_between
 from ..errors import ConfigError, StreamsliceError
 from ..planning.planner import partition_name
@@ -80,7 +80,7 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
         manifest = read_manifest(target.dataset, folder, cfg.output.aws) \
             if runs[iv.start] == "success" else None
         rows.append({"interval": f"{iso(iv.start)} → {iso(iv.end)}", "state": runs[iv.start],
-                     "records": manifest["records"] if manifest else None})
+                     "records": Manifest.from_dict(manifest).records if manifest else None})
     states = set(runs.values())
     state = "created" if not wait else ("success" if states == {"success"} else "failed")
     return {"pipeline": cfg.name, "state": state, "runs": rows}

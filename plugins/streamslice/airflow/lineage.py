@@ -17,13 +17,15 @@ from ..commit.publishers import publisher_for
 from ..sources import source_class
 
 if TYPE_CHECKING:
+    from ..commit.manifest import Manifest
     from ..planning.plan import OutputTarget, ReadPlan
+    from ..reading.stats import SplitSummary
 
 RUN_FACET = "streamslice"
 
 
-def operator_lineage(plan: ReadPlan, summaries: list[dict[str, Any]] | None = None,
-                     manifest: dict[str, Any] | None = None) -> Any:
+def operator_lineage(plan: ReadPlan, summaries: list[SplitSummary] | None = None,
+                     manifest: Manifest | None = None) -> Any:
     """``OperatorLineage`` of a run: without counts when they are not known yet (a task's
     start), with what the readers saw (``summaries``) or what was published
     (``manifest``)."""
@@ -36,13 +38,14 @@ def operator_lineage(plan: ReadPlan, summaries: list[dict[str, Any]] | None = No
     )
     from openlineage.client.generated.base import RunFacet
     if manifest is not None:
-        summaries = manifest["splits"]
-    by_split = {s["split"]: s for s in summaries or []}
+        summaries = manifest.splits
+    by_split = {s.split: s for s in summaries or []}
     readers = source_class(plan.source).readers()
     read: dict[Any, int] = {}
     for split in plan.splits:
         name = readers.lineage_dataset(plan, split)
-        read[name] = read.get(name, 0) + by_split.get(split.id, {}).get("scanned", 0)
+        found = by_split.get(split.id)
+        read[name] = read.get(name, 0) + (found.scanned if found else 0)
     inputs = [InputDataset(namespace=n.namespace, name=n.name, inputFacets={
         "inputStatistics": input_statistics_input_dataset.InputStatisticsInputDatasetFacet(
             rowCount=count)} if summaries is not None else {}) for n, count in read.items()]
@@ -55,8 +58,8 @@ def operator_lineage(plan: ReadPlan, summaries: list[dict[str, Any]] | None = No
                 symlinks_dataset.Identifier(table.namespace, table.name, "TABLE")])
         output_facets: dict[str, Any] = {}
         if summaries is not None:
-            written = manifest["records"] if manifest is not None else \
-                sum(s.get("records", 0) for s in summaries)
+            written = manifest.records if manifest is not None else \
+                sum(s.records for s in summaries)
             output_facets["outputStatistics"] = output_statistics_output_dataset.\
                 OutputStatisticsOutputDatasetFacet(rowCount=written)
         outputs.append(OutputDataset(namespace=location.namespace, name=location.name,
@@ -64,9 +67,9 @@ def operator_lineage(plan: ReadPlan, summaries: list[dict[str, Any]] | None = No
     run: dict[str, Any] = {"pipeline": plan.pipeline, "partition": plan.partition,
                            "batch": plan.batch, "splits": len(plan.splits)}
     if summaries is not None:
-        run.update(records=sum(s.get("records", 0) for s in summaries),
-                   dead_letters=sum(s.get("dead_letters", 0) for s in summaries),
-                   late_records=sum(s.get("late", 0) for s in summaries))
+        run.update(records=sum(s.records for s in summaries),
+                   dead_letters=sum(s.dead_letters for s in summaries),
+                   late_records=sum(s.late for s in summaries))
     return OperatorLineage(inputs=inputs, outputs=outputs,
                            run_facets={RUN_FACET: RunFacet().with_additional_properties(**run)})
 

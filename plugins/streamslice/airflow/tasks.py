@@ -20,7 +20,7 @@ from ..metrics import run_figures, step_timing
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
 from ..sources import CommitListener, lifecycle_tasks, read_plan, source_class
-from ..splits import summary_lag, total_lag
+from ..splits import total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
@@ -29,6 +29,7 @@ from .operators import remember
 from .store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
+    from ..commit.manifest import Manifest
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import Interval, ReadPlan
 
@@ -163,7 +164,7 @@ def _commit(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
     faults.check("after_publish")
     store = TaskCheckpointStore(context, asset)
     current = store.get()
-    summaries = {s["split"]: s for s in manifest["splits"]}
+    summaries = {s.split: s for s in manifest.splits}
     positions = source_class(plan.source).readers().next_positions(
         plan, summaries, current.positions if current else {})
     checkpoint = advance(current, plan, now_ms=now, run_id=context["run_id"],
@@ -181,7 +182,7 @@ def _commit(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
     emit([*run_figures(manifest, int(time.time() * 1000), checkpoint.interval_end),
           step_timing("commit", time.monotonic() - started)], cfg.name, cfg.source.kind)
     log.info("Committed %s: %d records, %d dead letters; checkpoint advanced.",
-             manifest["partition"], manifest["records"], manifest["dead_letters"])
+             manifest.partition, manifest.records, manifest.dead_letters)
     return {**extra, "checkpoint": checkpoint.to_dict()}
 
 
@@ -236,27 +237,30 @@ def _note(write: Any) -> None:
                     "once does not depend on it.", exc)
 
 
-def run_metrics(manifest: dict[str, Any],
+def run_metrics(manifest: Manifest,
                 positions: dict[str, Any] | None = None) -> dict[str, Any]:
     """What downstream DAGs and the Streamslice page see as the asset event's extra: the
     run's counts, its lag per partition/shard (in ``lag_unit``) and the checkpoint's next
     positions."""
-    splits = manifest["splits"]
+    splits = manifest.splits
     lag = total_lag(splits)
-    units = {summary_lag(s)[1] for s in splits}
-    out = {k: manifest[k] for k in ("partition", "records", "dead_letters", "late_records",
-                                    "min_timestamp", "max_timestamp", "batch", "plan_id")}
-    out.update(splits=len(splits), bytes=sum(s.get("bytes", 0) for s in splits),
+    units = {s.lag_unit for s in splits}
+    out: dict[str, Any] = {
+        "partition": manifest.partition, "records": manifest.records,
+        "dead_letters": manifest.dead_letters, "late_records": manifest.late_records,
+        "min_timestamp": manifest.min_timestamp, "max_timestamp": manifest.max_timestamp,
+        "batch": manifest.batch, "plan_id": manifest.plan_id}
+    out.update(splits=len(splits), bytes=sum(s.bytes for s in splits),
                lag_records=lag["records"], millis_behind_latest=lag["ms"],
-               lag_unit=units.pop() if len(units) == 1 else None, gaps=len(manifest["gaps"]),
-               lag_by_split={s["key"]: summary_lag(s)[0] for s in splits},
+               lag_unit=units.pop() if len(units) == 1 else None, gaps=len(manifest.gaps),
+               lag_by_split={s.key: s.lag for s in splits},
                positions=positions or {})
-    if "early_records" in manifest:  # an event-time pipeline's
-        out["early_records"] = manifest["early_records"]
-    if manifest["dead_letters"]:
-        out["dead_letter_uri"] = manifest.get("dead_letter_uri")
-    if manifest.get("published"):
-        out["published"] = manifest["published"]
+    if manifest.early_records is not None:  # an event-time pipeline's
+        out["early_records"] = manifest.early_records
+    if manifest.dead_letters:
+        out["dead_letter_uri"] = manifest.dead_letter_uri
+    if manifest.published:
+        out["published"] = manifest.published
     return out
 
 

@@ -4,7 +4,8 @@ manifest, clean up. The checkpoint advances only after this returns (``checkpoin
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
@@ -12,7 +13,7 @@ from .. import faults
 from ..aws.storage import filesystem
 from ..errors import CommitError
 from ..reading.staging import Staging
-from .manifest import build_manifest, plan_id
+from .manifest import Manifest, build_manifest, plan_id
 from .publishers import publisher_for
 from .verify import verify
 
@@ -36,7 +37,7 @@ def staging_for(plan: ReadPlan, attempt: str) -> Staging:
 
 
 def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
-                 now_ms: int) -> dict[str, Any]:
+                 now_ms: int) -> Manifest:
     """Publish the staged output and return its manifest with where it landed
     (``published``: the partition's URI, a table's snapshot or version), or recognise that an
     earlier try of the same plan already published it. A complete staging area is always
@@ -45,9 +46,10 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
     that try did not reach (``Publisher.finish``) is done now."""
     publisher = publisher_for(target_of(plan))
 
-    def ours() -> dict[str, Any] | None:  # looked up only when the staging area cannot publish
-        published = publisher.published_manifest(plan)
-        return published if published and published.get("plan_id") == plan_id(plan) else None
+    def ours() -> Manifest | None:  # looked up only when the staging area cannot publish
+        found = publisher.published_manifest(plan)
+        published = Manifest.from_dict(found) if found else None
+        return published if published and published.plan_id == plan_id(plan) else None
 
     if staging.fs.get_file_info(staging.root).type != pafs.FileType.NotFound:
         try:
@@ -63,9 +65,9 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
             return earlier
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
         faults.check("before_publish")
-        published = publisher.publish(plan, staging, manifest)
+        published = publisher.publish(plan, staging, manifest.to_dict())
         clean_attempts(plan)
-        return {**manifest, "published": published}
+        return replace(manifest, published=published)
     earlier = ours()
     if earlier is not None:
         log.info("%s was already published by an earlier try of this run.", plan.partition)

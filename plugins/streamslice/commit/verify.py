@@ -2,6 +2,7 @@
 published."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
@@ -14,9 +15,21 @@ from .publishers import staged_format
 if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
     from ..reading.staging import Staging
+    from ..reading.stats import SplitSummary
 
 
-def verify(plan: ReadPlan, staging: Staging) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Verified:
+    """What a verified staging area holds: the readers' summaries (in plan order), the staged
+    records per split key (with their min/max position), and the totals."""
+
+    summaries: list[SplitSummary]
+    per_key: dict[str, dict[str, Any]]
+    records: int
+    dead_letters: int
+
+
+def verify(plan: ReadPlan, staging: Staging) -> Verified:
     """Every split reached its stop, and the staged records are exactly what the readers kept:
     per split key, the staged count equals the summaries' count (no gap, no duplicate) and every
     position lies inside the plan's ranges. Returns the figures; raises CommitError."""
@@ -25,17 +38,17 @@ def verify(plan: ReadPlan, staging: Staging) -> dict[str, Any]:
         s = summaries.get(split.id)
         if s is None:
             problems.append(f"split {split.id} ({split.key}) left no summary")
-        elif not s.get("reached_stop"):
+        elif not s.reached_stop:
             problems.append(f"split {split.id} ({split.key}) did not reach its stop")
-        elif s.get("start") != split.start or s.get("stop") != split.end:
+        elif s.start != split.start or s.stop != split.end:
             problems.append(f"split {split.id} ({split.key}) summary is for another range")
     extra = set(summaries) - {s.id for s in plan.splits}
     if extra:
         problems.append(f"summaries for splits not in the plan: {sorted(extra)}")
     expected: dict[str, int] = {}
     for split in plan.splits:
-        s = summaries.get(split.id) or {}
-        expected[split.key] = expected.get(split.key, 0) + s.get("records", 0)
+        found = summaries.get(split.id)
+        expected[split.key] = expected.get(split.key, 0) + (found.records if found else 0)
     staged = staged_counts(plan, staging)
     for key in sorted(set(expected) | set(staged)):
         got, want = staged.get(key, {}).get("records", 0), expected.get(key, 0)
@@ -48,14 +61,13 @@ def verify(plan: ReadPlan, staging: Staging) -> dict[str, Any]:
                 min(r[0] for r in ranges) <= lo and hi < max(r[1] for r in ranges)):
             problems.append(f"{key}: staged offsets {lo}..{hi} fall outside the plan")
     dead = staging.dead_letter_rows()
-    dead_expected = sum((summaries.get(s.id) or {}).get("dead_letters", 0) for s in plan.splits)
+    dead_expected = sum(summaries[s.id].dead_letters for s in plan.splits if s.id in summaries)
     if dead != dead_expected:
         problems.append(f"{dead} dead letters staged, readers reported {dead_expected}")
     if problems:
         raise CommitError("staged output failed verification: " + "; ".join(problems))
     check_some_decoded(plan, staging, sum(expected.values()), dead)
-    return {"summaries": [summaries[s.id] for s in plan.splits], "per_key": staged,
-            "records": sum(expected.values()), "dead_letters": dead}
+    return Verified([summaries[s.id] for s in plan.splits], staged, sum(expected.values()), dead)
 
 
 def check_some_decoded(plan: ReadPlan, staging: Staging, records: int, dead: int) -> None:

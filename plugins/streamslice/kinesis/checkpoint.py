@@ -15,17 +15,18 @@ from .positions import NO_BOUND, AtTimestamp, TrimHorizon
 
 if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
+    from ..reading.stats import SplitSummary
     from .split import KinesisSplit
 
 _SEQ = re.compile(r"\d{1,128}")
 
 
-def next_positions(plan: ReadPlan[KinesisSplit], summaries: dict[int, dict[str, Any]],
+def next_positions(plan: ReadPlan[KinesisSplit], summaries: dict[int, SplitSummary],
                    base_positions: dict[str, Any] | None) -> dict[str, Any]:
     """``{stream:shard: {"after": seq} | {"at_timestamp": ms} | {"finished": true}}``."""
     positions = dict(base_positions or {})
     for split in plan.splits:
-        s = summaries[split.id]
+        s = summaries[split.id].extra  # the figures of ``KinesisSplitReader.summary_extra``
         if s.get("finished"):
             positions[split.key] = {"finished": True}
         elif s.get("last_seq"):

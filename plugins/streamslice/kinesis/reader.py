@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..lineage import DatasetName
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
+    from ..reading.stats import SplitSummary
     from ..sources import ReadRequest
     from .split import KinesisSplit
 
@@ -62,7 +63,7 @@ class KinesisReaders(ReaderFactory["KinesisSplit"]):
                                   consumer_arn=arns.get(split.stream),
                                   interval=request.plan.interval)
 
-    def next_positions(self, plan: ReadPlan[KinesisSplit], summaries: dict[int, dict[str, Any]],
+    def next_positions(self, plan: ReadPlan[KinesisSplit], summaries: dict[int, SplitSummary],
                        base: dict[str, Any]) -> dict[str, Any]:
         """What the readers saw, not the plan (``checkpoint.next_positions``)."""
         from .checkpoint import next_positions

@@ -74,7 +74,7 @@ class SplitReader(ABC, Generic[SplitT]):
                         yield batch
                     else:
                         self.sink.write(batch)
-                faults.check("read", self.split.id, self.stats.d["scanned"], self.fault)
+                faults.check("read", self.split.id, self.stats.summary.scanned, self.fault)
             if self.sink is not None:
                 self.sink.commit()
         except BaseException as exc:
@@ -87,7 +87,7 @@ class SplitReader(ABC, Generic[SplitT]):
         self.stats.note(**self.summary_extra())
         if self.staging is not None:
             self.staging.finish_split(self.split.id, self._dead, self.dead_letter_schema,
-                                      self.stats.to_dict())
+                                      self.stats.summary)
 
     def failed_rows(self, errors: dict[int, str], rows: int,
                     describe: Callable[[int], str]) -> tuple[list[int], list[int]]:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..aws.storage import filesystem, governs
+from .stats import SplitSummary
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -85,8 +86,8 @@ class Staging:
         write(tmp)
         self.fs.move(tmp, path)
 
-    def write_summary(self, split_id: int, summary: dict[str, Any]) -> None:
-        body = json.dumps(summary, sort_keys=True).encode()
+    def write_summary(self, split_id: int, summary: SplitSummary) -> None:
+        body = json.dumps(summary.to_dict(), sort_keys=True).encode()
 
         def write(tmp: str) -> None:
             with self.fs.open_output_stream(tmp) as out:
@@ -102,19 +103,19 @@ class Staging:
         self._write_atomic(path, lambda tmp: pq.write_table(table, tmp, filesystem=self.fs))
 
     def finish_split(self, split_id: int, dead_batches: list[pa.RecordBatch],
-                     dead_schema: pa.Schema, summary: dict[str, Any]) -> None:
+                     dead_schema: pa.Schema, summary: SplitSummary) -> None:
         """What a reader leaves when its split is done: dead letters, then the summary."""
         table = pa.Table.from_batches(dead_batches, dead_schema) if dead_batches else None
         self.write_dead_letters(split_id, table)
         self.write_summary(split_id, summary)
 
-    def summaries(self) -> dict[int, dict[str, Any]]:
+    def summaries(self) -> dict[int, SplitSummary]:
         out = {}
         for info in self._list(SUMMARY):
             if info.base_name.endswith(".json"):
                 with self.fs.open_input_stream(info.path) as f:
-                    summary = json.loads(f.read())
-                out[summary["split"]] = summary
+                    summary = SplitSummary.from_dict(json.loads(f.read()))
+                out[summary.split] = summary
         return out
 
     def dead_letter_rows(self) -> int:

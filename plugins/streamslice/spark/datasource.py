@@ -240,7 +240,7 @@ def _with_malformed(reader: SplitReader[Any], malformed: Malformed) -> Iterator[
     corrupt = malformed.dead(reader.take_dead_letters())  # batches without a decoded record
     if corrupt is not None:
         yield corrupt
-    malformed.log(reader.stats.d["scanned"])
+    malformed.log(reader.stats.summary.scanned)
 
 
 def _spark_file(name: str) -> str | None:

@@ -1,0 +1,24 @@
+"""Records for tests that need only a few of their fields: a manifest (``Manifest``) whose
+other fields are those of an empty run, its splits' summaries given as the JSON a reader
+writes (so a summary from before ``lag_unit`` reads as one does)."""
+from streamslice.commit.manifest import Manifest
+from streamslice.planning.plan import Interval
+from streamslice.reading.stats import SplitSummary
+
+
+def summary(json=None, **fields):
+    """A split summary from its JSON (``json``) and ``fields``; split, key and range are
+    made up when not given."""
+    return SplitSummary.from_dict({"split": 0, "key": "t:0", "start": 0, "stop": 0,
+                                   **(json or {}), **fields})
+
+
+def manifest(splits=(), interval=None, **fields):
+    """A manifest with ``fields``; ``splits`` as summaries' JSON, ``interval`` as a dict."""
+    base = dict(pipeline="p", source="kafka", mode="incremental", partition="batch=00000001",
+                plan_id="0", run_id=None, committed_at=None, records=0, dead_letters=0,
+                dead_letter_uri=None, late_records=0, min_timestamp=None, max_timestamp=None,
+                batch=None, gaps=[])
+    return Manifest(**{**base, **fields},
+                    splits=[summary(s, split=i) for i, s in enumerate(splits)],
+                    interval=Interval(**interval) if interval else None)

@@ -161,7 +161,7 @@ def end_to_end(cfg: PipelineConfig, url: str) -> tuple[int, float]:
     staging = staging_for(plan, f"avro-{time.time_ns()}")
     run_read(spark, plan, staging.uri, properties=props)
     elapsed = time.perf_counter() - start
-    n = verify(plan, staging)["records"]
+    n = verify(plan, staging).records
     shutil.rmtree(staging.root, ignore_errors=True)
     return n, elapsed
 

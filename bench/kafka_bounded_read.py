@@ -150,7 +150,7 @@ output:
     run_read(spark, plan, staging.uri, properties=cfg.source.client_properties(),
              options={"client": client}, direct=direct)
     elapsed, cpu = time.perf_counter() - start, cpu_now() - cpu
-    n = verify(plan, staging)["records"]
+    n = verify(plan, staging).records
     shutil.rmtree(staging.root, ignore_errors=True)
     return n, elapsed, jvm, cpu
 

@@ -36,6 +36,7 @@ def stage(root: Path, plan: ReadPlan, records: int, files: int) -> Staging:
 
     from streamslice.commit.publishers.tables import table_schema
     from streamslice.reading.staging import Staging
+    from streamslice.reading.stats import SplitSummary
     schema = table_schema(plan)
     st = Staging(str(root))
     (root / "data").mkdir(parents=True)
@@ -53,8 +54,8 @@ def stage(root: Path, plan: ReadPlan, records: int, files: int) -> Staging:
                     streamslice_partition=pa.array([plan.partition] * n))
         table = pa.table([cols[f.name].cast(f.type) for f in schema], schema=schema)
         pq.write_table(table, root / "data" / f"part-{i:05d}.parquet")
-        st.write_summary(i, {"split": i, "start": 0, "stop": n, "records": n,
-                             "dead_letters": 0, "reached_stop": True})
+        st.write_summary(i, SplitSummary(i, f"t:{i}", 0, n, records=n,
+                                         reached_stop=True))
     return st
 
 
@@ -120,7 +121,7 @@ output: {{path: '{work / fmt}', format: {fmt}}}
                             properties=cfg.source.client_properties())
             staging = staging_for(plan, f"e2e-{time.time_ns()}")
             run_read(spark, plan, staging.uri, properties=cfg.source.client_properties())
-            n = publish_once(plan, staging, run_id="bench", now_ms=0)["records"]
+            n = publish_once(plan, staging, run_id="bench", now_ms=0).records
             out[fmt] = (n, time.perf_counter() - start)
         base = out["parquet"][0] / out["parquet"][1]
         print(f"\nend to end (plan + Spark read + commit), {records:,} records:")

@@ -65,7 +65,7 @@ def read_once(spark: SparkSession, plan: ReadPlan, work: Path, packed: bool) -> 
              pack=packed)
     wall = time.perf_counter() - start
     python, jvm = spark_cpu(before, proc_tree_cpu())
-    records = verify(plan, staging)["records"]
+    records = verify(plan, staging).records
     shutil.rmtree(staging.root, ignore_errors=True)
     return {"wall": wall, "python": python, "jvm": jvm, "records": records}
 

@@ -17,11 +17,15 @@ def commit_extra(records: int, lag_by_split: dict[str, int], *, lag_unit: str = 
                  dead_letters: int = 0) -> dict[str, Any]:
     """The asset event's extra of a run that published ``records`` with this lag per split."""
     from streamslice.airflow.tasks import run_metrics
-    manifest = {"splits": [{"key": k, "lag": v, "lag_unit": lag_unit, "bytes": 0}
-                           for k, v in lag_by_split.items()],
-                "partition": partition, "records": records, "dead_letters": dead_letters,
-                "late_records": late_records, "min_timestamp": None, "max_timestamp": None,
-                "batch": batch, "plan_id": "history", "gaps": []}
+    from streamslice.commit.manifest import Manifest
+    from streamslice.reading.stats import SplitSummary
+    splits = [SplitSummary(i, k, None, None, lag=v, lag_unit=lag_unit)
+              for i, (k, v) in enumerate(lag_by_split.items())]
+    manifest = Manifest(pipeline="history", source="-", mode="-", partition=partition,
+                        plan_id="history", run_id=None, committed_at=None, records=records,
+                        dead_letters=dead_letters, dead_letter_uri=None,
+                        late_records=late_records, min_timestamp=None, max_timestamp=None,
+                        interval=None, batch=batch, gaps=[], splits=splits)
     return run_metrics(manifest, positions)
 
 

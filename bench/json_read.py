@@ -105,7 +105,7 @@ def child_reader(args: ChildArgs) -> tuple[int, float, float]:
         reader = KafkaSplitReader(KafkaSplit(int(p), TOPIC, int(p), 0, end),
                                   properties=props, decoder=decoder)
         n += sum(b.num_rows for b in reader.batches())
-        dead += reader.stats.d.get("dead_letters", 0)
+        dead += reader.stats.summary.dead_letters
     assert dead == 0, f"{dead} dead letters"
     return n, cpu_now() - cpu, time.perf_counter() - wall
 

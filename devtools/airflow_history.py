@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 
-def commit_extra(records: int, lag_by_split: dict[str, int], *, lag_unit: str = "records",
-                 late_records: int = 0, partition: str = "",
+def commit_extra(records: int, lag_by_split: dict[str, int], *,
+                 lag_unit: Literal["records", "ms"] = "records", late_records: int = 0,
+                 partition: str = "",
                  positions: dict[str, Any] | None = None, batch: int | None = None,
                  dead_letters: int = 0) -> dict[str, Any]:
     """The asset event's extra of a run that published ``records`` with this lag per split."""
@@ -26,7 +27,7 @@ def commit_extra(records: int, lag_by_split: dict[str, int], *, lag_unit: str = 
                         dead_letters=dead_letters, dead_letter_uri=None,
                         late_records=late_records, min_timestamp=None, max_timestamp=None,
                         interval=None, batch=batch, gaps=[], splits=splits)
-    return run_metrics(manifest, positions)
+    return run_metrics(manifest, positions).to_dict()
 
 
 class History:

@@ -2,13 +2,18 @@
 (StatsD, OpenTelemetry or Datadog, as the deployment configured ``[metrics]``), so a dashboard
 or an alert rule there sees records, dead letters, lag and data age per pipeline without
 reading our page. Pure over a run's manifest: the names, kinds and units are held here and by
-the unit tests, and listed in the README."""
+the unit tests, and listed in the README.
+
+``RunMetrics`` is the run as its commit records it in the output asset's event (what
+downstream DAGs and the Streamslice page read): kept in Airflow's database for as long as the
+run, so a versioned record (``streamslice.records``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from .splits import total_lag
+from .records import RecordKind, Versioned
+from .splits import LagUnit, total_lag  # noqa: TC001 - msgspec reads the annotation
 
 if TYPE_CHECKING:
     from .commit.manifest import Manifest
@@ -33,6 +38,65 @@ NAMES: dict[str, tuple[Kind, str, str]] = {
     "commit.duration": ("timing", "ms", "time the commit task spent verifying, publishing and "
                         "advancing the checkpoint"),
 }
+
+
+@dataclass
+class RunMetrics(Versioned):
+    """A committed run's counts, its lag per partition/shard (in ``lag_unit``) and the
+    checkpoint's next positions: the asset event's extra. Fields added since the first
+    release have defaults, as events written before them lack them."""
+
+    KIND: ClassVar[RecordKind] = RecordKind("run metrics", 1)
+
+    partition: str
+    records: int
+    dead_letters: int
+    late_records: int
+    min_timestamp: int | None
+    max_timestamp: int | None
+    batch: int | None
+    plan_id: str
+    splits: int
+    bytes: int
+    lag_records: int | None  # summed over partitions
+    millis_behind_latest: int | None  # the worst shard's
+    gaps: int
+    lag_unit: LagUnit | None = None  # None: the splits' units differ (or an older event)
+    lag_by_split: dict[str, int | None] = field(default_factory=dict)
+    positions: dict[str, Any] = field(default_factory=dict)  # the checkpoint's, after it
+    early_records: int | None = None  # with an event-time field only
+    dead_letter_uri: str | None = None  # where a run's dead letters went (when it had any)
+    published: dict[str, Any] | None = None  # where the publish landed
+    version: int = 1
+
+    @classmethod
+    def of(cls, manifest: Manifest, positions: dict[str, Any] | None = None) -> RunMetrics:
+        splits = manifest.splits
+        lag = total_lag(splits)
+        units = {s.lag_unit for s in splits}
+        return cls(
+            partition=manifest.partition, records=manifest.records,
+            dead_letters=manifest.dead_letters, late_records=manifest.late_records,
+            min_timestamp=manifest.min_timestamp, max_timestamp=manifest.max_timestamp,
+            batch=manifest.batch, plan_id=manifest.plan_id, splits=len(splits),
+            bytes=sum(s.bytes for s in splits), lag_records=lag["records"],
+            millis_behind_latest=lag["ms"], gaps=len(manifest.gaps),
+            lag_unit=units.pop() if len(units) == 1 else None,
+            lag_by_split={s.key: s.lag for s in splits}, positions=positions or {},
+            early_records=manifest.early_records,
+            dead_letter_uri=manifest.dead_letter_uri if manifest.dead_letters else None,
+            published=manifest.published or None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON as events have it: what a run did not have is left out."""
+        data = super().to_dict()
+        if self.early_records is None:
+            del data["early_records"]
+        if not self.dead_letters:
+            del data["dead_letter_uri"]
+        if not self.published:
+            del data["published"]
+        return data
 
 
 @dataclass(frozen=True)

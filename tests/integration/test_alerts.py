@@ -77,8 +77,8 @@ def test_lag_dead_letters_and_data_loss_alerts(broker, spark, airflow_db, alerti
     from streamslice.airflow import ui_data
     with create_session() as session:
         count, kept = ui_data.alerts(session, ui_data.asset(session, cfg.name))
-    assert count == 3 and sorted(a["kind"] for a in kept) == ["data_loss", "dead_letters", "lag"]
-    assert kept[-1]["kind"] == "data_loss" and kept[-1]["run_id"] != run.run_id
+    assert count == 3 and sorted(a.kind for a in kept) == ["data_loss", "dead_letters", "lag"]
+    assert kept[-1].kind == "data_loss" and kept[-1].run_id != run.run_id
 
 
 def test_run_failure_alert_names_the_error_and_split(broker, spark, airflow_db, alerting,

@@ -79,7 +79,7 @@ def test_the_command_alerts_a_stale_pipeline_once_without_a_scheduler(
     with create_session() as session:
         _, kept = ui_data.alerts(session, ui_data.asset(session, stale.name))
         _, none = ui_data.alerts(session, ui_data.asset(session, fresh.name))
-    assert [a["kind"] for a in kept] == ["stale"] and none == []
+    assert [a.kind for a in kept] == ["stale"] and none == []
     assert_claims_are_atomic(f"streamslice/{stale.name}")
 
     # Only the fresh pipeline left: exit 0, nothing sent.

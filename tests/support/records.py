@@ -2,6 +2,7 @@
 other fields are those of an empty run, its splits' summaries given as the JSON a reader
 writes (so a summary from before ``lag_unit`` reads as one does)."""
 from streamslice.commit.manifest import Manifest
+from streamslice.metrics import RunMetrics
 from streamslice.planning.plan import Interval
 from streamslice.reading.stats import SplitSummary
 
@@ -22,3 +23,11 @@ def manifest(splits=(), interval=None, **fields):
     return Manifest(**{**base, **fields},
                     splits=[summary(s, split=i) for i, s in enumerate(splits)],
                     interval=Interval(**interval) if interval else None)
+
+
+def run_metrics(**fields):
+    """A run's metrics (the asset event's extra) with ``fields``, the rest an empty run's."""
+    base = dict(partition="", records=0, dead_letters=0, late_records=0, min_timestamp=None,
+                max_timestamp=None, batch=None, plan_id="0", splits=0, bytes=0,
+                lag_records=None, millis_behind_latest=None, gaps=0)
+    return RunMetrics(**{**base, **fields})

@@ -15,8 +15,10 @@ from streamslice.alerts import Alert, SentAlert
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.commit.manifest import Manifest, manifest_bytes
 from streamslice.errors import RecordError, RecordVersionError, from_text
+from streamslice.metrics import RunMetrics
 from streamslice.reading.stats import SplitSummary
 from streamslice.records import RecordKind, Versioned, upgrade
+from streamslice.ui.model import Run
 
 SAVED = Path(__file__).parent / "saved"
 
@@ -178,9 +180,9 @@ def test_what_a_run_reports_is_computed_from_a_saved_manifest():
     from streamslice.metrics import run_figures
     manifest = Manifest.from_dict(saved("manifest-kinesis-interval-event-time.json"))
     extra = run_metrics(manifest, {"s:0": {"after": "1"}})
-    assert (extra["records"], extra["early_records"], extra["lag_unit"], extra["splits"]) == (
+    assert (extra.records, extra.early_records, extra.lag_unit, extra.splits) == (
         109, 12, "ms", 2)
-    assert extra["dead_letter_uri"] == manifest.dead_letter_uri
+    assert extra.dead_letter_uri == manifest.dead_letter_uri
     assert {f.name: f.value for f in run_figures(manifest, manifest.interval.end)}[
         "late_records"] == 22
     (kind, message, _), = evaluate(AlertRules(dead_letters=5), manifest)
@@ -206,3 +208,29 @@ def test_a_summary_or_manifest_from_a_newer_release_is_refused():
         SplitSummary.from_dict({**old["splits"][0], "records": "3"})
     with pytest.raises(RecordError, match="unknown field 'rows' for manifest version 1"):
         Manifest.from_dict({**old, "rows": 3})
+
+
+@pytest.mark.parametrize("name", ["kafka-incremental-gap", "kafka-interval",
+                                  "kinesis-incremental", "kinesis-interval-event-time"])
+def test_run_metrics_are_written_as_before_plus_their_version(name):
+    """The asset event's extra keeps every key, and only the keys, it had."""
+    old = saved("run-metrics.json")[name]
+    metrics = RunMetrics.from_dict(old)
+    assert metrics.to_dict() == {**old, "version": 1}
+    assert metrics.records == old["records"] and metrics.positions == old["positions"]
+
+
+def test_run_metrics_from_before_lag_unit_and_positions_read_with_defaults():
+    """The first releases' extra had no lag_unit, lag_by_split, positions or published (the
+    saved one, less what came later); the page infers the unit from the figure given."""
+    old = saved("run-metrics.json")["kinesis-incremental"]
+    for later in ("lag_unit", "lag_by_split", "positions", "published"):
+        del old[later]
+    metrics = RunMetrics.from_dict(old)
+    assert (metrics.lag_unit, metrics.lag_by_split, metrics.positions, metrics.published) == (
+        None, {}, {}, None)
+    assert Run("r", "success", metrics=metrics).lag_unit == "ms"
+    with pytest.raises(RecordVersionError, match="run metrics version 2 was written by a newer"):
+        RunMetrics.from_dict({**old, "version": 2})
+    with pytest.raises(RecordError, match="Object missing required field `records`"):
+        RunMetrics.from_dict({k: v for k, v in old.items() if k != "records"})

@@ -204,12 +204,12 @@ def test_a_runs_metrics_carry_its_lag_in_its_unit():
     from streamslice.airflow.tasks import run_metrics
     kafka = run_metrics(_manifest({"key": "t:0", "lag": 5, "lag_unit": "records"},
                                   {"key": "t:1", "lag": 7, "lag_unit": "records"}))
-    assert (kafka["lag_records"], kafka["millis_behind_latest"], kafka["lag_unit"],
-            kafka["lag_by_split"]) == (12, None, "records", {"t:0": 5, "t:1": 7})
+    assert (kafka.lag_records, kafka.millis_behind_latest, kafka.lag_unit,
+            kafka.lag_by_split) == (12, None, "records", {"t:0": 5, "t:1": 7})
     kinesis = run_metrics(_manifest({"key": "s:a", "lag": 900, "lag_unit": "ms"},
                                     {"key": "s:b", "lag": None, "lag_unit": "ms"}))
-    assert (kinesis["lag_records"], kinesis["millis_behind_latest"], kinesis["lag_unit"],
-            kinesis["lag_by_split"]) == (None, 900, "ms", {"s:a": 900, "s:b": None})
+    assert (kinesis.lag_records, kinesis.millis_behind_latest, kinesis.lag_unit,
+            kinesis.lag_by_split) == (None, 900, "ms", {"s:a": 900, "s:b": None})
     older = run_metrics(_manifest({"key": "s:a", "lag": None, "millis_behind_latest": 40}))
-    assert (older["millis_behind_latest"], older["lag_unit"], older["lag_by_split"]) == \
+    assert (older.millis_behind_latest, older.lag_unit, older.lag_by_split) == \
         (40, "ms", {"s:a": 40})

@@ -17,13 +17,14 @@ from streamslice.ui.model import (
     headline,
     lag_chart,
 )
+from tests.support.records import run_metrics
 
 H = 3_600_000
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 
 
 def run(run_id, state, start=None, records=None, late=0, at=0, **metrics):
-    m = None if records is None else {"records": records, "late_records": late, **metrics}
+    m = None if records is None else run_metrics(records=records, late_records=late, **metrics)
     return Run(run_id, state, start, start + H if start is not None else None, at, at, m)
 
 
@@ -240,7 +241,7 @@ def test_names_and_messages_are_escaped_everywhere():
     hostile = '<script>alert(1)</script>"'
     row = Overview(hostile, "kafka", "interval", "@hourly", False, hostile,
                    last=Run(hostile, "success", T0, T0 + H, 0, 0,
-                            {"records": 1, "partition": hostile}))
+                            run_metrics(records=1, partition=hostile)))
     html = pages.overview([row], "/streamslice", "")
     cell = Cell(T0, T0 + H, "published", row.last)
     page = pages.pipeline(view_of(row, [cell], [row.last], output=hostile,

@@ -16,11 +16,10 @@ from ..commit.manifest import plan_id
 from ..commit.protocol import publish_once, staging_for
 from ..config import load_pipeline
 from ..errors import CommitError
-from ..metrics import run_figures, step_timing
+from ..metrics import RunMetrics, run_figures, step_timing
 from ..planning.planner import plan_run
 from ..reading.staging import Staging
 from ..sources import CommitListener, lifecycle_tasks, read_plan, source_class
-from ..splits import total_lag
 from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
@@ -177,7 +176,7 @@ def _commit(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
         source.after_commit(checkpoint.positions, lambda: source_properties(source))
     from .alerting import after_commit
     after_commit(cfg, manifest, context, context["asset_state_store"][asset])
-    extra = run_metrics(manifest, checkpoint.positions)
+    extra = run_metrics(manifest, checkpoint.positions).to_dict()
     context["outlet_events"][asset].extra = extra
     emit([*run_figures(manifest, int(time.time() * 1000), checkpoint.interval_end),
           step_timing("commit", time.monotonic() - started)], cfg.name, cfg.source.kind)
@@ -238,30 +237,9 @@ def _note(write: Any) -> None:
 
 
 def run_metrics(manifest: Manifest,
-                positions: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What downstream DAGs and the Streamslice page see as the asset event's extra: the
-    run's counts, its lag per partition/shard (in ``lag_unit``) and the checkpoint's next
-    positions."""
-    splits = manifest.splits
-    lag = total_lag(splits)
-    units = {s.lag_unit for s in splits}
-    out: dict[str, Any] = {
-        "partition": manifest.partition, "records": manifest.records,
-        "dead_letters": manifest.dead_letters, "late_records": manifest.late_records,
-        "min_timestamp": manifest.min_timestamp, "max_timestamp": manifest.max_timestamp,
-        "batch": manifest.batch, "plan_id": manifest.plan_id}
-    out.update(splits=len(splits), bytes=sum(s.bytes for s in splits),
-               lag_records=lag["records"], millis_behind_latest=lag["ms"],
-               lag_unit=units.pop() if len(units) == 1 else None, gaps=len(manifest.gaps),
-               lag_by_split={s.key: s.lag for s in splits},
-               positions=positions or {})
-    if manifest.early_records is not None:  # an event-time pipeline's
-        out["early_records"] = manifest.early_records
-    if manifest.dead_letters:
-        out["dead_letter_uri"] = manifest.dead_letter_uri
-    if manifest.published:
-        out["published"] = manifest.published
-    return out
+                positions: dict[str, Any] | None = None) -> RunMetrics:
+    """What downstream DAGs and the Streamslice page see as the asset event's extra."""
+    return RunMetrics.of(manifest, positions)
 
 
 def _safe(text: str) -> str:

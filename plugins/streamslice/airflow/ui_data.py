@@ -13,6 +13,7 @@ from sqlalchemy import and_, func, or_, select
 from ..alerts import SentAlert
 from ..commit.checkpoint import Checkpoint
 from ..errors import RecordError
+from ..metrics import RunMetrics
 from ..sources import SOURCES
 from ..timeutil import from_ms, to_ms
 from ..ui.model import Overview, Run, schedule_words
@@ -173,7 +174,7 @@ def _attach(session: Session, dag_id: str, model: AssetModel | None, found: list
                 AssetEvent.asset_id == model.id, AssetEvent.source_dag_id == dag_id,
                 AssetEvent.source_run_id.in_(chunk)).order_by(AssetEvent.timestamp)
             for run_id, extra in session.execute(events):
-                by_id[run_id].metrics = extra  # the latest event of a run wins
+                by_id[run_id].metrics = _metrics(extra)  # the latest event of a run wins
         failed = [i for i in chunk if by_id[i].state == "failed"]
         if failed:
             tis = select(TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state,
@@ -189,6 +190,17 @@ def _attach(session: Session, dag_id: str, model: AssetModel | None, found: list
                 run.failed_tasks.append(task_id)
                 if started is not None:
                     run.logged.append(task_id)
+
+
+def _metrics(extra: Any) -> RunMetrics | None:
+    """A commit's asset event extra; one this release cannot read counts as none, logged."""
+    if not extra:
+        return None
+    try:
+        return RunMetrics.from_dict(extra)
+    except RecordError as exc:
+        log.warning("the Streamslice page cannot read a run's metrics: %s", exc)
+        return None
 
 
 def serialized_dag(session: Session, dag_id: str) -> SerializedDAG | None:

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..alerts import duration_text
 from ..sources import SOURCES, lag_unit, position_text, source_class
-from ..splits import LAG_UNITS, lag_text
+from ..splits import lag_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
+    from ..metrics import RunMetrics
     from ..splits import LagUnit, PositionText, Split
 
 # Cell states of the coverage strip, in legend order.
@@ -35,7 +36,7 @@ class Run:
     end: int | None = None
     started_at: int | None = None  # when it ran, epoch ms
     ended_at: int | None = None
-    metrics: dict[str, Any] | None = None  # what the commit recorded (tasks.run_metrics)
+    metrics: RunMetrics | None = None  # what the commit recorded (tasks.run_metrics)
     failed_tasks: list[str] = field(default_factory=list)  # tasks that ran and failed
     upstream_failed: list[str] = field(default_factory=list)  # not run: a task before failed
     logged: list[str] = field(default_factory=list)  # failed tasks that started: logs exist
@@ -44,35 +45,37 @@ class Run:
 
     @property
     def records(self) -> int | None:
-        return self.metrics.get("records") if self.metrics else None
+        return self.metrics.records if self.metrics else None
 
     @property
     def dead_letters(self) -> int:
-        return (self.metrics or {}).get("dead_letters") or 0
+        return self.metrics.dead_letters if self.metrics else 0
 
     @property
     def late_records(self) -> int:
         """Records flagged for lying outside the interval's bounds: late, or early (by an
         event-time field)."""
-        m = self.metrics or {}
-        return int(m.get("late_records") or 0) + int(m.get("early_records") or 0)
+        m = self.metrics
+        return m.late_records + (m.early_records or 0) if m else 0
 
     @property
     def lag(self) -> int | None:
         """Records behind (Kafka) or milliseconds behind (Kinesis) when the run was planned."""
-        m = self.metrics or {}
-        return m.get("lag_records") if m.get("lag_records") is not None \
-            else m.get("millis_behind_latest")
+        m = self.metrics
+        if m is None:
+            return None
+        return m.lag_records if m.lag_records is not None else m.millis_behind_latest
 
     @property
     def lag_unit(self) -> LagUnit | None:
-        m = self.metrics or {}
-        unit = m.get("lag_unit")
-        if unit in LAG_UNITS:
-            return cast("LagUnit", unit)
-        if m.get("lag_records") is not None:
+        m = self.metrics
+        if m is None:
+            return None
+        if m.lag_unit is not None:
+            return m.lag_unit
+        if m.lag_records is not None:
             return "records"
-        return "ms" if m.get("millis_behind_latest") is not None else None
+        return "ms" if m.millis_behind_latest is not None else None
 
     @property
     def lag_text(self) -> str:
@@ -198,7 +201,7 @@ def lag_chart(cells: list[Cell], top: int = TOP_SPLITS) -> LagChart | None:
     latest: tuple[int, int] | None = None  # (started_at, column) of the run planned last
     for i, cell in enumerate(cells):
         run = cell.run
-        by_split = ((run.metrics or {}).get("lag_by_split") or {}) if run else {}
+        by_split = run.metrics.lag_by_split if run and run.metrics else {}
         if by_split and run:
             unit = run.lag_unit or unit
             if latest is None or (run.started_at or 0) >= latest[0]:
@@ -332,7 +335,7 @@ def checkpoint_rows(checkpoint: Checkpoint | None, splits: list[dict[str, Any]],
     cell, full to copy)."""
     positions = checkpoint.positions if checkpoint else {}
     planned = {s.key: s for s in _typed_splits(kind, splits)}
-    lags = ((last.metrics or {}).get("lag_by_split") or {}) if last else {}
+    lags = last.metrics.lag_by_split if last and last.metrics else {}
     unit = last.lag_unit if last else lag_unit(kind)
     rows = []
     for key in sorted(set(positions) | set(planned), key=_natural):

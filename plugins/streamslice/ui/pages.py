@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
+    from ..metrics import RunMetrics
     from ..sources import PageAction, PageSection
     from ..splits import PositionText
 
@@ -359,8 +360,8 @@ def _position(text: PositionText) -> str:
 
 
 def _history(view: PipelineView) -> str:
-    rows = [(r, (r.metrics or {}).get("positions")) for r in reversed(view.recent)]
-    rows = [(r, p) for r, p in rows if p][:10]
+    rows = [(r, r.metrics.positions) for r in reversed(view.recent)
+            if r.metrics and r.metrics.positions][:10]
     if not rows:
         return ""
 
@@ -383,20 +384,20 @@ def _runs(view: PipelineView, airflow: str) -> str:
     order = sorted(view.recent, key=lambda r: (r.start or 0, r.started_at or 0), reverse=True) \
         if interval else list(reversed(view.recent))
     for n, r in enumerate(order):
-        m = r.metrics or {}
+        m = r.metrics
         logs = " ".join(f'<a href="{escape(_run_link(airflow, dag, r.run_id, t))}" '
                         f'target="_top">{escape(t)} log</a>' for t in r.logged)
         dead = _num(r.dead_letters)
-        if r.dead_letters and m.get("dead_letter_uri") and \
-                _where(m["dead_letter_uri"], view.can_clear) == m["dead_letter_uri"]:
-            dead = f'<a href="{escape(m["dead_letter_uri"])}">{dead}</a>'
+        uri = m.dead_letter_uri if m else None
+        if r.dead_letters and uri and _where(uri, view.can_clear) == uri:
+            dead = f'<a href="{escape(uri)}">{dead}</a>'
         when = axis.span(r.start, r.end, tz) if interval else axis.when(r.started_at, tz, True)
         why = f'<div class="why">{escape(r.reason)}</div>' if r.reason else ""
         body.append(
             f'<tr data-run="{escape(r.run_id)}"{" class=more" if n >= RUNS_SHOWN else ""}>'
             f'<td>{_badge(r.status)}</td><td>{when}</td>'
             f'<td class="n">{_num(r.records)}</td><td class="n">{dead}</td>'
-            f'<td class="n">{_num(m.get("late_records"))}</td>'
+            f'<td class="n">{_num(m.late_records if m else None)}</td>'
             f'<td>{_published(m, view.can_clear)}</td>'
             f'<td><a href="{escape(_run_link(airflow, dag, r.run_id))}" target="_top">'
             f'{escape(r.run_id)}</a> {logs}{why}</td></tr>')
@@ -420,13 +421,13 @@ def _where(uri: str, may_change: bool) -> str:
     return f"…/{uri.rstrip('/').rsplit('/', 1)[-1]} (on the Airflow server)"
 
 
-def _published(metrics: dict[str, Any], may_change: bool = True) -> str:
+def _published(metrics: RunMetrics | None, may_change: bool = True) -> str:
     """The run's partition (its URI on hover) and, for a table, the snapshot (Iceberg) or
     version (Delta) that holds exactly this run's state, with how to read it back."""
-    where = metrics.get("published") or {}
+    where = (metrics.published if metrics else None) or {}
     uri = where.get("uri")
     title = f' title="{escape(_where(uri, may_change))}"' if uri else ""
-    cell = f"<code{title}>{escape(str(metrics.get('partition') or '-'))}</code>"
+    cell = f"<code{title}>{escape(metrics.partition if metrics else '-')}</code>"
     for key, word in (("snapshot_id", "snapshot"), ("version", "version")):
         if where.get(key) is not None:
             value = escape(str(where[key]))

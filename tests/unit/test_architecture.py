@@ -297,19 +297,19 @@ def test_a_source_is_one_package_and_one_registration_line(counter, tmp_path):
             assert list(reader.batches()) == []
         now = int(time.time() * 1000)
         manifest = publish_once(plan, staging, run_id=run_id, now_ms=now)
-        positions = readers.next_positions(plan, {s["split"]: s for s in manifest["splits"]},
+        positions = readers.next_positions(plan, {s.split: s for s in manifest.splits},
                                            checkpoint.positions if checkpoint else {})
         return manifest, advance(checkpoint, plan, now_ms=now, run_id=run_id,
                                  positions=positions)
 
     manifest, checkpoint = run(None, "r1")
-    assert manifest["records"] == 6 and checkpoint.positions == {"c:0": 3, "c:1": 3}
-    rows = [r for f in sorted(Path(manifest["published"]["uri"]).glob("*.parquet"))
+    assert manifest.records == 6 and checkpoint.positions == {"c:0": 3, "c:1": 3}
+    rows = [r for f in sorted(Path(manifest.published["uri"]).glob("*.parquet"))
             for r in pq.read_table(f).to_pylist()]
     assert sorted((r["partition"], r["n"], r["value"]) for r in rows) == \
         [(f"c:{p}", n, str(n).encode()) for p in (0, 1) for n in range(3)]  # raw bytes
     manifest, again = run(checkpoint, "r2")  # from the checkpoint: nothing new
-    assert manifest["records"] == 0 and again.positions == checkpoint.positions
+    assert manifest.records == 0 and again.positions == checkpoint.positions
     assert (position_text(counter, 3).full, split_noun(counter), lag_unit(counter)) == \
         ("3", ("partition", "partitions"), "records")
     assert cfg.source.planner().reset_positions("earliest", {}).positions == \

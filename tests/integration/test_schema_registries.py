@@ -13,7 +13,8 @@ from devtools.services import SchemaRegistry
 from streamslice.codecs.avro import AvroCodec
 from streamslice.codecs.framed import Framed
 from streamslice.errors import ConfigError, SourceError
-from streamslice.registry.base import UnknownSchema, open_registry
+from streamslice.registry import open_registry
+from streamslice.registry.base import UnknownSchema
 from streamslice.registry.wire import parse
 
 V1 = {"type": "record", "name": "Trip", "fields": [{"name": "id", "type": "long"}]}

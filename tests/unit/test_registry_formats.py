@@ -91,7 +91,7 @@ def test_the_reader_schema_is_pinned_once(monkeypatch):
 def test_a_registry_that_does_not_answer_fails_within_10_s_by_default():
     """*slow (10 s timeout by default)*: the client confluent-kafka builds has that timeout
     and a bounded retry, unless the connection's extra says otherwise."""
-    from streamslice.registry.base import open_registry
+    from streamslice.registry import open_registry
     rest = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {}).client._rest_client
     assert (rest.timeout, rest.max_retries) == (10.0, 2)
     rest = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"},

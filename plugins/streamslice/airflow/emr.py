@@ -18,7 +18,7 @@ import logging
 import math
 import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow.providers.amazon.aws.hooks.emr import EmrServerlessHook
 from airflow.providers.amazon.aws.triggers.emr import EmrServerlessStartJobTrigger
@@ -27,7 +27,6 @@ from airflow.triggers.base import TriggerEvent
 
 from ..errors import ConfigError, SourceError
 from ..reading.job import ReadJob
-from ..runners.emr_serverless import EmrServerlessRunner
 from ..spark.package import LAUNCHER
 from ..spark.submit import package_zip
 
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
 
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import ReadPlan
+    from ..runners.emr_serverless import EmrServerlessRunner
 
 log = logging.getLogger("streamslice")
 
@@ -104,10 +104,10 @@ def start_job_run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
 
 def settings(cfg: PipelineConfig) -> EmrServerlessRunner:
     """The pipeline's ``spark.emr_serverless`` settings (its runner is EMR Serverless)."""
-    if not isinstance(cfg.spark, EmrServerlessRunner):
+    if cfg.spark.kind != "emr-serverless":
         raise ConfigError(f"spark.runner is {cfg.spark.kind} now, not emr-serverless",
                           file=cfg.file, field="spark.runner")
-    return cfg.spark
+    return cast("EmrServerlessRunner", cfg.spark)
 
 
 def cancel_superseded(hook: Any, application_id: str, name: str) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 from airflow.providers.standard.operators.python import PythonOperator
 
+from .tasks import read_done
+
 log = logging.getLogger("streamslice")
 
 
@@ -66,7 +68,6 @@ class ReadOperator(StreamsliceOperator):
         self._job = job
 
     def read_done(self, context: Any, event: dict[str, Any] | None = None) -> Any:
-        from .tasks import read_done
         self._facts = {}
         return read_done(self.op_kwargs["pipeline_file"], event, **context)
 
@@ -78,10 +79,3 @@ class ReadOperator(StreamsliceOperator):
         from .emr import cancel_job_run
         cfg = load_pipeline(self.op_kwargs["pipeline_file"])
         cancel_job_run(getattr(cfg.spark, "aws_conn_id", None), job)
-
-
-def remember(context: Any, **facts: Any) -> None:
-    """Tell the task's operator what its run did (a no-op for other operators)."""
-    found = getattr(context.get("task"), "remember", None)
-    if found is not None:
-        found(**facts)

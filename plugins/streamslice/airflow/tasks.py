@@ -24,7 +24,6 @@ from ..timeutil import from_ms, iso, to_ms
 from .errors import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
 from .metrics import emit
-from .operators import remember
 from .store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
@@ -244,3 +243,10 @@ def run_metrics(manifest: Manifest,
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def remember(context: Any, **facts: Any) -> None:
+    """Tell the task's operator what its run did (a no-op for other operators)."""
+    found = getattr(context.get("task"), "remember", None)
+    if found is not None:
+        found(**facts)

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from . import AvroSchemaError
+from .avro_defaults import bytes_defaults  # a bytes default is ISO-8859-1 text
 from .framed import Codec, Refused
 from .stored import decimal_text, finish
 
@@ -47,10 +49,6 @@ _AS_STORED = {"timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micro
 # (fastavro would make a datetime.time of it, which no int column takes).
 _IGNORED = frozenset({"time-millis", "time-micros"})
 MAX_DECIMAL = 38  # Spark's DecimalType
-
-
-class AvroSchemaError(ValueError):
-    """A schema that is not valid Avro or cannot become Arrow columns."""
 
 
 def parse(text: str | dict | list, named: dict[str, Any] | None = None) -> Any:
@@ -241,7 +239,6 @@ class AvroCodec(Codec):
             fastavro.parse_schema(as_stored(ref), named_schemas=self._reader_named)
         self.parsed_reader = fastavro.parse_schema(as_stored(self.schema),
                                                    named_schemas=self._reader_named)
-        from .avro_defaults import bytes_defaults  # a bytes default is ISO-8859-1 text
         bytes_defaults(self.parsed_reader, self._reader_named)
         self.fix = _union_fixer(self.schema, self.stored_type, self.named) \
             if types.complex else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .avro import AvroSchemaError
+from . import AvroSchemaError
 
 _NUMBERS = {"int", "long", "float", "double"}
 

@@ -22,7 +22,8 @@ from ..commit.publishers import (
 )
 from ..errors import ConfigError
 from ..extras import missing_message
-from ..formats import FormatSpec, format_class, formats_for
+from ..formats import FormatSpec, format_class, formats_for, prepare_format
+from ..javadate import compile_pattern
 from ..planning.layout import check_template
 from ..planning.plan import Interval, OutputTarget
 from ..reading.event_time import UNITS, EventTime
@@ -68,7 +69,6 @@ class Decoding:
     def prepared(self, properties: dict[str, Any] | None = None) -> Decoding:
         """As the plan records it: each format's ``prepare`` ran (on the driver, per run;
         ``properties``: the client properties, a schema registry's among them)."""
-        from ..formats import prepare_format
         return Decoding(prepare_format(self.value, properties),
                         prepare_format(self.key, properties), self.on_error, self.flatten,
                         self.allow_all_dead_letters)
@@ -373,7 +373,6 @@ def _event_time(f: Fields) -> tuple[EventTime, int]:
     et = EventTime(field=field_path, unit=f.str("unit", "ms", choices=tuple(UNITS)),
                    format=f.str("format", None))
     if et.format:
-        from ..javadate import compile_pattern
         try:
             compile_pattern(et.format)
         except ValueError as exc:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError
-from ..registry.base import KINDS, Registered, open_registry, split_properties
+from ..registry import open_registry
+from ..registry.base import KINDS, Registered, split_properties
 from . import BaseFormat, Decoded, FormatSpec, Role
 from .types import spark_ddl
 

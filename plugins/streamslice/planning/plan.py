@@ -15,13 +15,14 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Generic
 
+from ..aws import AwsAuth
 from ..errors import PlanError, PlanVersionError
 from ..splits import SplitT
+from .layout import PartitionPath
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..aws import AwsAuth
     from ..splits import Split
 
     # (source kind, split JSON) → that source's split (``sources.read_split``)
@@ -145,12 +146,10 @@ class OutputTarget:
         (checkpoints, manifests, dead letters and staging key by that)."""
         if self.partition_path is None or interval is None:
             return partition
-        from .layout import PartitionPath
         return PartitionPath(self.partition_path).render(interval.start)
 
     @property
     def auth(self) -> AwsAuth | None:
-        from ..aws import AwsAuth
         return AwsAuth.from_dict(self.aws) if self.aws else None
 
     @property

@@ -4,8 +4,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..sources import PlanRequest
+import pyarrow as pa
+
+from ..commit.publishers.transforms import check_column
+from ..errors import ConfigError
+from ..reading.decode import Decoder
+from ..reading.event_time import EventTime
+from ..registry.base import split_properties
+from ..sources import PlanRequest, source_class
 from ..timeutil import from_ms
+from .layout import PartitionPath
 from .plan import Interval, OutputTarget, ReadPlan
 
 if TYPE_CHECKING:
@@ -31,7 +39,6 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
              properties: dict[str, Any] | None = None, now_ms: int | None = None) -> ReadPlan:
     """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    from ..registry.base import split_properties
     props = properties if properties is not None else source.client_properties()
     props, _ = split_properties(props)  # a schema registry's are the formats', not the source's
     planned = source.planner().plan(PlanRequest(mode=mode, properties=props, now_ms=now_ms,
@@ -51,11 +58,7 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
 def check_columns(plan: ReadPlan) -> None:
     """Each column once: a value's field named like a column the source adds (a JSON field
     ``offset``) would make two, which Spark, Parquet and tables cannot tell apart."""
-    import pyarrow as pa
 
-    from ..errors import ConfigError
-    from ..reading.decode import Decoder
-    from ..sources import source_class
     readers = source_class(plan.source).readers()
     decoder = Decoder.from_dict(plan.decode)
     schema = readers.record_schema(decoder, plan)
@@ -90,18 +93,14 @@ def check_columns(plan: ReadPlan) -> None:
         seen.add(name.lower())
     _check_folder_columns(plan, schema.names)
     if plan.output is not None and plan.output.partition_by:
-        from ..commit.publishers.transforms import check_column
         check_column(plan.output.partition_by, schema, delta=plan.output.format == "delta")
     if plan.interval is not None and plan.interval.event_time:
-        from ..reading.event_time import EventTime
         EventTime.from_dict(plan.interval.event_time).field_type(decoder)
 
 
 def _check_folder_columns(plan: ReadPlan, names: list[str]) -> None:
     """A partition path's ``key=value`` folders are columns to the engines that read them;
     a record's column of the same name would be two columns to them under one name."""
-    from ..errors import ConfigError
-    from .layout import PartitionPath
     if plan.output is None or not plan.output.partition_path:
         return
     lower = {n.lower(): n for n in names}

@@ -10,8 +10,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -94,19 +92,6 @@ def cached_client(key: tuple[Any, ...], make: Callable[[], Registry]) -> Registr
         if client is None:
             client = _CLIENTS[key] = make()
         return client
-
-
-def open_registry(spec: dict[str, Any], properties: dict[str, Any]) -> Registry:
-    """``spec``: the plan's ``format.registry`` (kind, url / registry_name, region…);
-    ``properties``: what the connection resolved (``schema.registry.`` stripped)."""
-    kind = spec.get("kind")
-    if kind == "confluent":
-        from .confluent import confluent_registry
-        return confluent_registry(spec, properties)
-    if kind == "glue":
-        from .glue import glue_registry
-        return glue_registry(spec, properties)
-    raise ConfigError(f"format.registry: kind {kind!r} is not one of {', '.join(KINDS)}")
 
 
 PREFIX = "schema.registry."

@@ -115,3 +115,25 @@ def test_a_pipeline_imports_only_the_runner_it_uses():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True).stdout
     assert json.loads(out) == ["streamslice.runners", "streamslice.runners.local"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingRunner(RecordingRunner):
+    """A runner whose read waits for its job in a trigger (as EMR Serverless does)."""
+
+    kind: ClassVar[str] = "waiting"
+    keys: ClassVar[tuple[str, ...]] = ("recorder",)
+    defers: ClassVar[bool] = True
+
+
+def test_the_runner_says_how_its_read_fits_the_tasks(monkeypatch):
+    monkeypatch.setitem(runners.RUNNERS, "waiting", f"{__name__}:WaitingRunner")
+    spark = "  runner: {}\n  recorder: {{queue: q}}\n"
+    assert parse(spark.format("recorder")).tasks == "separate"  # Runner.tasks by default
+    monkeypatch.setattr(RecordingRunner, "tasks", "combined")
+    assert parse(spark.format("recorder")).tasks == "combined"
+    with pytest.raises(ConfigError, match=r"^p.yaml:\d+: tasks: combined is not possible with "
+                                          r"spark.runner waiting: its read waits for the job "
+                                          r"run in a trigger"):
+        parse_pipeline(HEAD + "tasks: combined\nspark:\n" + spark.format("waiting"),
+                       file="p.yaml", default_name="p")

@@ -85,7 +85,9 @@ def produce(kinesis: Any, n: int, size: int, shards: int) -> str:
     arn = create_stream(kinesis, STREAM, shards)
     payload = b"x" * size
     for lo in range(0, n, 10_000):
-        put(kinesis, STREAM, [payload] * min(10_000, n - lo), key=lambda i, lo=lo: f"k{lo + i}")
+        def key(i: int, lo: int = lo) -> str:
+            return f"k{lo + i}"
+        put(kinesis, STREAM, [payload] * min(10_000, n - lo), key=key)
     return arn
 
 

@@ -1,22 +1,30 @@
 """Kinesis test helpers: streams, producing with PutRecords, and reading back the truth."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from tests.support.wait import wait_for
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def create_stream(client, name, shards):
+
+def create_stream(client: Any, name: str, shards: int) -> str:
     client.create_stream(StreamName=name, ShardCount=shards)
     wait_active(client, name)
     return client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamARN"]
 
 
-def wait_active(client, name, timeout=30):
+def wait_active(client: Any, name: str, timeout: float = 30) -> None:
     wait_for(lambda: client.describe_stream_summary(StreamName=name)[
         "StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE", timeout,
         f"stream {name} to be ACTIVE", interval=0.1)
 
 
-def put(client, stream, payloads, key=lambda i: f"key-{i}"):
+def put(client: Any, stream: str, payloads: list[bytes],
+        key: Callable[[int], str] = lambda i: f"key-{i}") -> list[tuple[str, str]]:
     """PutRecords in batches of 500; returns [(shard id, sequence number)] in order."""
-    out = []
+    out: list[tuple[str, str]] = []
     for lo in range(0, len(payloads), 500):
         chunk = payloads[lo:lo + 500]
         resp = client.put_records(StreamName=stream, Records=[
@@ -26,9 +34,9 @@ def put(client, stream, payloads, key=lambda i: f"key-{i}"):
     return out
 
 
-def all_records(client, stream):
+def all_records(client: Any, stream: str) -> dict[tuple[str, str], int]:
     """Every record of every shard with its arrival time (ms): the ground truth."""
-    out = {}
+    out: dict[tuple[str, str], int] = {}
     for shard in client.list_shards(StreamName=stream)["Shards"]:
         it = client.get_shard_iterator(StreamName=stream, ShardId=shard["ShardId"],
                                        ShardIteratorType="TRIM_HORIZON")["ShardIterator"]

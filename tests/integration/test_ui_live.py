@@ -24,15 +24,13 @@ from urllib.parse import quote
 
 import pytest
 
-from devtools.airflow_ui import chromium_executable
 from devtools.services import create_topic, free_port
 from devtools.taxi import produce, trips
-from tests.conftest import ROOT
+from tests.support.browser import ARTIFACTS
 from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, unique
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
-ARTIFACTS = ROOT / "test-artifacts"
 HOUR = 3_600_000
 T0 = 1_714_521_600_000  # 2024-05-01 00:00 UTC
 RANGE = "?start=2024-05-01T06:00&end=2024-05-01T10:00"
@@ -111,17 +109,6 @@ def live(broker, airflow_services, spark_connect, sns_queue, tmp_path_factory):
     assert scene.finished(hourly.name, holder)["state"] == "success"
     scene.failed, scene.holder = failed, holder
     return scene
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=chromium_executable(),
-                                     args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 def open_page(browser, live, path):

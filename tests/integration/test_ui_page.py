@@ -10,10 +10,11 @@ from urllib.parse import quote
 
 import pytest
 
-from devtools.airflow_ui import ApiServer, chromium_executable
+from devtools.airflow_ui import ApiServer
 from devtools.services import create_topic, free_port
 from devtools.taxi import Trip, produce
-from tests.conftest import PIPELINES_DIR, ROOT, SESSION_DIR
+from tests.conftest import PIPELINES_DIR, SESSION_DIR
+from tests.support.browser import ARTIFACTS
 from tests.support.kinesis import create_stream
 from tests.support.pipelines import (
     kafka_pipeline,
@@ -26,7 +27,6 @@ from tests.support.pipelines import (
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
-ARTIFACTS = ROOT / "test-artifacts"
 HOUR, MIN = 3_600_000, 60_000
 T0 = int(utc(2024, 5, 1).timestamp() * 1000)
 SECRET = "s3cr3t-sasl-pw-4711"
@@ -188,17 +188,6 @@ def kinesis_history(dag_id):
     history.checkpoint({"positions": positions, "batch": 5, "run_id": run_id,
                         "committed_at": int((at.timestamp() + 60) * 1000)})
     history.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=chromium_executable(),
-                                     args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 def open_page(browser, server, user, path):

@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, runtime_checkable
 
+from .registered import registered_class
 from .splits import SplitT
 
 if TYPE_CHECKING:
@@ -56,11 +57,7 @@ SOURCES: dict[str, str] = {
 
 
 def source_class(kind: str) -> type[Source[Any]]:
-    try:
-        module, _, name = SOURCES[kind].partition(":")
-    except KeyError:
-        raise ValueError(f"unknown source {kind!r} (known: {', '.join(SOURCES)})") from None
-    cls: type[Source[Any]] = getattr(importlib.import_module(module), name)
+    cls: type[Source[Any]] = registered_class(SOURCES, kind, "source")
     return cls
 
 

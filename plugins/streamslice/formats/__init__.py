@@ -57,9 +57,10 @@ How a new format plugs in (e.g. ``avro``):
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+
+from ..registered import registered_class
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -176,11 +177,7 @@ class BaseFormat:
 
 
 def format_class(name: str) -> type[Format]:
-    try:
-        module, _, attr = FORMATS[name].partition(":")
-    except KeyError:
-        raise ValueError(f"unknown format {name!r} (known: {', '.join(FORMATS)})") from None
-    cls: type[Format] = getattr(importlib.import_module(module), attr)
+    cls: type[Format] = registered_class(FORMATS, name, "format")
     return cls
 
 

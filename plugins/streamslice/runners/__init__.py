@@ -14,11 +14,12 @@ extra it needs, ``own_identity`` where it reads with its own credentials) and on
 """
 from __future__ import annotations
 
-import importlib
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..registered import registered_class
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,11 +38,7 @@ RUNNERS: dict[str, str] = {
 
 
 def runner_class(kind: str) -> type[Runner]:
-    try:
-        module, _, name = RUNNERS[kind].partition(":")
-    except KeyError:
-        raise ValueError(f"unknown runner {kind!r} (known: {', '.join(RUNNERS)})") from None
-    cls: type[Runner] = getattr(importlib.import_module(module), name)
+    cls: type[Runner] = registered_class(RUNNERS, kind, "runner")
     return cls
 
 

@@ -9,9 +9,10 @@ and turned into the plan's ``OutputTarget``).
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from ...registered import registered_class
 
 if TYPE_CHECKING:
     from ...config.fields import Fields
@@ -88,12 +89,7 @@ Published = dict[str, Any]
 
 
 def publisher_class(fmt: str) -> type[Publisher]:
-    try:
-        module, _, name = PUBLISHERS[fmt].partition(":")
-    except KeyError:
-        raise ValueError(f"unknown output format {fmt!r} "
-                         f"(known: {', '.join(PUBLISHERS)})") from None
-    cls: type[Publisher] = getattr(importlib.import_module(module), name)
+    cls: type[Publisher] = registered_class(PUBLISHERS, fmt, "output format")
     return cls
 
 

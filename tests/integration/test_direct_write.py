@@ -170,7 +170,7 @@ def test_a_failed_split_leaves_no_file_and_the_retry_stages_it_once(spark, broke
 
     monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")
     run_read(spark, plan, staging.uri, properties=props)  # the retry, in the same area
-    assert verify(plan, staging)["records"] == len(sent)
+    assert verify(plan, staging).records == len(sent)
     assert [p.rsplit("/", 1)[1] for p in files(staging)] == ["part-00000.parquet",
                                                              "part-00001.parquet"]
 
@@ -207,7 +207,7 @@ def test_a_killed_read_leaves_no_partial_file_counted(spark, broker, tmp_path):
         verify(plan, staging)
 
     run_read(spark, plan, staging.uri, properties=props)  # the retry, in the same area
-    assert verify(plan, staging)["records"] == len(sent)
+    assert verify(plan, staging).records == len(sent)
     assert files(staging, "_tmp", "") == []
 
 

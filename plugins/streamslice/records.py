@@ -49,6 +49,14 @@ class RecordKind:
         oldest = self.oldest_readable()
         return f"{oldest} to {self.version}" if oldest < self.version else str(self.version)
 
+    def migrate(self, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """``data``, of a readable ``version``, stepped up to ``self.version``."""
+        while version < self.version:
+            data = self.migrations[version](data)
+            version += 1
+            data["version"] = version
+        return data
+
 
 class Versioned:
     """A record dataclass's encode/decode: ``to_dict`` is its JSON (with ``version``),
@@ -83,10 +91,8 @@ def upgrade(data: Any, kind: RecordKind) -> dict[str, Any]:
         raise RecordVersionError(
             f"{kind.name} version {version} is too old for this streamslice (it reads "
             f"versions {kind.readable()}): no migration from it exists")
-    while version < kind.version:
-        data = kind.migrations[version](data)
-        version += 1
-    data["version"] = version
+    data = kind.migrate(data, version)
+    data["version"] = kind.version
     return data
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from ..aws import AwsAuth
 from ..errors import PlanError, PlanVersionError
+from ..records import RecordKind
 from ..splits import SplitT
 from .layout import PartitionPath
 
@@ -229,6 +230,7 @@ class ReadPlan(Generic[SplitT]):
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a plan's JSON) as a plan of ``PLAN_VERSION``, or PlanVersionError."""
     data = dict(_mapping(data, "plan"))
+    plan = RecordKind("plan", PLAN_VERSION, MIGRATIONS)  # at call time: a test patches them
     version = data.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise PlanError(f"plan has no valid version ({version!r}): it was not written by "
@@ -236,31 +238,14 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     if version > PLAN_VERSION:
         raise PlanVersionError(
             f"plan version {version} was written by a newer streamslice; this one reads plan "
-            f"versions {_readable()}. Run this task where that release is installed, or "
+            f"versions {plan.readable()}. Run this task where that release is installed, or "
             "clear the run's plan task so this release plans it again")
-    if version < oldest_readable():
+    if version < plan.oldest_readable():
         why = UNREADABLE.get(version, "no migration from it exists")
         raise PlanVersionError(
             f"plan version {version} is too old for this streamslice (it reads versions "
-            f"{_readable()}): {why}. Clear the run's plan task so it is planned again")
-    while version < PLAN_VERSION:
-        data = MIGRATIONS[version](data)
-        version += 1
-        data["version"] = version
-    return data
-
-
-def oldest_readable() -> int:
-    """The oldest plan version a chain of migrations leads from to ``PLAN_VERSION``."""
-    version = PLAN_VERSION
-    while version - 1 in MIGRATIONS:
-        version -= 1
-    return version
-
-
-def _readable() -> str:
-    oldest = oldest_readable()
-    return f"{oldest} to {PLAN_VERSION}" if oldest < PLAN_VERSION else str(PLAN_VERSION)
+            f"{plan.readable()}): {why}. Clear the run's plan task so it is planned again")
+    return plan.migrate(data, version)
 
 
 def _split(read_split: SplitFromDict, kind: str, data: Any, index: int) -> Split[Any]:

@@ -10,6 +10,8 @@ from ..errors import ConfigError
 from . import Runner, RunRequest
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from ..config.fields import Fields
 
 
@@ -19,13 +21,19 @@ def default_master() -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LocalRunner(Runner):
-    kind: ClassVar[str] = "local"
+class MasterRunner(Runner):
+    """A runner whose only key is ``spark.master`` (local, spark-submit)."""
+
     master: str = "local[*]"
 
     @classmethod
-    def parse(cls, f: Fields, conf: dict[str, str]) -> LocalRunner:
+    def parse(cls, f: Fields, conf: dict[str, str]) -> Self:
         return cls(conf=conf, master=f.str("master", default_master()))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalRunner(MasterRunner):
+    kind: ClassVar[str] = "local"
 
     def run(self, request: RunRequest) -> None:
         if os.environ.get("SPARK_REMOTE"):

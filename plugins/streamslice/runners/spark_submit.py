@@ -6,23 +6,17 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from . import Runner, RunRequest
-from .local import default_master
+from .local import MasterRunner
 
 if TYPE_CHECKING:
-    from ..config.fields import Fields
+    from . import RunRequest
 
 log = logging.getLogger("streamslice")
 
 
 @dataclass(frozen=True, kw_only=True)
-class SparkSubmitRunner(Runner):
+class SparkSubmitRunner(MasterRunner):
     kind: ClassVar[str] = "spark-submit"
-    master: str = "local[*]"
-
-    @classmethod
-    def parse(cls, f: Fields, conf: dict[str, str]) -> SparkSubmitRunner:
-        return cls(conf=conf, master=f.str("master", default_master()))
 
     def run(self, request: RunRequest) -> None:
         from ..spark.submit import submit

@@ -5,7 +5,10 @@ Pipelines are built by one helper per source (``kafka_pipeline``, ``kinesis_pipe
 loaded through the real config parser; ``parsed`` gives the same file's configuration without
 writing it (for tests that plan or build an output target without a DAG). ``write_pipeline``
 stays for tests whose point is the YAML text itself."""
+import json
 import os
+import subprocess
+import sys
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -114,3 +117,19 @@ def run_interval(cfg, start, expect="success"):
             mock.patch.object(DeltaDataIntervalTimetable, "infer_manual_data_interval",
                               starting_at):
         return run_dag(cfg, logical_date=start, expect=expect)
+
+
+def modules_loaded_parsing(text, prefixes):
+    """The modules named with one of ``prefixes`` that a fresh interpreter has loaded once
+    it has parsed the pipeline ``text``: what validating that pipeline imports."""
+    code = (
+        "import json, sys\n"
+        "from streamslice.config import parse_pipeline\n"
+        f"parse_pipeline({text!r})\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
+        f"{tuple(prefixes)!r}))))\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": f"{root / 'plugins'}:{root}", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    return json.loads(out)

@@ -6,11 +6,7 @@ publisher registered here is a stand-in that lands nothing (the real ones publis
 test_commit.py, test_table_publishers.py and the integration tests)."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -19,8 +15,8 @@ from streamslice.commit import publishers
 from streamslice.commit.publishers import OutputSettings
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
+from tests.support.pipelines import modules_loaded_parsing
 
-ROOT = Path(__file__).resolve().parents[2]
 HEAD = "mode: incremental\nkafka: {bootstrap_servers: 'b:9092', topics: [t]}\n"
 
 
@@ -116,13 +112,7 @@ def test_the_built_in_publishers_keys_keep_their_texts(fmt, output, said):
 def test_a_pipeline_imports_only_its_own_formats_publisher():
     """A Parquet pipeline loads the files publisher: no table publisher, no table library,
     and not pandas (which pyarrow.dataset would bring)."""
-    code = (
-        "import json, sys\n"
-        "from streamslice.config import parse_pipeline\n"
-        f"parse_pipeline({HEAD!r} + 'output: {{path: /x}}\\n')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
-        "('streamslice.commit.publishers.', 'pyiceberg', 'deltalake', 'pandas')))))\n")
-    env = {"PYTHONPATH": f"{ROOT / 'plugins'}:{ROOT}", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout
-    assert json.loads(out) == ["streamslice.commit.publishers.files"]
+    loaded = modules_loaded_parsing(
+        HEAD + "output: {path: /x}\n",
+        ("streamslice.commit.publishers.", "pyiceberg", "deltalake", "pandas"))
+    assert loaded == ["streamslice.commit.publishers.files"]

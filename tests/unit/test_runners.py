@@ -6,11 +6,7 @@ what it is handed instead of starting Spark (the real runners run in
 tests/integration/test_spark_submit.py, test_spark_connect.py, test_emr_serverless.py)."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -20,8 +16,8 @@ from streamslice.airflow.runners import run_spark_read
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
 from streamslice.secrets import SECRETS_FILE
+from tests.support.pipelines import modules_loaded_parsing
 
-ROOT = Path(__file__).resolve().parents[2]
 HEAD = "mode: incremental\nkafka: {bootstrap_servers: 'b:9092', topics: [t]}\n"
 RAN: list[runners.RunRequest] = []
 
@@ -105,16 +101,10 @@ def test_a_key_of_another_runner_names_the_runner_that_takes_it():
 
 def test_a_pipeline_imports_only_the_runner_it_uses():
     """Validating a local pipeline loads no other runner, and neither Airflow nor PySpark."""
-    code = (
-        "import json, sys\n"
-        "from streamslice.config import parse_pipeline\n"
-        f"parse_pipeline({HEAD!r} + 'output: {{path: /x}}\\n')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
-        "('streamslice.runners', 'streamslice.airflow', 'airflow', 'pyspark')))))\n")
-    env = {"PYTHONPATH": f"{ROOT / 'plugins'}:{ROOT}", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout
-    assert json.loads(out) == ["streamslice.runners", "streamslice.runners.local"]
+    loaded = modules_loaded_parsing(
+        HEAD + "output: {path: /x}\n",
+        ("streamslice.runners", "streamslice.airflow", "airflow", "pyspark"))
+    assert loaded == ["streamslice.runners", "streamslice.runners.local"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -122,14 +122,29 @@ def run_interval(cfg, start, expect="success"):
 def modules_loaded_parsing(text, prefixes):
     """The modules named with one of ``prefixes`` that a fresh interpreter has loaded once
     it has parsed the pipeline ``text``: what validating that pipeline imports."""
-    code = (
-        "import json, sys\n"
-        "from streamslice.config import parse_pipeline\n"
-        f"parse_pipeline({text!r})\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
-        f"{tuple(prefixes)!r}))))\n")
+    return _modules_loaded("from streamslice.config import parse_pipeline\n"
+                           f"parse_pipeline({text!r})\n", prefixes)
+
+
+def modules_loaded_building(folder, prefixes, dag_id=None):
+    """The same once a fresh interpreter has built the DAGs of the pipelines in ``folder``
+    as the DAG file does: in the DAG processor, or with ``dag_id`` in a task process of that
+    DAG (Airflow's parsing context names it)."""
+    env = {"AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+           **{k: v for k, v in os.environ.items() if k in ("AIRFLOW_HOME", "HOME")}}
+    if dag_id is not None:
+        from airflow.sdk.definitions.context import _AIRFLOW_PARSING_CONTEXT_DAG_ID
+        env[_AIRFLOW_PARSING_CONTEXT_DAG_ID] = dag_id
+    return _modules_loaded("from streamslice.airflow.factory import build_dags\n"
+                           f"assert build_dags({str(folder)!r})\n", prefixes, env)
+
+
+def _modules_loaded(code, prefixes, env=None):
+    code = ("import json, sys\n" + code +
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith("
+            f"{tuple(prefixes)!r}))))\n")
     root = Path(__file__).resolve().parents[2]
-    env = {"PYTHONPATH": f"{root / 'plugins'}:{root}", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{root / 'plugins'}:{root}", "PATH": "/usr/bin:/bin", **(env or {})}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True).stdout
     return json.loads(out)

@@ -7,6 +7,7 @@ import pytest
 
 from streamslice.airflow.factory import build_dag, build_dags
 from streamslice.config import parse_pipeline
+from tests.support.pipelines import modules_loaded_building
 
 KAFKA = """\
 mode: interval
@@ -224,6 +225,69 @@ def test_a_freshness_limit_adds_the_watchdog_dag_scheduled_on_its_own(tmp_path):
     assert [a.name for a in task.inlets] == ["streamslice/orders"]  # its state: read, alerted
     (tmp_path / "orders.yaml").write_text(KAFKA)
     assert "streamslice_freshness" not in build_dags(tmp_path)
+
+
+KINESIS = ("mode: incremental\nkinesis: {stream: s, region: us-east-1, reader: efo, "
+           "efo: {consumer_name: c}}\noutput: {path: /lake}\n")
+
+
+def test_a_task_process_builds_only_its_own_dag_the_one_the_folder_gives(tmp_path,
+                                                                          monkeypatch):
+    """In a task process Airflow's parsing context names the DAG: only the files that decide
+    it are loaded, and it is the DAG the whole folder gives, for every kind of entry:
+    a pipeline, one named in its file, a name two files claim (the last one wins, the other
+    is an error under its own file's name), an invalid file, the freshness watchdog."""
+    from airflow.sdk.definitions.context import _AIRFLOW_PARSING_CONTEXT_DAG_ID
+
+    import streamslice.config.pipeline as pipeline
+    (tmp_path / "orders.yaml").write_text(KAFKA + "alerts: {freshness: 2h}\n")
+    (tmp_path / "trips.yaml").write_text(KINESIS)
+    (tmp_path / "a.yaml").write_text("pipeline: shared\n" + KAFKA)
+    (tmp_path / "b.yaml").write_text("pipeline: shared\n" + KAFKA.replace("5m", "7m"))
+    (tmp_path / "named.yaml").write_text("pipeline: clicks\n" + KAFKA)
+    (tmp_path / "env.yaml").write_text("pipeline: ${CLICKS_NAME:-from_env}\n" + KAFKA)
+    (tmp_path / "broken.yaml").write_text("mode: sometimes\n")
+    full = build_dags(tmp_path)
+    assert sorted(full) == ["b", "broken", "clicks", "from_env", "orders", "shared",
+                            "streamslice_freshness", "trips"]
+    loaded = []
+    real = pipeline.load_pipeline
+    monkeypatch.setattr(pipeline, "load_pipeline", lambda path: loaded.append(path.name)
+                        or real(path))
+    for dag_id, dag in full.items():
+        loaded.clear()
+        monkeypatch.setenv(_AIRFLOW_PARSING_CONTEXT_DAG_ID, dag_id)
+        built = build_dags(tmp_path)
+        only = built[dag_id]
+        assert only.dag_id == dag_id
+        # the watchdog watches every pipeline: its task loads them all
+        assert len(built) == (len(full) if dag_id == "streamslice_freshness" else 1)
+        assert only.doc_md == dag.doc_md and only.description == dag.description
+        assert {t.task_id: getattr(t, "op_kwargs", None) for t in only.tasks} == \
+            {t.task_id: getattr(t, "op_kwargs", None) for t in dag.tasks}
+        if dag_id not in ("streamslice_freshness", "trips"):
+            assert "trips.yaml" not in loaded, dag_id
+    assert "| Allowed lateness | 420s |" in full["shared"].doc_md  # b.yaml, the last one
+    monkeypatch.setenv(_AIRFLOW_PARSING_CONTEXT_DAG_ID, "shared")
+    loaded.clear()
+    build_dags(tmp_path)
+    assert sorted(loaded) == ["a.yaml", "b.yaml", "env.yaml"]  # env.yaml: only loading tells
+    monkeypatch.setenv(_AIRFLOW_PARSING_CONTEXT_DAG_ID, "not_ours")  # another DAG file's
+    assert set(build_dags(tmp_path)) == set(full)
+
+
+def test_building_the_dags_imports_what_only_a_run_needs_in_no_process(tmp_path):
+    """In a fresh interpreter the DAG file imports neither PySpark (the Spark Connect client
+    alone is ~0.4 CPU s), kafka-python nor boto3: the steps import them when they run. And a
+    task process of one pipeline does not import another's source. (pyarrow it does import:
+    the plugin Airflow loads in every process imports it already, and every step needs it.)"""
+    (tmp_path / "orders.yaml").write_text(KAFKA + CONNECT)
+    (tmp_path / "trips.yaml").write_text(KINESIS)
+    heavy = ("pyspark", "kafka", "boto3", "botocore", "streamslice.kinesis")
+    everything = modules_loaded_building(tmp_path, heavy)
+    assert "streamslice.kinesis.source" in everything  # the check sees the other source
+    assert [m for m in everything if not m.startswith("streamslice.kinesis")] == []
+    assert modules_loaded_building(tmp_path, heavy, dag_id="orders") == []
 
 
 def test_every_task_of_a_run_keeps_its_failure_alert_where_the_page_reads_it():

@@ -14,6 +14,7 @@ from ..sources import lifecycle_tasks
 from ..timeutil import from_ms
 from .deadline import deadline_for
 from .docs import dag_doc, error_doc
+from .freshness import WATCHDOG, build_watchdog
 from .store import output_asset
 from .tasks import commit_task, plan_read_commit_task, plan_task, read_task
 
@@ -29,13 +30,27 @@ log = logging.getLogger("streamslice")
 def build_dags(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """``{dag_id: DAG}`` for every pipeline file in ``folder``. A file that does not validate
     becomes a DAG whose only task fails with the error, so the UI shows it where it belongs.
-    When a pipeline sets ``alerts.freshness``, the freshness watchdog DAG is one more."""
-    configs, errors = load_pipelines(folder)
+    When a pipeline sets ``alerts.freshness``, the freshness watchdog DAG is one more.
+
+    A task process needs one DAG, and Airflow says which (its parsing context, as in its
+    "optimizing DAG parsing delays during execution"): there only the files that decide that
+    DAG are loaded and built, so a task does not load every other pipeline's source, format
+    and output modules nor build their DAGs. The DAG is the one the whole folder gives."""
+    from airflow.sdk import get_parsing_context
+    running = get_parsing_context().dag_id
+    if running is not None and running != WATCHDOG:
+        dags = _dags(*load_pipelines(folder, only=running), watchdog=False)
+        if running in dags:
+            return {running: dags[running]}
+    return _dags(*load_pipelines(folder))
+
+
+def _dags(configs: list[PipelineConfig], errors: list[ConfigError],
+          watchdog: bool = True) -> dict[str, Any]:
     dags = {cfg.name: build_dag(cfg) for cfg in configs}
-    from .freshness import WATCHDOG, build_watchdog
-    watchdog = build_watchdog(configs)
-    if watchdog is not None and WATCHDOG not in dags:
-        dags[WATCHDOG] = watchdog
+    found = build_watchdog(configs) if watchdog else None
+    if found is not None and WATCHDOG not in dags:
+        dags[WATCHDOG] = found
     for err in errors:
         log.error("streamslice: %s", err)
         stem = Path(err.file).stem if err.file else "unknown"

@@ -146,13 +146,15 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
     return parse_pipeline(text, file=str(path), default_name=path.stem)
 
 
-def load_pipelines(folder: str | os.PathLike[str]
+def load_pipelines(folder: str | os.PathLike[str], only: str | None = None
                    ) -> tuple[list[PipelineConfig], list[ConfigError]]:
     """All ``*.yaml``/``*.yml`` files of a folder: (configs, errors) so one bad file does not
-    hide the others."""
+    hide the others. ``only``: just the files that decide what the name ``only`` stands for
+    (``files_for``), with the same outcome for it as loading them all."""
     configs: list[PipelineConfig] = []
     errors: list[ConfigError] = []
-    for path in sorted(Path(folder).glob("*.y*ml")):
+    paths = sorted(Path(folder).glob("*.y*ml"))
+    for path in paths if only is None else files_for(paths, only):
         try:
             configs.append(load_pipeline(path))
         except ConfigError as exc:
@@ -167,6 +169,31 @@ def load_pipelines(folder: str | os.PathLike[str]
                                       f"{names[cfg.name]}", file=cfg.file, field="pipeline"))
         names[cfg.name] = cfg.file
     return configs, errors
+
+
+def files_for(paths: list[Path], name: str) -> list[Path]:
+    """The files among ``paths`` that decide what ``name`` stands for: the pipelines named
+    ``name`` (the last one wins, the others are errors), else the error of the file of that
+    stem; and with that file, those sharing its name (a duplicate name is its error). Only
+    each file's ``pipeline:`` key is read, not validated: a file whose name that cannot tell
+    (set from the environment, not a string) is kept, and loading decides."""
+    named = {path: _declared_name(path) for path in paths}
+    wanted = {name} | {named[p] for p in paths if p.stem == name and named[p] is not None}
+    return [p for p in paths if p.stem == name or named[p] is None or named[p] in wanted]
+
+
+def _declared_name(path: Path) -> str | None:
+    """The pipeline name ``path`` declares, its stem when it declares none (or cannot be read:
+    then it is at most an error under its stem), None when that takes validating it."""
+    try:
+        with open(path, "rb") as f:
+            data = yamlfile.load(f.read(MAX_FILE_BYTES + 1))
+    except Exception:  # noqa: BLE001 - loading it says what is wrong; here it has no name
+        return path.stem
+    if not isinstance(data, dict) or "pipeline" not in data:
+        return path.stem
+    name = data["pipeline"]
+    return name if isinstance(name, str) and "${" not in name else None
 
 
 def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipeline",  # noqa: C901 - the YAML's top-level keys, one check each

@@ -6,7 +6,10 @@ import base64
 import pytest
 from google.protobuf import descriptor_pb2
 
-from streamslice.formats import FORMATS, FormatSpec, format_class, make_format
+from streamslice.config import parse_pipeline
+from streamslice.errors import ConfigError
+from streamslice.formats import FORMATS, FormatSpec, format_class, formats_for, make_format
+from tests.support.pipelines import modules_loaded_parsing
 
 HOSTILE = [b"", None, b"\xff\xfe", b"\x00" * 7, b"{", b'{"a": 1}', b"[" * 50_000,
            b'"\\ud800"', b"42", "é".encode(), b"\xed\xa0\x80", b" " * 1000]
@@ -54,6 +57,30 @@ def test_every_format_keeps_the_contract(name, role):
 def test_an_unknown_format_is_named():
     with pytest.raises(ValueError, match="unknown format 'avro2'.*raw, string, json"):
         format_class("avro2")
+
+
+HEAD = "mode: incremental\nkafka: {bootstrap_servers: 'b:9092', topics: [t]}\n"
+
+
+def test_a_pipeline_imports_only_the_formats_it_names():
+    """Every task process parses its pipeline file: a JSON value with a string key imports
+    those two formats, not the registry formats (Avro, Protobuf, JSON Schema), their schema
+    registry clients or framing codecs."""
+    loaded = modules_loaded_parsing(
+        HEAD + "format: {value: json, key: string, schema: {a: int}}\noutput: {path: /x}\n",
+        ("streamslice.formats.", "streamslice.registry", "streamslice.codecs"))
+    assert loaded == ["streamslice.formats.json", "streamslice.formats.json_columns",
+                      "streamslice.formats.string", "streamslice.formats.types"]
+
+
+@pytest.mark.parametrize("role", ["value", "key"])
+def test_a_format_name_that_is_none_of_them_lists_them_all(role):
+    """Only a name that is no format of the role imports them all: the error names each."""
+    for name, why in (("avro2", f"'avro2' is not one of: {', '.join(formats_for(role))}"),
+                      (7, "must be a non-empty string, got int 7")):
+        with pytest.raises(ConfigError) as info:
+            parse_pipeline(HEAD + f"format: {{{role}: {name}}}\noutput: {{path: /x}}\n")
+        assert str(info.value) == f"<string>:3: format.{role}: {why}"
 
 
 @pytest.mark.parametrize("name", [name for name, role in ROLES if role == "key"])

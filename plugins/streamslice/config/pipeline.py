@@ -22,7 +22,7 @@ from ..commit.publishers import (
 )
 from ..errors import ConfigError
 from ..extras import missing_message
-from ..formats import FormatSpec, format_class, formats_for, prepare_format
+from ..formats import FORMATS, FormatSpec, Role, format_class, formats_for, prepare_format
 from ..javadate import compile_pattern
 from ..planning.layout import check_template
 from ..planning.plan import Interval, OutputTarget
@@ -411,8 +411,7 @@ def _event_time(f: Fields) -> tuple[EventTime, int]:
 
 
 def _decoding(f: Fields) -> Decoding:
-    value = f.str("value", "raw", choices=formats_for("value"))
-    key = f.str("key", "raw", choices=formats_for("key"))
+    value, key = _format_name(f, "value"), _format_name(f, "key")
     for role, name in (("value", value), ("key", key)):
         for extra in format_class(name).extras:
             message = missing_message(extra, f"{role}: {name}")
@@ -425,6 +424,16 @@ def _decoding(f: Fields) -> Decoding:
                    allow_all_dead_letters=f.bool("allow_all_dead_letters", False))
     f.done()
     return dec
+
+
+def _format_name(f: Fields, role: Role) -> str:
+    """The format ``role`` names. Only that format's module is imported (every pipeline file
+    is parsed in every task process); the others only to list them when it is none of them."""
+    name = f.raw(role, "raw")
+    if isinstance(name, str) and name in FORMATS and role in format_class(name).roles:
+        return name
+    found: str = f.str(role, "raw", choices=formats_for(role))
+    return found
 
 
 def _output(f: Fields, root: str) -> Output:

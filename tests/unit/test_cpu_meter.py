@@ -1,0 +1,87 @@
+"""The CPU meter bench/backfill.py says where a backfill's CPU went with (devtools/cpu_meter.py)
+counts real processes as docs/performance.md says: a short-lived process in full through its
+parent's reaped CPU, even one born and ended between two samples; once, when it and its parent
+end together; and one no counted process reaps (matched by its command line) at its last
+sample."""
+import subprocess
+import sys
+
+from devtools.cpu_meter import CpuMeter, Root
+from tests.support.wait import wait_for
+
+BURN = 0.4  # CPU s each leaf burns
+# root -> mid -> leaf on each line the root reads; a "hold" leaf waits for a line of its own
+TREE = f"""
+import subprocess, sys, time
+role = sys.argv[1]
+if role == "root":
+    print("ready", flush=True)
+    while line := sys.stdin.readline().strip():
+        subprocess.run([sys.executable, __file__, "mid", line])
+        print("done", flush=True)
+elif role == "mid":
+    subprocess.run([sys.executable, __file__, "leaf", sys.argv[2]])
+else:
+    end = time.process_time() + {BURN}
+    while time.process_time() < end:
+        pass
+    if sys.argv[2] == "hold":
+        print("burnt", flush=True)
+        sys.stdin.readline()
+"""
+
+
+def test_a_tree_is_counted_in_full_and_once(tmp_path):
+    script = tmp_path / "tree.py"
+    script.write_text(TREE)
+    root = subprocess.Popen([sys.executable, str(script), "root"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    meter = None
+    try:
+        assert root.stdout.readline() == "ready\n"
+        # the thread never samples: only the snapshots asked for here
+        meter = CpuMeter({root.pid: Root("root", "tree")}, every=3600).start()
+
+        def say(line, answer):
+            root.stdin.write(line + "\n")
+            root.stdin.flush()
+            assert root.stdout.readline() == answer + "\n"
+
+        before = meter.snapshot()  # mid and leaf start and end before the next sample
+        say("go", "done")
+        used = meter.since(before)
+        assert BURN <= used.components["tree"] < 1.5 * BURN + 0.1  # + two starts of Python
+        assert used.components["root"] < 0.2
+
+        before = meter.snapshot()
+        say("hold", "burnt")
+        meter.snapshot()  # sees the leaf alive with its CPU, then it and mid end together
+        say("end", "done")
+        used = meter.since(before)
+        assert BURN <= used.components["tree"] < 1.5 * BURN + 0.1  # not twice
+        assert used.machine >= used.components["tree"] - 0.1
+    finally:
+        root.stdin.close()
+        root.wait(30)
+        if meter:
+            meter.stop()
+
+
+def test_a_process_no_counted_process_reaps_counts_at_its_last_sample():
+    meter = CpuMeter({}, every=0.05,
+                     match=lambda cmdline: "probe" if "cpu-meter-probe" in cmdline else None)
+    meter.start()
+    before = meter.snapshot()
+    probe = subprocess.Popen(
+        [sys.executable, "-c", f"import sys, time\nend = time.process_time() + {BURN}\n"
+         "while time.process_time() < end: pass\nsys.stdin.readline()", "cpu-meter-probe"],
+        stdin=subprocess.PIPE)
+    try:
+        wait_for(lambda: meter.snapshot().components.get("probe", 0) - before.components.get(
+            "probe", 0) >= BURN, 60, "the probe's CPU to be sampled")
+    finally:
+        probe.communicate(b"\n", timeout=30)  # its parent, this test, is not counted
+    used = meter.since(before)
+    meter.stop()
+    assert BURN <= used.components["probe"] < BURN + 0.2
+    assert "probe" not in {c.own for c in meter._counted.values()}  # ended, not still live

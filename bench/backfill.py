@@ -33,6 +33,17 @@ start and end times (Airflow's REST API) and the task logs' own timestamps:
   splits", the commit's "Committed");
 * ``finish``: Airflow's own after the callable (XCom, outlet events, state) until the task's end.
 
+And where the CPU went during each command's wall (``devtools/cpu_meter.py``, by process
+tree, short-lived processes in full): per interval for each component (the task processes:
+the scheduler's descendants, the LocalExecutor's workers and each task's supervisor and task
+process; the scheduler, dag-processor, api-server and triggerer; the Connect server's JVM
+and its Python workers; the broker; PostgreSQL's backends of the benchmark's database; the
+CLI: ``streamslice backfill`` and the ``airflow`` commands it starts), what they add up to
+(the deployment's), this script's own (its sampling), the rest of the machine's (its busy
+CPU in ``/proc/stat`` less all of these: other load) and the cores' worth the machine used
+(CPU s / wall s), so a CPU-bound backfill shows as such. The ratio to the single read is
+also printed by CPU.
+
 The load average is printed with each figure: on a shared machine single figures vary, the
 ratio in one go less so. Asserts nothing about time.
   python bench/backfill.py [--intervals 48] [--records 300] [--max-active-runs 4]
@@ -54,7 +65,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from devtools.services import AirflowServices
+    from devtools.cpu_meter import CpuMeter, Usage
+    from devtools.services import AirflowServices, KafkaBroker, SparkConnect
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
@@ -62,6 +74,11 @@ T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
 STEPS = ("plan", "read", "commit")
 LAYOUTS = ("separate", "combined")
+TASKS, SCRIPT, REST = "task processes", "this script", "rest of the machine"
+# where the CPU goes, in the order printed; the bench's own (its sampling) and the rest of the
+# machine's are printed apart, after what the deployment used
+COMPONENTS = (TASKS, "scheduler", "dag-processor", "api-server", "triggerer", "Connect JVM",
+              "Spark Python workers", "broker", "PostgreSQL", "CLI")
 
 
 def utc(ms: int) -> datetime:
@@ -91,6 +108,78 @@ spark:
 output:
   path: {output}
 """)
+
+
+def cpu_meter(airflow: AirflowServices, server: SparkConnect, broker: KafkaBroker,
+              database: str | None) -> CpuMeter:
+    """The meter of each component by its process tree: the scheduler's descendants are the
+    task processes (the LocalExecutor's workers, each task's supervisor and task process),
+    the Connect server's its Python workers, this script's the commands it runs (``streamslice
+    backfill`` and the ``airflow`` commands it starts); PostgreSQL's backends serving the
+    benchmark's database by their command line."""
+    from devtools.cpu_meter import CpuMeter, Root
+    roots = {pid: Root(name, TASKS if name == "scheduler" else "")
+             for name, pid in airflow.pids().items()}
+    roots[server.pid] = Root("Connect JVM", "Spark Python workers")
+    roots[broker.pid] = Root("broker")
+    roots[os.getpid()] = Root(SCRIPT, "CLI")
+
+    def backend(cmdline: str) -> str | None:
+        mine = database and cmdline.startswith("postgres:") and f" {database} " in cmdline
+        return "PostgreSQL" if mine else None
+    return CpuMeter(roots, backend).start()
+
+
+def deployment(used: Usage) -> float:
+    """The CPU the measured components used: the machine's but for this script's own and
+    the rest of the machine's."""
+    return sum(used.components.get(c, 0.0) for c in COMPONENTS)
+
+
+def print_cpu(columns: list[tuple[str, int, Usage, str]]) -> None:
+    """A column of CPU seconds per interval by component for each measured backfill."""
+    cores = os.cpu_count() or 1
+    print(f"\n  where the CPU went, CPU s per interval (the single read is one interval) "
+          f"during each command's wall, {cores} cores:")
+    print(f"  {'':<22}" + "".join(f"{label:>18}" for label, *_ in columns))
+
+    def row(name: str, values: list[float], share: bool = True) -> None:
+        cells = [f"{v / n:>12.2f}" + (f"{v / deployment(u):>5.0%} " if share else " " * 6)
+                 for v, (_, n, u, _) in zip(values, columns)]
+        print(f"  {name:<22}" + "".join(cells))
+    for name in COMPONENTS:
+        row(name, [u.components.get(name, 0.0) for _, _, u, _ in columns])
+    row("the deployment", [deployment(u) for _, _, u, _ in columns], share=False)
+    row(SCRIPT + " (sampling)", [u.components.get(SCRIPT, 0.0) for _, _, u, _ in columns],
+        share=False)
+    row(REST, [u.rest for _, _, u, _ in columns], share=False)
+    row("the machine", [u.machine for _, _, u, _ in columns], share=False)
+    print(f"  {'wall s':<22}" + "".join(f"{u.wall:>12.1f}{'':6}" for _, _, u, _ in columns))
+    print(f"  {'cores used (CPU/wall)':<22}" + "".join(
+        f"{u.machine / u.wall:>12.2f}{'':6}" for _, _, u, _ in columns) + f"  of {cores}")
+    print(f"  {'load at its end':<22}" + "".join(f"{at:>12}{'':6}" for *_, at in columns))
+
+
+Measured = tuple[float, float, "Usage"]  # the CLI's wall, the runs' own time, the CPU
+
+
+def print_ratios(figures: dict[str, tuple[Measured, Measured]], cold: Measured) -> None:
+    """Each layout's backfill against its warm single read (and the cold one), by time and
+    by CPU; and the layouts' backfills against each other."""
+    for tasks, (hours, warm) in figures.items():
+        print(f"  {tasks}: backfill / single read: {hours[1] / warm[1]:.1f}x by the runs' "
+              f"own time, {hours[0] / warm[0]:.1f}x by the CLI's wall (to the cold read: "
+              f"{hours[1] / cold[1]:.1f}x, {hours[0] / cold[0]:.1f}x)")
+        runs = [deployment(u) - u.components.get("CLI", 0.0) for u in (hours[2], warm[2])]
+        print(f"  {tasks}: backfill / single read by CPU: "
+              f"{deployment(hours[2]) / deployment(warm[2]):.1f}x the deployment's, "
+              f"{runs[0] / runs[1]:.1f}x without the CLI's (its fixed cost), "
+              f"{hours[2].machine / warm[2].machine:.1f}x the machine's")
+    if len(figures) == 2:
+        (before, _), (after, _) = figures["separate"], figures["combined"]
+        print(f"  combined / separate, the hourly backfill: {after[1] / before[1]:.2f}x by "
+              f"the runs' own time, {after[0] / before[0]:.2f}x by the CLI's wall, "
+              f"{deployment(after[2]) / deployment(before[2]):.2f}x by the deployment's CPU")
 
 
 def backfill(airflow: AirflowServices, folder: Path, name: str,
@@ -298,15 +387,21 @@ def main() -> None:
     for key in ("SPARK_REMOTE", "STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_CONF",
                 "STREAMSLICE_INJECT_FAULT"):
         airflow.env.pop(key, None)
-    if args.database == "postgres":  # as deployments run it (docker-compose.yml)
-        db = Postgres("streamslice_bench_airflow").start().recreate()
+    # Airflow on PostgreSQL as deployments run it (docker-compose.yml), in a database of this
+    # run's own: a second run on the machine would otherwise drop it, and its scheduler
+    # would take this run's tasks
+    db = Postgres(f"streamslice_bench_{os.getpid()}") if args.database == "postgres" else None
+    if db is not None:
+        db.start().recreate()
         airflow.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = db.url
         airflow.env.pop("AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS", None)  # SQLite's
+    meter: CpuMeter | None = None
     try:
         started = time.perf_counter()
         broker.start()
         server.start()
         airflow.start()
+        meter = cpu_meter(airflow, server, broker, db.database if db else None)
         print(f"services up in {time.perf_counter() - started:.0f}s ({load()}, "
               f"{os.cpu_count()} cores)", flush=True)
         topic = "trips"
@@ -328,47 +423,56 @@ def main() -> None:
         print(f"\n  {'streamslice backfill of':<44}{'CLI wall s':>11}{'runs s':>8}"
               f"{'runs s/interval':>17}")
 
-        def measure(label: str, name: str, expected: dict[int, int]) -> tuple[float, float]:
+        usage: list[tuple[str, int, Usage, str]] = []
+
+        def measure(label: str, short: str, name: str,
+                    expected: dict[int, int]) -> tuple[float, float, Usage]:
+            before = meter.snapshot()
             wall, clock, waits = backfill(airflow, folder, name, n)
+            used = meter.since(before)
             check_counts(output, name, expected)
             runs = span(airflow, name)
             print(f"  {label:<44}{wall:>11.1f}{runs:>8.1f}{runs / len(expected):>17.2f}  "
                   f"{load()}", flush=True)
+            print(f"    CPU over the command's wall: the machine's {used.machine:.1f} s "
+                  f"({used.machine / used.wall:.2f} of {os.cpu_count()} cores), the "
+                  f"deployment's {deployment(used):.1f} s ({deployment(used) / len(expected):.2f}"
+                  f" s an interval), the rest of the machine's {used.rest:.1f} s", flush=True)
+            usage.append((short, len(expected), used, load().removeprefix("load ")))
             create, first, after = cli_parts(airflow, name, clock, wall)
             print(f"    outside the runs: {create:.1f}s until the backfill existed, "
                   f"{first:.1f}s to its first run's start, {after:.1f}s after the last "
                   "run's end" + "".join(f"\n    ({w})" for w in waits), flush=True)
-            return wall, runs
+            return wall, runs, used
 
         single = {T0: len(sent)}
         # the server's first reads (its Python workers, the package) go to the first layout
-        cold = measure(f"all N hours in one run (cold, {layouts[0]})",
+        cold = measure(f"all N hours in one run (cold, {layouts[0]})", "single, cold",
                        f"bf_single_{layouts[0]}", single)
-        figures: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
+        figures: dict[str, tuple[Measured, Measured]] = {}
         for tasks in layouts:
-            hours = measure(f"{n} hourly intervals ({tasks})", f"bf_hourly_{tasks}", hourly)
-            warm = measure(f"all N hours in one run (warm, {tasks})", f"bf_single_{tasks}",
-                           single)
+            hours = measure(f"{n} hourly intervals ({tasks})", f"{tasks} hourly",
+                            f"bf_hourly_{tasks}", hourly)
+            warm = measure(f"all N hours in one run (warm, {tasks})", f"{tasks} single",
+                           f"bf_single_{tasks}", single)
             figures[tasks] = hours, warm
         print(f"\n  every interval exact ({n} hourly partitions per layout, and the single "
               "ones)")
-        for tasks, (hours, warm) in figures.items():
-            print(f"  {tasks}: backfill / single read: {hours[1] / warm[1]:.1f}x by the runs' "
-                  f"own time, {hours[0] / warm[0]:.1f}x by the CLI's wall (to the cold read: "
-                  f"{hours[1] / cold[1]:.1f}x, {hours[0] / cold[0]:.1f}x)")
-        if len(figures) == 2:
-            (before, _), (after, _) = figures["separate"], figures["combined"]
-            print(f"  combined / separate, the hourly backfill: {after[1] / before[1]:.2f}x by "
-                  f"the runs' own time, {after[0] / before[0]:.2f}x by the CLI's wall")
+        print_ratios(figures, cold)
         print(f"  max_active_runs {args.max_active_runs}, {args.records} records an interval")
 
+        print_cpu(usage)
         for tasks in layouts:
             print_breakdown(airflow, tasks, n, args.max_active_runs)
         print(f"  load average at end: {load()}")
     finally:
+        if meter is not None:
+            meter.stop()
         airflow.stop()
         server.stop()
         broker.stop()
+        if db is not None:
+            db.drop()
         if args.keep:
             print(f"  kept {work}")
         else:

@@ -64,6 +64,12 @@ class KafkaBroker:
         wait_for_port(self.port, self.host, what="Kafka broker (noida-db)")
         return self
 
+    @property
+    def pid(self) -> int:
+        """The background server's process (``noida-db up`` returns once it runs)."""
+        import json
+        return int(json.loads((Path(self.data_dir) / "noida.control.json").read_text())["pid"])
+
     def stop(self) -> None:
         self._run("down", check=False)
 
@@ -292,6 +298,13 @@ class SparkConnect:
     def remote(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int:
+        """The server's JVM (``spark-submit`` execs it); its Python workers are its children."""
+        if self._proc is None:
+            raise RuntimeError("the Spark Connect server is not started")
+        return self._proc.pid
+
     def start(self) -> Self:
         import pyspark
         home = Path(pyspark.__file__).parent
@@ -372,9 +385,12 @@ class Postgres:
 
     def recreate(self) -> Self:
         """The database dropped (its sessions closed) and created again, empty."""
-        self._sql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
+        self.drop()
         self._sql(f"CREATE DATABASE {self.database} OWNER {self.USER}")
         return self
+
+    def drop(self) -> None:
+        self._sql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
 
     def _sql(self, statement: str) -> str:
         out = subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", str(self.port),
@@ -486,6 +502,11 @@ class AirflowServices:
                                 start_new_session=True)
         self._names[proc] = name
         self._procs.append(proc)
+
+    def pids(self) -> dict[str, int]:
+        """Each running component's main process: the scheduler's descendants are the
+        LocalExecutor's workers and the task processes they start."""
+        return {self._names[p]: p.pid for p in self._procs if p.poll() is None}
 
     def stop_component(self, name: str) -> None:
         """Stops one component (``scheduler``: as when its host goes down) and leaves the

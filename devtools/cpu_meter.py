@@ -11,9 +11,12 @@ backends, whose parent is the cluster's postmaster).
 Short-lived processes count in full, however short: when a parent reaps a child the kernel
 adds the child's CPU, and its own reaped descendants', to the parent's ``cutime``/``cstime``,
 so a counted process's own CPU plus what it reaped is what it and all its ended descendants
-used. Only a process that nobody counted reaps (a PostgreSQL backend; one orphaned by its
-parent's end) counts at its last sample: up to one sampling period (``every``) of its CPU is
-lost. Figures are in the kernel's clock ticks (10 ms). Linux only."""
+used. A process whose CPU reaches no counted process that way counts at its last sample, so
+up to one sampling period (``every``) of its CPU is lost: a PostgreSQL backend (the cluster's
+postmaster reaps it), an orphan (init does), and the children of a parent that ignores
+SIGCHLD (the kernel reaps them, and adds their CPU to nobody's: pyspark's daemon does this
+with its workers; one that starts and ends between two samples is not seen at all). Figures
+are in the kernel's clock ticks (10 ms). Linux only."""
 from __future__ import annotations
 
 import os
@@ -84,7 +87,7 @@ def machine_cpu() -> float:
     return (user + nice + system + irq + softirq) / TICK
 
 
-def _stat(pid: str) -> tuple[Key, Stat] | None:
+def _stat(pid: int) -> tuple[Key, Stat] | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read()
@@ -92,7 +95,7 @@ def _stat(pid: str) -> tuple[Key, Stat] | None:
         return None
     fields = text[text.rindex(b")") + 2:].split()  # fields[n - 3] is proc(5)'s field n
     utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
-    return (int(pid), int(fields[19])), (int(fields[1]), (utime + stime) / TICK,
+    return (pid, int(fields[19])), (int(fields[1]), (utime + stime) / TICK,
                                          (cutime + cstime) / TICK)
 
 
@@ -135,12 +138,12 @@ class CpuMeter:
                 self._sample()
 
     def snapshot(self) -> Snapshot:
-        """A sample in which no counted process ended while it was taken (one that did could
-        be counted twice, live and in its parent's reaped CPU, or not at all)."""
+        """The components' CPU so far, from a sample in which no counted process ended while
+        it was taken (tried again until one is)."""
         with self._lock:
-            for _ in range(50):
+            for attempt in range(50):
                 at, machine = time.monotonic(), machine_cpu()
-                if self._sample():
+                if self._sample(unsteady=attempt == 49):
                     break
             return Snapshot(at, machine, self._totals())
 
@@ -157,46 +160,71 @@ class CpuMeter:
             totals[counted.children] += counted.reaped
         return dict(totals)
 
-    def _sample(self) -> bool:
-        """Reads every process once; False when a process ended while it was being read."""
-        listed = [p for p in os.listdir("/proc") if p.isdigit()]
+    def _sample(self, unsteady: bool = False) -> bool:
+        """Reads every process once and takes the reading, unless a counted process ended
+        while it was being read (``unsteady`` takes it anyway): then it could be counted
+        twice, live and in its parent's reaped CPU, or not at all. Whether it was taken."""
+        listed = [int(p) for p in os.listdir("/proc") if p.isdigit()]
         stats = dict(s for s in map(_stat, listed) if s is not None)
-        by_pid = {pid: key for pid, key in ((k[0], k) for k in stats)}
+        by_pid = {key[0]: key for key in stats}
         counted: dict[Key, _Counted] = {}
+        ignored: set[Key] = set()
         for key in sorted(stats, key=lambda k: (k[1], k[0])):  # a parent before its children
             ppid, cpu, reaped = stats[key]
             parent = by_pid.get(ppid)
-            known = self._counted.get(key) or self._classify(key, parent, counted)
+            known = self._counted.get(key)
+            if known is None and key not in self._ignored:
+                known = self._classify(key, parent, counted)
+                if known is None:
+                    ignored.add(key)
             if known is not None:
                 counted[key] = replace(known, parent=parent, cpu=cpu, reaped=reaped)
-        for key, gone in self._counted.items():
-            if key not in counted and not self._reaped_by_counted(key, counted):
-                self._ended[gone.own] += gone.cpu
-                self._ended[gone.children] += gone.reaped
+        unread = set(listed) - by_pid.keys()
+        if not unsteady and (any(pid in unread for pid, _ in self._counted) or not all(
+                os.path.exists(f"/proc/{pid}") for pid, _ in counted)):
+            return False
+        self._account_ended(counted)
         self._counted = counted
-        self._ignored &= stats.keys()
-        steady = len(stats) == len(listed) and all(
-            os.path.exists(f"/proc/{pid}") for pid, _ in counted)
-        return steady
+        self._ignored = (self._ignored | ignored) & stats.keys()
+        return True
 
-    def _reaped_by_counted(self, key: Key, now: Mapping[Key, _Counted]) -> bool:
-        """Whether an ended process's CPU reached a live counted process's reaped CPU: its
-        parent's, or (the parent ended too) the first live ancestor's it had at the last
-        sample. (A process orphaned and reaped by init after that sample is then lost.)"""
+    def _account_ended(self, now: Mapping[Key, _Counted]) -> None:
+        """The CPU of the counted processes that ended since the last sample reaches the
+        nearest counted ancestor they had that still runs, as reaped CPU, when each parent
+        reaped its child; what it did not receive (a parent that ignores SIGCHLD, as
+        pyspark's daemon does, so the kernel reaps its children; an orphan reaped by init)
+        counts as they had it at the last sample, and so does the CPU of those with no such
+        ancestor."""
+        claimed: defaultdict[Key, float] = defaultdict(float)
+        for key, last in self._counted.items():
+            if key in now:
+                continue
+            heir = self._heir(key, now)
+            if heir is None:
+                self._ended[last.own] += last.cpu
+                self._ended[last.children] += last.reaped
+            else:
+                claimed[heir] += last.cpu + last.reaped
+        for heir, cpu in claimed.items():
+            received = now[heir].reaped - self._counted[heir].reaped
+            if cpu > received:
+                self._ended[now[heir].children] += cpu - received
+
+    def _heir(self, key: Key, now: Mapping[Key, _Counted]) -> Key | None:
+        """The ended process's parent at the last sample or, if that ended too, the first
+        ancestor it had then that still runs and is counted."""
         parent = self._counted[key].parent
         for _ in range(len(self._counted)):  # (bounded: a chain of parents has no loop)
             if parent is None or parent in now:
                 break
             last = self._counted.get(parent)
             parent = last.parent if last is not None else None
-        return parent in now
+        return parent if parent in now and parent in self._counted else None
 
     def _classify(self, key: Key, parent: Key | None,
                   counted: Mapping[Key, _Counted]) -> _Counted | None:
         """A new process's components: a root's, its counted parent's children's, or by its
-        command line; None (and not asked again) for one no component claims."""
-        if key in self._ignored:
-            return None
+        command line; None for one no component claims (not asked again)."""
         root = self.roots.get(key[0])
         if root is not None:
             return _Counted(root.own, root.children or root.own, parent)
@@ -204,7 +232,4 @@ class CpuMeter:
             inherited = counted[parent].children
             return _Counted(inherited, inherited, parent)
         matched = self.match(_cmdline(key[0]))
-        if matched is None:
-            self._ignored.add(key)
-            return None
-        return _Counted(matched, matched, parent)
+        return None if matched is None else _Counted(matched, matched, parent)

@@ -1,8 +1,8 @@
 """The CPU meter bench/backfill.py says where a backfill's CPU went with (devtools/cpu_meter.py)
 counts real processes as docs/performance.md says: a short-lived process in full through its
 parent's reaped CPU, even one born and ended between two samples; once, when it and its parent
-end together; and one no counted process reaps (matched by its command line) at its last
-sample."""
+end together; and at its last sample one whose CPU reaches no counted process (its parent
+ignores SIGCHLD, or it is matched by its command line and its parent is not counted)."""
 import subprocess
 import sys
 
@@ -31,40 +31,65 @@ else:
 """
 
 
+class Tree:
+    """The TREE processes, its root ignoring SIGCHLD (as pyspark's daemon does) if asked:
+    then the kernel reaps its children and adds their CPU to no parent's."""
+
+    def __init__(self, folder, ignore=False):
+        script = folder / "tree.py"
+        script.write_text(TREE)
+        self.root = subprocess.Popen(
+            [sys.executable, "-c", "import signal, runpy, sys; signal.signal(signal.SIGCHLD, "
+             f"signal.{'SIG_IGN' if ignore else 'SIG_DFL'}); sys.argv = sys.argv[1:]; "
+             "runpy.run_path(sys.argv[0], run_name='__main__')", str(script), "root"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.root.stdout.readline() == "ready\n"
+        # the thread never samples: only the snapshots the test asks for
+        self.meter = CpuMeter({self.root.pid: Root("root", "tree")}, every=3600).start()
+
+    def say(self, line, answer):
+        self.root.stdin.write(line + "\n")
+        self.root.stdin.flush()
+        assert self.root.stdout.readline() == answer + "\n"
+
+    def hold(self):
+        """A leaf that the meter sees alive with its CPU, and that then ends with its parent
+        between two samples: the CPU each of the tree's components used meanwhile."""
+        before = self.meter.snapshot()
+        self.say("hold", "burnt")
+        self.meter.snapshot()
+        self.say("end", "done")
+        return self.meter.since(before)
+
+    def close(self):
+        self.root.stdin.close()
+        self.root.wait(30)
+        self.meter.stop()
+
+
 def test_a_tree_is_counted_in_full_and_once(tmp_path):
-    script = tmp_path / "tree.py"
-    script.write_text(TREE)
-    root = subprocess.Popen([sys.executable, str(script), "root"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    meter = None
+    tree = Tree(tmp_path)
     try:
-        assert root.stdout.readline() == "ready\n"
-        # the thread never samples: only the snapshots asked for here
-        meter = CpuMeter({root.pid: Root("root", "tree")}, every=3600).start()
-
-        def say(line, answer):
-            root.stdin.write(line + "\n")
-            root.stdin.flush()
-            assert root.stdout.readline() == answer + "\n"
-
-        before = meter.snapshot()  # mid and leaf start and end before the next sample
-        say("go", "done")
-        used = meter.since(before)
+        before = tree.meter.snapshot()  # mid and leaf start and end before the next sample
+        tree.say("go", "done")
+        used = tree.meter.since(before)
         assert BURN <= used.components["tree"] < 1.5 * BURN + 0.1  # + two starts of Python
         assert used.components["root"] < 0.2
 
-        before = meter.snapshot()
-        say("hold", "burnt")
-        meter.snapshot()  # sees the leaf alive with its CPU, then it and mid end together
-        say("end", "done")
-        used = meter.since(before)
+        used = tree.hold()
         assert BURN <= used.components["tree"] < 1.5 * BURN + 0.1  # not twice
         assert used.machine >= used.components["tree"] - 0.1
     finally:
-        root.stdin.close()
-        root.wait(30)
-        if meter:
-            meter.stop()
+        tree.close()
+
+
+def test_children_the_kernel_reaps_count_at_their_last_sample(tmp_path):
+    tree = Tree(tmp_path, ignore=True)
+    try:
+        used = tree.hold()
+        assert BURN <= used.components["tree"] < 1.5 * BURN + 0.1
+    finally:
+        tree.close()
 
 
 def test_a_process_no_counted_process_reaps_counts_at_its_last_sample():

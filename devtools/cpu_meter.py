@@ -95,8 +95,8 @@ def _stat(pid: int) -> tuple[Key, Stat] | None:
         return None
     fields = text[text.rindex(b")") + 2:].split()  # fields[n - 3] is proc(5)'s field n
     utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
-    return (pid, int(fields[19])), (int(fields[1]), (utime + stime) / TICK,
-                                         (cutime + cstime) / TICK)
+    own, reaped = (utime + stime) / TICK, (cutime + cstime) / TICK
+    return (pid, int(fields[19])), (int(fields[1]), own, reaped)
 
 
 def _cmdline(pid: int) -> str:
@@ -117,8 +117,8 @@ class CpuMeter:
         self.roots, self.match, self.every = dict(roots), match, every
         self._counted: dict[Key, _Counted] = {}
         self._ignored: set[Key] = set()
-        self._ended: defaultdict[str, float] = defaultdict(float)  # of ended processes no
-        # counted process reaped, at their last sample
+        # the CPU of ended processes that reached no counted process's reaped CPU
+        self._ended: defaultdict[str, float] = defaultdict(float)
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-meter", daemon=True)

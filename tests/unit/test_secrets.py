@@ -37,7 +37,7 @@ def recorded(monkeypatch):
     """What ``_run`` (the runner) is handed, and the secrets file as it stood then."""
     calls = []
 
-    def record(cfg, plan, staging, properties, options, path, started=None):
+    def record(cfg, plan, staging, properties, options, path, started=None, ahead=()):
         content = Path(properties[SECRETS_FILE]).read_text() if SECRETS_FILE in properties \
             else None
         mode = stat.S_IMODE(os.stat(path).st_mode) if path else None

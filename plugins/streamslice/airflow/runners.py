@@ -13,6 +13,8 @@ from ..secrets import SECRETS_FILE, private_file, split_secrets
 from ..sources import ambient_secrets
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import ReadPlan
 
@@ -21,7 +23,8 @@ log = logging.getLogger("streamslice")
 
 def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
                    properties: dict[str, Any],
-                   options: dict[str, Any], started: Any = None) -> None:
+                   options: dict[str, Any], started: Any = None,
+                   ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
     """Secret properties never become Spark options or job arguments (``secrets``): local
     and spark-submit reads get them through a private file; a Spark Connect server and EMR
     Serverless read with their own identity (``Runner.own_identity``). EMR Serverless defers
@@ -34,7 +37,7 @@ def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
     with private_file(secrets) as path:
         if path:
             public = {**public, SECRETS_FILE: path}
-        _run(cfg, plan, staging_uri, public, options, path, started)
+        _run(cfg, plan, staging_uri, public, options, path, started, ahead)
 
 
 def _own_identity(cfg: PipelineConfig, where: str, secrets: dict[str, Any],
@@ -53,7 +56,7 @@ def _own_identity(cfg: PipelineConfig, where: str, secrets: dict[str, Any],
 
 
 def _run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str, properties: dict[str, Any],
-         options: dict[str, Any],
-         secrets_path: str | None, started: Any = None) -> None:
+         options: dict[str, Any], secrets_path: str | None, started: Any = None,
+         ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
     cfg.spark.run(RunRequest(cfg, plan, staging_uri, properties, options, secrets_path,
-                             started))
+                             started, tuple(ahead)))

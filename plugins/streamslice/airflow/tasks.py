@@ -15,21 +15,25 @@ from ..commit.checkpoint import advance
 from ..commit.manifest import plan_id
 from ..commit.protocol import publish_once, staging_for
 from ..config import load_pipeline
-from ..errors import CommitError
+from ..errors import CommitError, StreamsliceError
 from ..metrics import RunMetrics, run_figures, step_timing
-from ..planning.planner import plan_run
+from ..planning.planner import partition_name, plan_run
+from ..reading.sink import direct_codec
 from ..reading.staging import Staging
 from ..sources import CommitListener, lifecycle_tasks, read_plan, source_class
 from ..timeutil import from_ms, iso, to_ms
+from .ahead import Claims
 from .errors import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
 from .metrics import emit
 from .store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
+    from ..commit.checkpoint import Checkpoint
     from ..commit.manifest import Manifest
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import Interval, ReadPlan
+    from ..reading.ahead import ReadAhead
 
 log = logging.getLogger("streamslice")
 
@@ -53,14 +57,10 @@ def _plan(cfg: PipelineConfig, context: dict[str, Any]) -> dict[str, Any]:
         return dict(saved)
     interval = None
     if cfg.mode == "interval":
-        interval = cfg.interval(to_ms(context["data_interval_start"]),
-                                to_ms(context["data_interval_end"]))
+        interval = _interval(cfg, context)
         _wait_until_closed(interval)
     checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
-    plan = plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
-                    output=cfg.output.target(cfg.name), interval=interval,
-                    checkpoint=checkpoint, run_id=context["run_id"],
-                    properties=pipeline_properties(cfg))
+    plan = _new_plan(cfg, interval, checkpoint, context["run_id"])
     log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
              plan.total_records_hint, plan.partition,
              {s.key: s.lag for s in plan.splits})
@@ -71,6 +71,13 @@ def _plan(cfg: PipelineConfig, context: dict[str, Any]) -> dict[str, Any]:
     faults.check("plan")
     emit([step_timing("plan", time.monotonic() - started)], cfg.name, cfg.source.kind)
     return data
+
+
+def _new_plan(cfg: PipelineConfig, interval: Interval | None, checkpoint: Checkpoint | None,
+              run_id: str) -> ReadPlan:
+    return plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
+                    output=cfg.output.target(cfg.name), interval=interval,
+                    checkpoint=checkpoint, run_id=run_id, properties=pipeline_properties(cfg))
 
 
 def _wait_until_closed(interval: Interval) -> None:
@@ -91,23 +98,68 @@ def read_task(pipeline_file: str, **context: Any) -> str:
         return _read(load_pipeline(pipeline_file), plan, context)
 
 
-def _read(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any]) -> str:
-    """Read every split into this try's staging area; its URI."""
+def _read(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any],
+          claims: Claims | None = None) -> str:
+    """Read every split into this try's staging area; its URI. With ``claims`` (a combined
+    task reading ahead), the intervals of queued runs it claims are read in the same job, each
+    into a staging area of its run's own, and recorded in their claims for those runs."""
     ti = context["ti"]
     staging = _read_staging(plan, context)
     remember(context, plan=plan)
     setup = {t.task_id: ti.xcom_pull(task_ids=t.task_id)
              for t in lifecycle_tasks(cfg.source) if t.role == "setup"}
+    ahead = _plan_ahead(cfg, plan, context, claims) if claims and direct_codec(plan) else []
     from .runners import run_spark_read
+
+    def run(also: list[tuple[ReadPlan, str]]) -> None:
+        run_spark_read(cfg, plan, staging.uri, pipeline_properties(cfg),
+                       cfg.source.read_options(setup),
+                       started=lambda job: _job_started(context, job), ahead=also)
     started = time.monotonic()
-    run_spark_read(cfg, plan, staging.uri, pipeline_properties(cfg),
-                   cfg.source.read_options(setup),
-                   started=lambda job: _job_started(context, job))
+    try:
+        run(ahead)
+    except StreamsliceError as exc:
+        if not ahead or claims is None:
+            raise
+        log.warning("Reading %d queued runs' intervals with this one failed (%s); reading "
+                    "this run's alone, and each of them reads its own.", len(ahead), exc)
+        for other, _ in ahead:
+            _quietly(lambda p=other.partition: claims.drop(p))
+        ahead = []
+        run(ahead)
     took = time.monotonic() - started
     log.info("Read %d splits into %s in %.1fs", len(plan.splits), staging.uri, took)
+    for other, uri in ahead:
+        assert claims is not None
+        log.info("Read %s for run %s into %s", other.partition, other.run_id, uri)
+        claims.complete(other.partition, other.to_dict(), uri)
     emit([step_timing("read", took)], cfg.name, cfg.source.kind)
     remember(context, staging=staging.uri)
     return staging.uri
+
+
+def _plan_ahead(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any],
+                claims: Claims) -> list[tuple[ReadPlan, str]]:
+    """The claimed intervals' plans, each with the staging area it is read into."""
+    assert plan.interval is not None
+    started = time.monotonic()
+    claimed = claims.claim(plan.interval)
+    if not claimed:
+        return []
+    claimed_in = time.monotonic() - started
+    checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
+    ahead = []
+    for run_id, interval in claimed:
+        try:
+            other = _new_plan(cfg, interval, checkpoint, run_id)
+        except StreamsliceError as exc:  # its own run plans it, and fails as it should
+            log.warning("Not reading %s ahead: %s", partition_name("interval", interval), exc)
+            claims.drop(partition_name("interval", interval))
+            continue
+        ahead.append((other, staging_for(other, f"{_safe(run_id)}-ahead").uri))
+    log.info("Reading %d queued runs' intervals with this one (claimed in %.1fs, planned in "
+             "%.1fs).", len(ahead), claimed_in, time.monotonic() - started - claimed_in)
+    return ahead
 
 
 def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Any) -> str:
@@ -199,9 +251,17 @@ def plan_read_commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
     ``plan``, where the page finds a plan task's."""
     with operator_errors(context):
         cfg = load_pipeline(pipeline_file)
+        store = context["task_state_store"]
+        claims = Claims(cfg, context) if cfg.read_ahead else None
+        if claims is not None:
+            mine = partition_name("interval", _interval(cfg, context))
+            claim = claims.wait(mine)
+            if claim is not None:
+                if store.get("plan") is None:
+                    return _adopt(cfg, claim, claims, mine, context)
+                claims.drop(mine)  # this run planned before: its own plan stands
         data = _plan(cfg, context)
         context["ti"].xcom_push(key="plan", value=data)
-        store = context["task_state_store"]
         staged = store.get(STAGED)
         if staged and staged.get("plan_id") == plan_id(read_plan(data)):
             log.info("Committing what an earlier try of this task read into %s.",
@@ -211,9 +271,41 @@ def plan_read_commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
             except CommitError:  # it failed verification, or is gone unpublished
                 store.delete(STAGED)  # so the next try (a clear) reads the plan again
                 raise
-        uri = _read(cfg, read_plan(data), context)
+        uri = _read(cfg, read_plan(data), context, claims)
         _note(lambda: store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": uri}))
         return _commit_and_forget(cfg, data, uri, context)
+
+
+def _adopt(cfg: PipelineConfig, claim: ReadAhead, claims: Claims, partition: str,
+           context: dict[str, Any]) -> dict[str, Any]:
+    """Commit what another run's task read ahead for this run, with the plan it read by
+    (saved as this run's own, so a retry commits or reads the same plan)."""
+    assert claim.plan is not None and claim.staging is not None
+    store, data, staging = context["task_state_store"], claim.plan, claim.staging
+    store.set("plan", data)
+    context["ti"].xcom_push(key="plan", value=data)
+    log.info("Committing what run %s read ahead for this run into %s.", claim.by, staging)
+    _note(lambda: store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": staging}))
+    try:
+        return _commit_and_forget(cfg, data, staging, context)
+    except CommitError:  # it failed verification, or is gone unpublished
+        store.delete(STAGED)  # so the next try reads the plan itself
+        raise
+    finally:
+        _quietly(lambda: claims.drop(partition))
+
+
+def _interval(cfg: PipelineConfig, context: dict[str, Any]) -> Interval:
+    return cfg.interval(to_ms(context["data_interval_start"]),
+                        to_ms(context["data_interval_end"]))
+
+
+def _quietly(call: Any) -> None:
+    """A claim's clean-up: a claim left behind is dropped by the run it names."""
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - see above
+        log.warning("Could not drop a read-ahead claim (%s).", exc)
 
 
 def _commit_and_forget(cfg: PipelineConfig, data: dict[str, Any], staging_uri: str,

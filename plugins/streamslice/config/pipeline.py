@@ -114,6 +114,7 @@ class PipelineConfig:
     retries: int = 2
     retry_delay: int = 30_000  # ms
     tasks: str = "separate"  # TASK_LAYOUTS; the default depends on the runner (_tasks)
+    read_ahead: int = 0  # intervals of queued runs a combined task reads with its own
     tags: tuple[str, ...] = ()
     alerts: AlertRules | None = None
     event_time: EventTime | None = None  # interval mode: own records by a field's time
@@ -241,6 +242,7 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
         alerts=parse_alerts(f.child("alerts")),
     )
     cfg = replace(cfg, tasks=_tasks(f, cfg.spark))
+    cfg = replace(cfg, read_ahead=_read_ahead(f, cfg))
     if f.has("event_time"):
         et, early = _event_time(f.child("event_time"))
         cfg = replace(cfg, event_time=et, allowed_earliness=early)
@@ -292,6 +294,24 @@ def _tasks(f: Fields, runner: Runner) -> str:
                       "waits for the job run in a trigger, as a task of its own; use "
                       "separate", "tasks")
     return tasks
+
+
+READ_AHEAD = 16  # the default where a run can read ahead (``reading.ahead``)
+
+
+def _read_ahead(f: Fields, cfg: PipelineConfig) -> int:
+    """How many queued runs' intervals a run reads in its own job: only one task that plans,
+    reads and commits can, in mode interval (whose runs are independent), on a runner whose
+    job can read several plans (``Runner.reads_ahead``)."""
+    why = ("needs tasks: combined" if cfg.tasks != "combined" else
+           "needs mode: interval (an incremental run continues from the last one)"
+           if cfg.mode != "interval" else
+           f"is not possible with spark.runner {cfg.spark.kind}"
+           if not cfg.spark.reads_ahead else None)
+    value: int = f.int("read_ahead", 0 if why else READ_AHEAD, minimum=0, maximum=1000)
+    if value and why:
+        raise f.error(f"{why}; set 0 or leave it out", "read_ahead")
+    return value
 
 
 def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:

@@ -20,9 +20,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from ..commit.publishers import staged_format
 from .staging import TMP
 
 if TYPE_CHECKING:
+    from ..planning.plan import ReadPlan
     from .staging import Staging
 
 # Spark's Parquet ``compression`` names → pyarrow's. Spark's others stay with Spark's writer:
@@ -37,6 +39,14 @@ def parquet_codec(file_format: str, compression: str) -> str | None:
     """pyarrow's codec for staging ``file_format`` with Spark's ``compression``, or None when
     Spark must write it (json, orc, codecs pyarrow lacks)."""
     return CODECS.get(compression.lower()) if file_format == "parquet" else None
+
+
+def direct_codec(plan: ReadPlan) -> str | None:
+    """The codec the readers write the plan's staged Parquet in themselves (the job's direct
+    write path), or None where Spark writes the staged output (another format or codec)."""
+    if plan.output is None:
+        return parquet_codec("parquet", "snappy")
+    return parquet_codec(staged_format(plan.output), plan.output.compression)
 
 
 class ParquetSink:

@@ -54,6 +54,8 @@ class RunRequest:
     secrets_path: str | None = None  # the private file of the secret properties, if any
     # told the job run elsewhere as soon as it exists (EMR Serverless: for ``on_kill``)
     started: Callable[[dict[str, str]], None] | None = None
+    # other runs' intervals read in the same job, each into its own staging area
+    ahead: tuple[tuple[ReadPlan, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +74,9 @@ class Runner(ABC):
     # Whether its read waits for the job in a trigger, which needs a task of its own (so
     # never ``tasks: combined``).
     defers: ClassVar[bool] = False
+    # Whether its job can also read other intervals' plans (``RunRequest.ahead``), so a
+    # combined task can read queued runs' intervals with its own (``reading.ahead``).
+    reads_ahead: ClassVar[bool] = False
     conf: dict[str, str] = field(default_factory=dict)  # spark.conf: Spark properties
 
     @classmethod

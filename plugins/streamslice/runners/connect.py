@@ -23,6 +23,7 @@ class ConnectRunner(Runner):
     keys: ClassVar[tuple[str, ...]] = ("remote",)
     own_identity: ClassVar[str | None] = "the Spark Connect server"
     tasks: ClassVar[str] = "combined"  # the read is a session on a warm server: no JVM to start
+    reads_ahead: ClassVar[bool] = True
     remote: str  # sc://host:15002
 
     @classmethod
@@ -43,4 +44,5 @@ class ConnectRunner(Runner):
     def run(self, request: RunRequest) -> None:
         from ..spark.connect import run_connect_read
         run_connect_read(self.remote, request.plan, request.staging_uri, conf=self.conf,
-                         properties=request.properties, options=request.options)
+                         properties=request.properties, options=request.options,
+                         ahead=request.ahead)

@@ -34,6 +34,7 @@ class MasterRunner(Runner):
 @dataclass(frozen=True, kw_only=True)
 class LocalRunner(MasterRunner):
     kind: ClassVar[str] = "local"
+    reads_ahead: ClassVar[bool] = True
 
     def run(self, request: RunRequest) -> None:
         if os.environ.get("SPARK_REMOTE"):
@@ -46,4 +47,4 @@ class LocalRunner(MasterRunner):
         except Exception as exc:  # noqa: BLE001 - a JVM that cannot start: one line, not Py4J's traceback
             raise unwrap(exc) from None
         run_read(spark, request.plan, request.staging_uri, properties=request.properties,
-                 options=request.options)
+                 options=request.options, ahead=request.ahead)

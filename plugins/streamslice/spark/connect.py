@@ -30,7 +30,7 @@ from .package import PACKAGE_ROOT, package_files
 from .session import SQL_CONF
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from ..planning.plan import ReadPlan
 
@@ -42,14 +42,16 @@ _packages: dict[str, Path] = {}
 def run_connect_read(remote: str, plan: ReadPlan, staging_uri: str, *,
                      conf: dict[str, str] | None = None,
                      properties: dict[str, Any] | None = None,
-                     options: dict[str, Any] | None = None) -> str:
+                     options: dict[str, Any] | None = None,
+                     ahead: Sequence[tuple[ReadPlan, str]] = ()) -> str:
     """``run_read`` on the Spark Connect server at ``remote``; a server that cannot be reached
     is a SourceError (retried), never a short read."""
     with connect_session(remote, conf) as spark:
         tag = f"streamslice-{uuid.uuid4().hex[:12]}"
         spark.addTag(tag)
         try:
-            return run_read(spark, plan, staging_uri, properties=properties, options=options)
+            return run_read(spark, plan, staging_uri, properties=properties, options=options,
+                            ahead=ahead)
         except Exception:
             raise
         except BaseException:  # the task was killed: stop the server-side job too

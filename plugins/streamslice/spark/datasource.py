@@ -76,9 +76,10 @@ def _show_traceback() -> None:
 
 
 class SplitPartition(InputPartition):
-    """The splits one Spark task reads, in order (``[None]``: a plan without splits)."""
+    """The splits one Spark task reads, in order, each with the index of its plan (``None``
+    for the split: a plan without splits)."""
 
-    def __init__(self, splits: list[dict[str, Any] | None]) -> None:
+    def __init__(self, splits: list[tuple[int, dict[str, Any] | None]]) -> None:
         super().__init__(splits)
 
 
@@ -132,13 +133,16 @@ def dataframe_schema(plan: ReadPlan, mode: ParseMode | None) -> pa.Schema:
 
 
 class PlanReader(DataSourceReader):
+    """Reads a plan's splits; on the direct write path, also the plans of ``ahead`` (a JSON
+    list of ``{"plan", "staging"}``: other intervals of the same pipeline, each into its own
+    staging area, ``reading.ahead``), their splits packed into the same tasks."""
+
     def __init__(self, plan: ReadPlan, options: dict[str, str], mode: ParseMode | None = None,
                  schema: pa.Schema | None = None) -> None:
         from streamslice.config.data_source_options import client_properties
         from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
-        self.kind, self.plan_json = plan.source, plan.to_json()
-        self.splits = [s.to_dict() for s in plan.splits]
+        self.kind = plan.source
         self.properties = client_properties(options, source_class(plan.source).option_prefix)
         # A schema registry's properties, given as options of their own by a Spark user
         self.properties.update(client_properties(options, "schema.registry.", keep=True))
@@ -149,24 +153,37 @@ class PlanReader(DataSourceReader):
         self.pack = bool(self.codec) and options.get("packsplits", "true") != "false"
         self.slots = int(options.get("taskslots") or os.cpu_count() or 1)
         self.mode, self.schema = (mode, schema) if not self.staging else (None, None)
+        ahead = json.loads(options.get("ahead") or "[]") if self.codec else []
+        # (plan JSON, staging URI, its splits) of each plan read: this one first
+        self.plans: list[tuple[str, str | None, list[dict[str, Any]]]] = [
+            (plan.to_json(), self.staging, [s.to_dict() for s in plan.splits])]
+        for other in ahead:
+            from streamslice.sources import read_plan
+            self.plans.append((other["plan"], other["staging"],
+                               [s.to_dict() for s in read_plan(other["plan"]).splits]))
+        self.splits = self.plans[0][2]
 
     @user_errors
     def partitions(self) -> list[SplitPartition]:
         """Spark's driver plans the read here: the source resolves and checks what it binds
         once per read (``ReaderFactory.resolve_splits``), so a bad range fails now, as one line,
-        and the tasks read the splits as resolved."""
-        if not self.splits:
-            return [SplitPartition([None])]
+        and the tasks read the splits as resolved. An input partition's items are (plan index,
+        split); (plan index, None) stands for a plan without splits."""
         from streamslice.sources import source_class
         source = source_class(self.kind)
         readers, serializer = source.readers(), source.serializer()
-        splits = [s.to_dict() for s in readers.resolve_splits(
-            [serializer.from_dict(s) for s in self.splits], self._properties)]
+        items: list[tuple[int, dict[str, Any] | None]] = []
+        for index, (_, _, splits) in enumerate(self.plans):
+            if not splits:
+                items.append((index, None))
+                continue
+            items += [(index, s.to_dict()) for s in readers.resolve_splits(
+                [serializer.from_dict(s) for s in splits], self._properties)]
         if not self.pack:
-            return [SplitPartition([s]) for s in splits]
+            return [SplitPartition([item]) for item in items]
         from streamslice.planning.packing import pack_splits
-        sizes = [serializer.from_dict(s).size for s in splits]
-        return [SplitPartition([splits[i] for i in group])
+        sizes = [serializer.from_dict(s).size if s else 0 for _, s in items]
+        return [SplitPartition([items[i] for i in group])
                 for group in pack_splits(sizes, self.slots)]
 
     def _properties(self) -> dict[str, Any]:
@@ -177,35 +194,23 @@ class PlanReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         _show_traceback()  # a reused worker starts each task with tracebacks shown
         from streamslice.errors import StreamsliceError
-        from streamslice.reading.decode import Decoder
         from streamslice.reading.malformed import Malformed
-        from streamslice.reading.staging import Staging
-        from streamslice.registry.base import split_properties
-        from streamslice.sources import ReadRequest, read_plan, source_class
-        plan = read_plan(self.plan_json)
-        source = source_class(plan.source)
+        from streamslice.sources import source_class
+        source = source_class(self.kind)
         readers, serializer = source.readers(), source.serializer()
-        from streamslice.secrets import with_secrets
+        requests: dict[int, ReadRequest] = {}
         try:
-            props = with_secrets(self.properties, _spark_file)
-            decoder = Decoder.from_dict(plan.decode, props)
-            if self.mode is not None:  # records that do not decode are the mode's to handle
-                decoder.on_error = "dead_letter"
-            request = ReadRequest(plan=plan, properties=split_properties(props)[0],
-                                  decoder=decoder,
-                                  staging=Staging(self.staging, plan.output.auth
-                                                  if plan.output else None)
-                                  if self.staging else None,
-                                  fault=self.fault, options=self.read_options)
-            for value in partition.value:
+            for index, value in partition.value:
+                request = requests.get(index) or self._request(index)
+                requests[index] = request
                 if value is None:  # no splits: Spark's writer still stages the schema
                     if self.codec:
-                        self._sink(readers, request, 0).commit()
-                    return
+                        self._sink(readers, request, index, 0).commit()
+                    continue
                 split = serializer.from_dict(value)
                 reader = readers.open_reader(split, request)
                 if self.codec:
-                    reader.sink = self._sink(readers, request, split.id)
+                    reader.sink = self._sink(readers, request, index, split.id)
                 if self.mode is None:
                     yield from reader.batches()
                 else:
@@ -216,13 +221,32 @@ class PlanReader(DataSourceReader):
             _hide_traceback()  # without the worker's traceback in the task's failure
             raise RuntimeError(exc.to_line()) from None
 
-    def _sink(self, readers: ReaderFactory[Any], request: ReadRequest,
+    def _request(self, index: int) -> ReadRequest:
+        """How plan ``index`` is read: its plan, decoder and staging area."""
+        from streamslice.reading.decode import Decoder
+        from streamslice.reading.staging import Staging
+        from streamslice.registry.base import split_properties
+        from streamslice.secrets import with_secrets
+        from streamslice.sources import ReadRequest, read_plan
+        plan_json, staging, _ = self.plans[index]
+        plan = read_plan(plan_json)
+        props = with_secrets(self.properties, _spark_file)
+        decoder = Decoder.from_dict(plan.decode, props)
+        if self.mode is not None:  # records that do not decode are the mode's to handle
+            decoder.on_error = "dead_letter"
+        return ReadRequest(plan=plan, properties=split_properties(props)[0], decoder=decoder,
+                           staging=Staging(staging, plan.output.auth if plan.output else None)
+                           if staging else None,
+                           fault=self.fault, options=self.read_options)
+
+    def _sink(self, readers: ReaderFactory[Any], request: ReadRequest, index: int,
               split_id: int) -> ParquetSink:
-        """Where a split's records go on the direct write path. The first split writes a
-        file even without records, as Spark's writer does for its first task."""
+        """Where a split's records go on the direct write path. The plan's first split writes
+        a file even without records, as Spark's writer does for its first task."""
         from streamslice.commit.publishers import staged_constants
         from streamslice.reading.sink import ParquetSink
-        first = self.splits[0]["id"] if self.splits else 0
+        splits = self.plans[index][2]
+        first = splits[0]["id"] if splits else 0
         assert request.staging is not None  # the direct write path needs a staging area
         return ParquetSink(request.staging, split_id,
                            readers.record_schema(request.decoder, request.plan), self.codec,

@@ -9,25 +9,56 @@ from typing import TYPE_CHECKING, Any
 from .. import faults
 from ..commit.publishers import staged_constants, staged_format
 from ..errors import SourceError, StreamsliceError, from_text
-from ..reading.sink import parquet_codec
+from ..reading.sink import direct_codec
 from ..reading.staging import Staging
 from ..sources import source_class
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..planning.plan import ReadPlan
 
 
 def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
              properties: dict[str, Any] | None = None,
              options: dict[str, Any] | None = None, direct: bool = True,
-             pack: bool = True) -> str:
+             pack: bool = True, ahead: Sequence[tuple[ReadPlan, str]] = ()) -> str:
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data`` in the
     plan's output format. Parquet in a codec pyarrow has is written by the readers themselves,
     one file per split (``reading.sink``): Spark runs the tasks and gets no rows, and a task
     reads several small splits (``planning.packing``; ``pack=False``: one split a task).
     Otherwise, or with ``direct=False``, the readers return the records and Spark writes
-    them."""
+    them. ``ahead``: other plans of the same pipeline (``reading.ahead``), each with its own
+    staging area, read in the same job; only on the readers' own write path."""
     staging = Staging(staging_uri, plan.output.auth if plan.output else None)
+    codec = direct_codec(plan) if direct else None
+    if ahead and not codec:
+        raise ValueError("reading ahead needs the readers' own Parquet write path")
+    try:
+        reader = _reader(spark, plan, staging_uri, properties, options, codec, pack)
+        if ahead:  # one read of every plan, their splits packed into the same tasks
+            reader = reader.option("ahead", json.dumps(
+                [{"plan": other.to_json(), "staging": uri} for other, uri in ahead]))
+            for other, uri in ahead:
+                Staging(uri, other.output.auth if other.output else None).clear_data()
+        df = reader.load()
+        if codec:
+            df.write.format("noop").mode("overwrite").save()  # runs the tasks, writes nothing
+            return staging.data_uri
+        for name, value in staged_constants(plan).items():  # tables partition by it
+            df = df.withColumn(name, _functions(spark).lit(value))
+        fmt, compression = ((staged_format(plan.output), plan.output.compression)
+                            if plan.output else ("parquet", "snappy"))
+        (df.write.mode("overwrite").format(fmt).option("compression", compression)
+         .save(staging.data_uri))
+    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors: unwrap names ours
+        raise unwrap(exc) from None
+    return staging.data_uri
+
+
+def _reader(spark: Any, plan: ReadPlan, staging_uri: str, properties: dict[str, Any] | None,
+            options: dict[str, Any] | None, codec: str | None, pack: bool) -> Any:
+    """The DataFrameReader of ``plan`` into ``staging_uri``."""
     reader = (spark.read.format(f"streamslice-{plan.source}").option("plan", plan.to_json())
               .option("staging", staging_uri))
     if options:
@@ -37,27 +68,14 @@ def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
     prefix = source_class(plan.source).option_prefix
     for key, value in (properties or {}).items():
         reader = reader.option(prefix + key, str(value))
-    fmt, compression = ((staged_format(plan.output), plan.output.compression) if plan.output
-                        else ("parquet", "snappy"))
-    codec = parquet_codec(fmt, compression) if direct else None
     if codec:
         reader = reader.option("directWrite", codec).option("packSplits", str(pack).lower())
         slots = _parallelism(spark)
         if slots:
             reader = reader.option("taskSlots", str(slots))
-        staging.clear_data()  # what mode("overwrite") does on Spark's path
-    try:
-        df = reader.load()
-        if codec:
-            df.write.format("noop").mode("overwrite").save()  # runs the tasks, writes nothing
-            return staging.data_uri
-        for name, value in staged_constants(plan).items():  # tables partition by it
-            df = df.withColumn(name, _functions(spark).lit(value))
-        (df.write.mode("overwrite").format(fmt).option("compression", compression)
-         .save(staging.data_uri))
-    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors: unwrap names ours
-        raise unwrap(exc) from None
-    return staging.data_uri
+        # what mode("overwrite") does on Spark's path
+        Staging(staging_uri, plan.output.auth if plan.output else None).clear_data()
+    return reader
 
 
 def _parallelism(spark: Any) -> int | None:

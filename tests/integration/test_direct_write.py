@@ -273,7 +273,7 @@ def test_many_small_splits_share_tasks_and_stage_exactly_one_file_each(spark, br
                     "taskSlots": str(spark.sparkContext.defaultParallelism)}
                    ).reader(None).partitions()
     assert len(layout) == tasks
-    read = [s["id"] for part in layout for s in part.value]
+    read = [s["id"] for part in layout for _, s in part.value]  # (plan index, split)
     assert sorted(read) == [s.id for s in plan.splits] and len(set(read)) == 40
 
     with_records = [s.id for s in plan.splits if s.stop > s.start]

@@ -10,9 +10,11 @@ same go:
   the same way, before and after the hourly backfill (the first one also starts the server's
   Python workers; the ratio is taken to the second, warm one, and the first is printed).
 
-Both are measured in each task layout given (``--tasks``, both by default, one after the
-other in the same go): ``separate`` (plan, read and commit each a task) and ``combined`` (the
-three steps in one task, the default on Spark Connect).
+Both are measured in each task layout given (``--tasks``, all three by default, one after
+the other in the same go): ``separate`` (plan, read and commit each a task), ``combined``
+(the three steps in one task, without reading ahead: ``read_ahead: 0``) and ``ahead`` (one
+task that also reads the queued runs' intervals in its job: Spark Connect's default,
+``tasks: combined`` with ``read_ahead`` at its default).
 
 Each is timed twice: the CLI's wall (which also starts an ``airflow backfill create`` process
 and polls every 2 s: a fixed cost of some seconds) and the runs' own time, first run start to
@@ -30,7 +32,8 @@ start and end times (Airflow's REST API) and the task logs' own timestamps:
   "Worker startup parse complete"): process start-up and imports;
 * ``callable:plan|read|commit``: our own work, until the callable returned ("Done." in the log);
   in the combined task split at its own log lines (the plan logged, the read's "Read N
-  splits", the commit's "Committed");
+  splits", the commit's "Committed"); a run that commits what another run read ahead for it
+  has no plan or read: its ``plan`` is its look for the claim and its wait for the reader;
 * ``finish``: Airflow's own after the callable (XCom, outlet events, state) until the task's end.
 
 And where the CPU went during each command's wall (``devtools/cpu_meter.py``, by process
@@ -47,7 +50,7 @@ also printed by CPU.
 The load average is printed with each figure: on a shared machine single figures vary, the
 ratio in one go less so. Asserts nothing about time.
   python bench/backfill.py [--intervals 48] [--records 300] [--max-active-runs 4]
-                          [--tasks separate,combined]
+                          [--tasks separate,combined,ahead]
 """
 from __future__ import annotations
 
@@ -73,7 +76,10 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
 STEPS = ("plan", "read", "commit")
-LAYOUTS = ("separate", "combined")
+LAYOUTS = ("separate", "combined", "ahead")
+# each layout's lines in the pipeline file
+LAYOUT_YAML = {"separate": "tasks: separate", "combined": "tasks: combined\nread_ahead: 0",
+               "ahead": "tasks: combined"}
 TASKS, SCRIPT, REST = "task processes", "this script", "rest of the machine"
 # where the CPU goes, in the order printed; the bench's own (its sampling) and the rest of the
 # machine's are printed apart, after what the deployment used
@@ -93,7 +99,7 @@ def pipeline(folder: Path, name: str, schedule: str, last_start: int, tasks: str
              topic: str, remote: str, output: Path, max_active_runs: int) -> None:
     (folder / f"{name}.yaml").write_text(f"""
 mode: interval
-tasks: {tasks}
+{LAYOUT_YAML[tasks]}
 schedule: "{schedule}"
 start_date: "2024-05-01T00:00:00Z"
 end_date: "{utc(last_start):%Y-%m-%dT%H:%M:%SZ}"  # no scheduled run besides the backfill
@@ -175,9 +181,10 @@ def print_ratios(figures: dict[str, tuple[Measured, Measured]], cold: Measured) 
               f"{deployment(hours[2]) / deployment(warm[2]):.1f}x the deployment's, "
               f"{runs[0] / runs[1]:.1f}x without the CLI's (its fixed cost), "
               f"{hours[2].machine / warm[2].machine:.1f}x the machine's")
-    if len(figures) == 2:
-        (before, _), (after, _) = figures["separate"], figures["combined"]
-        print(f"  combined / separate, the hourly backfill: {after[1] / before[1]:.2f}x by "
+    first, *others = figures
+    for other in others:  # each layout's hourly backfill against the first one's
+        (before, _), (after, _) = figures[first], figures[other]
+        print(f"  {other} / {first}, the hourly backfill: {after[1] / before[1]:.2f}x by "
               f"the runs' own time, {after[0] / before[0]:.2f}x by the CLI's wall, "
               f"{deployment(after[2]) / deployment(before[2]):.2f}x by the deployment's CPU")
 
@@ -252,7 +259,8 @@ def pages(airflow: AirflowServices, path: str, key: str) -> list[dict[str, Any]]
         offset += 100
 
 
-STEP_ENDS = {"plan": ("Planned ", "Reusing the plan"), "read": ("Read ",),
+STEP_ENDS = {"plan": ("Planned ", "Reusing the plan", "Committing what run"),
+             "read": ("Read ", "Committing what run"),
              "commit": ("Committed ",)}
 
 
@@ -350,7 +358,7 @@ def arguments() -> tuple[argparse.Namespace, list[str]]:
     ap.add_argument("--database", choices=("postgres", "sqlite"), default="postgres",
                     help="Airflow's metadata database (SQLite: one writer at a time)")
     ap.add_argument("--tasks", default=",".join(LAYOUTS),
-                    help="task layouts to measure, in this order (separate, combined)")
+                    help="task layouts to measure, in this order (separate, combined, ahead)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
     args = ap.parse_args()
     layouts = args.tasks.split(",")

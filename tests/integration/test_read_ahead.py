@@ -4,11 +4,15 @@ task reads the five queued runs' intervals in its own job; each of those runs co
 was read for it, with the plan it was read by, in its own task: every interval is one DAG
 run, exact, and no claim or staging area is left. A malformed record in one interval fails
 that interval's run alone, with its own error: the runs reading it ahead fall back to their
-own interval."""
+own interval. A run that planned before (a failed try's saved plan) keeps its own plan even
+when another run read its interval ahead.
+
+Each test fills the session's fault file itself and leaves it empty."""
 import json
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -26,10 +30,10 @@ HOUR = 3_600_000
 HOURS = 6
 
 
-def backfill(airflow, name):
+def backfill(airflow, name, *extra, hours=HOURS):
     cli = [str(Path(sys.executable).parent / "streamslice"), "--dir", str(airflow.pipelines),
            "backfill", name, "--from", "2024-05-01T00:00:00Z",
-           "--to", f"2024-05-01T{HOURS:02d}:00:00Z", "--unpause", "--json"]
+           "--to", f"2024-05-01T{hours:02d}:00:00Z", "--unpause", "--json", *extra]
     out = subprocess.run(cli, env=airflow.env, capture_output=True, text=True, timeout=1200)
     assert out.stdout, out.stderr[-3000:]
     return out.returncode, json.loads(out.stdout)
@@ -53,18 +57,27 @@ def setup(broker, airflow, spark_connect, tmp_path, extra=()):
 
 
 def plans_and_starts(airflow, name):
-    """Each run's plan (the task's XCom ``plan``) and when its task started."""
+    """Each run's plan (the task's XCom ``plan``), when its task started, its state and what
+    it returned (``read_ahead``: the partitions it read for other runs)."""
     out = {}
     runs = airflow.api("GET", f"/api/v2/dags/{name}/dagRuns?limit=100")["dag_runs"]
     for run in runs:
         path = f"/api/v2/dags/{name}/dagRuns/{run['dag_run_id']}/taskInstances/plan_read_commit"
         ti = airflow.api("GET", path)
-        plan = airflow.api("GET", f"{path}/xcomEntries/plan?deserialize=true")["value"]
-        if isinstance(plan, str):
-            plan = json.loads(plan)
+        plan, returned = (xcom(airflow, f"{path}/xcomEntries/{key}")
+                          for key in ("plan", "return_value"))
         started = datetime.fromisoformat(ti["start_date"].replace("Z", "+00:00"))
-        out[run["logical_date"][:13]] = (plan, started.timestamp() * 1000, ti["state"])
+        out[run["logical_date"][:13]] = {"plan": plan, "started": started.timestamp() * 1000,
+                                         "state": ti["state"], "returned": returned}
     return dict(sorted(out.items()))
+
+
+def xcom(airflow, path):
+    try:
+        value = airflow.api("GET", f"{path}?deserialize=true")["value"]
+    except Exception:  # noqa: BLE001 - a failed try returned nothing
+        return None
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def claims_left(airflow):
@@ -89,12 +102,13 @@ def test_the_first_run_reads_the_queued_runs_intervals_and_each_run_commits_its_
 
     runs = list(plans_and_starts(airflow, name).values())
     assert len(runs) == HOURS
-    first_plan, first_start, _ = runs[0]
-    for hour, (plan, started, state) in enumerate(runs[1:], start=1):
-        assert state == "success"
-        assert plan["interval"]["start"] == T0 + hour * HOUR
+    assert runs[0]["returned"]["read_ahead"] == [
+        f"interval=20240501T{h:02d}0000Z" for h in range(1, HOURS)]
+    for hour, run in enumerate(runs[1:], start=1):
+        assert run["state"] == "success" and "read_ahead" not in run["returned"]
+        assert run["plan"]["interval"]["start"] == T0 + hour * HOUR
         # planned by the first run's task, before this run's own task started
-        assert first_start < plan["planned_at"] < started, hour
+        assert runs[0]["started"] < run["plan"]["planned_at"] < run["started"], hour
     assert claims_left(airflow) == []
     assert list(Path(tmp_path, "_streamslice", f"pipeline={name}").rglob("staging/*/*")) == []
 
@@ -116,6 +130,44 @@ def test_a_malformed_record_fails_its_own_interval_alone(broker, airflow_service
     assert sorted(p.name for p in dataset.iterdir()) == [
         f"interval=20240501T{h:02d}0000Z" for h in range(HOURS) if h != 2]
     runs = plans_and_starts(airflow, name)
-    failed = next(v for k, v in runs.items() if k.endswith("T02"))
-    assert failed[2] == "failed"
+    assert runs["2024-05-01T02"]["state"] == "failed"
+    # the runs before it read it ahead, failed, and read their own interval alone
+    assert "read_ahead" not in runs["2024-05-01T00"]["returned"]
+    assert runs["2024-05-01T03"]["returned"]["read_ahead"] == [
+        f"interval=20240501T{h:02d}0000Z" for h in (4, 5)]
     assert claims_left(airflow) == []
+
+
+@pytest.fixture
+def faults(airflow_services):
+    yield airflow_services.faults
+    airflow_services.faults.write_text("")
+
+
+@pytest.mark.timeout(1200)
+def test_a_run_with_a_saved_plan_keeps_it_when_its_interval_was_read_ahead(
+        broker, airflow_services, spark_connect, tmp_path, faults):
+    airflow = airflow_services
+    name, sent = setup(broker, airflow, spark_connect, tmp_path)
+    # the first two runs die right after saving their plans, before claiming anything
+    faults.write_text("plan:action=kill_task\nplan:action=kill_task\n")
+    code, first = backfill(airflow, name, hours=3)
+    assert code == 1 and [r["state"] for r in first["runs"]] == ["failed", "failed", "success"]
+    assert faults.read_text() == ""
+    reprocessed = time.time() * 1000
+
+    code, again = backfill(airflow, name, "--reprocess", "failed", hours=3)
+    assert code == 0 and again["state"] == "success", again
+    runs = plans_and_starts(airflow, name)
+    # run 0 re-ran first (one run at a time): it reused its saved plan and read run 1's
+    # interval ahead; run 1 committed its own saved plan (made before the re-run), read by
+    # itself, not the plan run 0 read it by
+    assert runs["2024-05-01T00"]["plan"]["planned_at"] < reprocessed
+    assert runs["2024-05-01T00"]["returned"]["read_ahead"] == ["interval=20240501T010000Z"]
+    assert runs["2024-05-01T01"]["plan"]["planned_at"] < reprocessed
+    per_hour = Counter((t - T0) // HOUR for _, _, t in sent)
+    assert [r["records"] for r in again["runs"]] == [per_hour[h] for h in range(3)]
+    exactly_once(f"{tmp_path}/pipeline={name}",
+                 [(p, o) for p, o, t in sent if t < T0 + 3 * HOUR])
+    assert claims_left(airflow) == []
+    assert list(Path(tmp_path, "_streamslice", f"pipeline={name}").rglob("staging/*/*")) == []

@@ -40,6 +40,7 @@ def test_airflow_services_mount_the_repo_and_share_settings(service):
     assert e["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
     assert "@postgres:5432/" in e["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
     assert e["AIRFLOW__CORE__DAGS_FOLDER"] == "/opt/streamslice/dags"
+    assert e["AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME"] == "0.2"  # docs/performance.md
     assert e["STREAMSLICE_HOME"] == "/opt/streamslice"
     assert SERVICES[service]["depends_on"]["airflow-init"]["condition"] == \
         "service_completed_successfully"

@@ -99,10 +99,11 @@ def read_task(pipeline_file: str, **context: Any) -> str:
 
 
 def _read(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any],
-          claims: Claims | None = None) -> str:
+          claims: Claims | None = None, read_ahead: list[str] | None = None) -> str:
     """Read every split into this try's staging area; its URI. With ``claims`` (a combined
     task reading ahead), the intervals of queued runs it claims are read in the same job, each
-    into a staging area of its run's own, and recorded in their claims for those runs."""
+    into a staging area of its run's own, and recorded in their claims for those runs (and
+    their partitions in ``read_ahead``)."""
     ti = context["ti"]
     staging = _read_staging(plan, context)
     remember(context, plan=plan)
@@ -133,6 +134,8 @@ def _read(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any],
         assert claims is not None
         log.info("Read %s for run %s into %s", other.partition, other.run_id, uri)
         claims.complete(other.partition, other.to_dict(), uri)
+        if read_ahead is not None:
+            read_ahead.append(other.partition)
     emit([step_timing("read", took)], cfg.name, cfg.source.kind)
     remember(context, staging=staging.uri)
     return staging.uri
@@ -271,9 +274,11 @@ def plan_read_commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
             except CommitError:  # it failed verification, or is gone unpublished
                 store.delete(STAGED)  # so the next try (a clear) reads the plan again
                 raise
-        uri = _read(cfg, read_plan(data), context, claims)
+        ahead: list[str] = []
+        uri = _read(cfg, read_plan(data), context, claims, ahead)
         _note(lambda: store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": uri}))
-        return _commit_and_forget(cfg, data, uri, context)
+        result = _commit_and_forget(cfg, data, uri, context)
+        return {**result, "read_ahead": ahead} if ahead else result
 
 
 def _adopt(cfg: PipelineConfig, claim: ReadAhead, claims: Claims, partition: str,

@@ -105,6 +105,13 @@ def test_started_runs_are_skipped_and_a_claim_of_another_run_ends_the_claims():
     assert [r for r, _ in got] == [run(2), run(4)]  # 5 is another's: 6 is left to it
 
 
+def test_a_retry_takes_again_the_claims_an_earlier_try_of_its_run_left():
+    c, state = claims({run(h): None for h in range(1, 4)}, read_ahead=2)
+    state.set(key(part(1)), ReadAhead(run(1), by=run(0), claimed_at=NOW - 60_000).to_dict())
+    assert [r for r, _ in c.claim(c.cfg.interval(T0, T0 + HOUR))] == [run(1), run(2)]
+    assert ReadAhead.from_dict(state.values[key(part(1))]).claimed_at == NOW
+
+
 def test_claims_end_at_an_interval_without_a_run_or_still_open():
     c, _ = claims({run(1): None, run(3): None}, read_ahead=5)
     assert [r for r, _ in c.claim(c.cfg.interval(T0, T0 + HOUR))] == [run(1)]

@@ -83,8 +83,9 @@ class Claims:
         """Claim the intervals after ``after`` whose runs have not started their task and that
         are closed: up to ``cfg.read_ahead`` of them, looking no further than that many plus
         ``max_active_runs`` (the runs that may be running meanwhile) intervals, and up to the
-        first interval without a run or claimed by another run's task. (run id, interval) of
-        each."""
+        first interval without a run or claimed by another run's task (a claim an earlier
+        try of this run made is taken again, so its runs do not wait it out). (run id,
+        interval) of each."""
         claimed: list[tuple[str, Interval]] = []
         interval = after
         for _ in range(self.cfg.read_ahead + self.cfg.max_active_runs):
@@ -102,7 +103,8 @@ class Claims:
             if tasks.get(TASK) not in NOT_STARTED:
                 continue  # started: it plans and reads for itself
             partition = partition_name("interval", interval)
-            if self.get(partition) is not None:
+            held = self.get(partition)
+            if held is not None and held.by != self.run_id:  # an earlier try's is retaken
                 break  # another run's task reads from here on: no interleaved claims
             self.put(partition, ReadAhead(run_id=run_id, by=self.run_id, claimed_at=now_ms()))
             claimed.append((run_id, interval))

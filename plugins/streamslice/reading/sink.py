@@ -41,12 +41,17 @@ def parquet_codec(file_format: str, compression: str) -> str | None:
     return CODECS.get(compression.lower()) if file_format == "parquet" else None
 
 
+def staged_file(plan: ReadPlan) -> tuple[str, str]:
+    """The file format and Spark compression the read job stages the plan's records in."""
+    if plan.output is None:
+        return "parquet", "snappy"
+    return staged_format(plan.output), plan.output.compression
+
+
 def direct_codec(plan: ReadPlan) -> str | None:
     """The codec the readers write the plan's staged Parquet in themselves (the job's direct
     write path), or None where Spark writes the staged output (another format or codec)."""
-    if plan.output is None:
-        return parquet_codec("parquet", "snappy")
-    return parquet_codec(staged_format(plan.output), plan.output.compression)
+    return parquet_codec(*staged_file(plan))
 
 
 class ParquetSink:

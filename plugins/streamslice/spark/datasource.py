@@ -161,7 +161,6 @@ class PlanReader(DataSourceReader):
             from streamslice.sources import read_plan
             self.plans.append((other["plan"], other["staging"],
                                [s.to_dict() for s in read_plan(other["plan"]).splits]))
-        self.splits = self.plans[0][2]
 
     @user_errors
     def partitions(self) -> list[SplitPartition]:

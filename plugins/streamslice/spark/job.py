@@ -7,9 +7,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
-from ..commit.publishers import staged_constants, staged_format
+from ..commit.publishers import staged_constants
 from ..errors import SourceError, StreamsliceError, from_text
-from ..reading.sink import direct_codec
+from ..reading.sink import parquet_codec, staged_file
 from ..reading.staging import Staging
 from ..sources import source_class
 
@@ -31,34 +31,6 @@ def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
     them. ``ahead``: other plans of the same pipeline (``reading.ahead``), each with its own
     staging area, read in the same job; only on the readers' own write path."""
     staging = Staging(staging_uri, plan.output.auth if plan.output else None)
-    codec = direct_codec(plan) if direct else None
-    if ahead and not codec:
-        raise ValueError("reading ahead needs the readers' own Parquet write path")
-    try:
-        reader = _reader(spark, plan, staging_uri, properties, options, codec, pack)
-        if ahead:  # one read of every plan, their splits packed into the same tasks
-            reader = reader.option("ahead", json.dumps(
-                [{"plan": other.to_json(), "staging": uri} for other, uri in ahead]))
-            for other, uri in ahead:
-                Staging(uri, other.output.auth if other.output else None).clear_data()
-        df = reader.load()
-        if codec:
-            df.write.format("noop").mode("overwrite").save()  # runs the tasks, writes nothing
-            return staging.data_uri
-        for name, value in staged_constants(plan).items():  # tables partition by it
-            df = df.withColumn(name, _functions(spark).lit(value))
-        fmt, compression = ((staged_format(plan.output), plan.output.compression)
-                            if plan.output else ("parquet", "snappy"))
-        (df.write.mode("overwrite").format(fmt).option("compression", compression)
-         .save(staging.data_uri))
-    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors: unwrap names ours
-        raise unwrap(exc) from None
-    return staging.data_uri
-
-
-def _reader(spark: Any, plan: ReadPlan, staging_uri: str, properties: dict[str, Any] | None,
-            options: dict[str, Any] | None, codec: str | None, pack: bool) -> Any:
-    """The DataFrameReader of ``plan`` into ``staging_uri``."""
     reader = (spark.read.format(f"streamslice-{plan.source}").option("plan", plan.to_json())
               .option("staging", staging_uri))
     if options:
@@ -68,14 +40,33 @@ def _reader(spark: Any, plan: ReadPlan, staging_uri: str, properties: dict[str, 
     prefix = source_class(plan.source).option_prefix
     for key, value in (properties or {}).items():
         reader = reader.option(prefix + key, str(value))
+    fmt, compression = staged_file(plan)
+    codec = parquet_codec(fmt, compression) if direct else None
+    if ahead and not codec:
+        raise ValueError("reading ahead needs the readers' own Parquet write path")
     if codec:
         reader = reader.option("directWrite", codec).option("packSplits", str(pack).lower())
         slots = _parallelism(spark)
         if slots:
             reader = reader.option("taskSlots", str(slots))
-        # what mode("overwrite") does on Spark's path
-        Staging(staging_uri, plan.output.auth if plan.output else None).clear_data()
-    return reader
+        if ahead:  # one read of every plan, their splits packed into the same tasks
+            reader = reader.option("ahead", json.dumps(
+                [{"plan": other.to_json(), "staging": uri} for other, uri in ahead]))
+        # what mode("overwrite") does on Spark's path, in every staging area read into
+        for read, uri in ((plan, staging_uri), *ahead):
+            Staging(uri, read.output.auth if read.output else None).clear_data()
+    try:
+        df = reader.load()
+        if codec:
+            df.write.format("noop").mode("overwrite").save()  # runs the tasks, writes nothing
+            return staging.data_uri
+        for name, value in staged_constants(plan).items():  # tables partition by it
+            df = df.withColumn(name, _functions(spark).lit(value))
+        (df.write.mode("overwrite").format(fmt).option("compression", compression)
+         .save(staging.data_uri))
+    except Exception as exc:  # noqa: BLE001 - Spark wraps executor errors: unwrap names ours
+        raise unwrap(exc) from None
+    return staging.data_uri
 
 
 def _parallelism(spark: Any) -> int | None:

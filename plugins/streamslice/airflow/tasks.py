@@ -276,7 +276,7 @@ def plan_read_commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
                 raise
         ahead: list[str] = []
         uri = _read(cfg, read_plan(data), context, claims, ahead)
-        _note(lambda: store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": uri}))
+        _note_staged(store, data, uri)
         result = _commit_and_forget(cfg, data, uri, context)
         return {**result, "read_ahead": ahead} if ahead else result
 
@@ -290,7 +290,7 @@ def _adopt(cfg: PipelineConfig, claim: ReadAhead, claims: Claims, partition: str
     store.set("plan", data)
     context["ti"].xcom_push(key="plan", value=data)
     log.info("Committing what run %s read ahead for this run into %s.", claim.by, staging)
-    _note(lambda: store.set(STAGED, {"plan_id": plan_id(read_plan(data)), "staging": staging}))
+    _note_staged(store, data, staging)
     try:
         return _commit_and_forget(cfg, data, staging, context)
     except CommitError:  # it failed verification, or is gone unpublished
@@ -319,6 +319,12 @@ def _commit_and_forget(cfg: PipelineConfig, data: dict[str, Any], staging_uri: s
     remember(context, staging=None)  # committed and cleaned up: the manifest has the counts
     _note(lambda: context["task_state_store"].delete(STAGED))
     return result
+
+
+def _note_staged(store: Any, data: dict[str, Any], staging_uri: str) -> None:
+    """``STAGED``: the plan ``data``'s records are read to the end into ``staging_uri``."""
+    _note(lambda: store.set(STAGED, {"plan_id": plan_id(read_plan(data)),
+                                     "staging": staging_uri}))
 
 
 def _note(write: Any) -> None:

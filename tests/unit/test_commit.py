@@ -1,8 +1,10 @@
 """Verification catches what a broken read would leave: missing, duplicated or foreign records,
 unfinished splits; the checkpoint refuses to advance over another writer."""
 import json
+import os
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -191,3 +193,86 @@ def test_a_cleared_run_with_its_saved_plan_republishes(tmp_path):
                          run_id="r1", now_ms=2)
     assert (first.committed_at, again.committed_at) == (1, 2)
     assert read_manifest(str(tmp_path / "ds"), "batch=00000001")["committed_at"] == 2
+
+
+def _group_by(table, group, position):
+    """What Arrow's own (Acero) group-by says, the answer the kernels-only count must give."""
+    import pyarrow.dataset  # noqa: F401  (Acero; the code under test avoids it)
+
+    col = position or group[0]
+    aggs = [(col, "count")] + ([(position, "min"), (position, "max")] if position else [])
+    out = {}
+    for row in table.group_by(list(group)).aggregate(aggs).to_pylist():
+        key = ":".join(str(row[g]) for g in group)
+        out[key] = {"records": row[f"{col}_count"]}
+        if position:
+            out[key].update(min=row[f"{position}_min"], max=row[f"{position}_max"])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_counting_per_key_gives_arrows_group_by_answers(seed):
+    import random
+
+    from streamslice.commit.verify import _per_key
+
+    rnd = random.Random(seed)
+    n = rnd.choice([1, 7, 500])
+    table = pa.table({
+        "topic": [rnd.choice(["a", "b", None]) for _ in range(n)],
+        "partition": [rnd.choice([0, 1, 2, None]) for _ in range(n)],
+        "offset": [rnd.choice([None, *range(50)]) if seed % 2 else rnd.randrange(10**12)
+                   for _ in range(n)]})
+    table = pa.concat_tables([table.slice(0, n // 2), table.slice(n // 2)])  # two chunks
+    for group, position in [(("topic", "partition"), "offset"), (("topic",), None),
+                            (("partition",), "offset")]:
+        assert _per_key(table, group, position) == _group_by(table, group, position)
+
+
+def test_the_staged_parquet_files_are_found_as_pyarrow_dataset_finds_them(tmp_path):
+    """Nested folders read, names starting with ``.`` or ``_`` skipped (Spark's ``_SUCCESS``
+    and ``.crc``), a file that is not Parquet (a killed read's half) skipped: the same rows as
+    ``pyarrow.dataset`` with ``exclude_invalid_files``."""
+    import pyarrow.dataset as ds
+
+    from streamslice.commit.verify import _parquet_columns
+
+    plan = make_plan()
+    st = stage(tmp_path, GOOD_ROWS, good_summaries(plan))
+    data = tmp_path / "staging" / "data"
+    table = pq.read_table(data / "part-0.parquet")
+    (data / "nested").mkdir()
+    pq.write_table(table.slice(0, 2), data / "nested" / "part-1.parquet")
+    pq.write_table(table, data / "_SUCCESS")
+    pq.write_table(table, data / ".part-0.parquet.crc")
+    (data / "_temporary").mkdir()
+    pq.write_table(table, data / "_temporary" / "part-9.parquet")
+    (data / "part-2.parquet").write_bytes((data / "part-0.parquet").read_bytes()[:40])
+    (data / "part-3.parquet").write_bytes(b"")
+    cols = ["topic", "partition", "offset"]
+    ours = _parquet_columns(st, cols)
+    theirs = ds.dataset(str(data), format="parquet", exclude_invalid_files=True).to_table(cols)
+    assert ours.num_rows == 9
+    assert sorted(ours.to_pylist(), key=str) == sorted(theirs.to_pylist(), key=str)
+
+
+def test_verifying_a_staged_parquet_read_imports_no_pandas(tmp_path):
+    """A run's commit verifies in a fresh task process: importing pandas (which
+    ``pyarrow.dataset`` and Arrow's group-by do) was most of that process's CPU (#31)."""
+    import subprocess
+    import sys
+
+    plan = make_plan()
+    stage(tmp_path, GOOD_ROWS, good_summaries(plan))
+    code = (
+        "import sys, pyarrow.parquet as pq\n"
+        "from streamslice.commit.verify import verify\n"
+        "from streamslice.reading.staging import Staging\n"
+        "from test_commit import make_plan, good_summaries\n"
+        f"figures = verify(make_plan(), Staging({str(tmp_path / 'staging')!r}))\n"
+        "print(figures.records, figures.per_key['t:1'], 'pandas' in sys.modules)\n")
+    here = str(Path(__file__).parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert out.split() == ["7", "{'records':", "2,", "'min':", "10,", "'max':", "11}", "False"]

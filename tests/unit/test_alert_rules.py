@@ -95,3 +95,28 @@ def test_freshness_is_a_duration_and_stale_data_is_said_with_its_age():
         "its scheduler stopped?")
     assert stale(None, newest, t0 + 10**9) is None  # no limit set
     assert stale(7_200_000, None, t0) is None  # never published: nothing to measure from
+
+
+class CountingState:
+    """The asset state accessor's get/set, faked to count the writes (our own logic)."""
+
+    def __init__(self, value=None):
+        self.value, self.writes = value, 0
+
+    def get(self, key):
+        return self.value
+
+    def set(self, key, value):
+        self.value, self.writes = value, self.writes + 1
+
+
+@pytest.mark.parametrize("before, records, after, writes", [
+    (None, 5, None, 0), (0, 5, 0, 0), (3, 5, 0, 1), (None, 0, 1, 1), (2, 0, 3, 1)])
+def test_the_empty_streak_is_written_only_when_it_changes(before, records, after, writes):
+    from types import SimpleNamespace
+
+    from streamslice.airflow.alerting import after_commit
+
+    state = CountingState(before)
+    after_commit(SimpleNamespace(alerts=None), SimpleNamespace(records=records), None, state)
+    assert (state.value, state.writes) == (after, writes)

@@ -104,10 +104,11 @@ class _LogNotifier(BaseNotifier):
 def after_commit(cfg: PipelineConfig, manifest: Manifest, context: Any,
                  state: Any) -> None:
     """Threshold alerts for a committed run; ``state`` is the asset state accessor (for the
-    consecutive-empty count)."""
-    streak = state.get(STREAK_KEY) or 0
-    streak = streak + 1 if manifest.records == 0 else 0
-    state.set(STREAK_KEY, streak)
+    consecutive-empty count, written only when it changes: one API call less a run)."""
+    before = state.get(STREAK_KEY) or 0
+    streak = before + 1 if manifest.records == 0 else 0
+    if streak != before:
+        state.set(STREAK_KEY, streak)
     if cfg.alerts is None:
         return
     for kind, message, details in evaluate(cfg.alerts, manifest, streak):

@@ -134,10 +134,13 @@ def test_a_backfill_create_failing_half_way_commits_no_run_unlike_airflows_own(a
     """Airflow's ``backfill create`` on SQLite commits each run it clears or makes (a savepoint
     that begins the transaction commits it on release), so a failure at the third of four
     intervals leaves the first two taken over by a backfill and the others as they were: a
-    ``--reprocess failed`` re-run then ran half its intervals. ``backfill_create``, which the
-    wrapper runs, commits them together: the same failure leaves every run as it was. The
+    ``--reprocess failed`` re-run then ran half its intervals. ``backfill_create``, as a command
+    and as the wrapper creates in its own process, commits them together: the same failure
+    leaves every run as it was. The
     failure is a trigger in the metadata database, where SQLite's lock would strike."""
     from airflow.configuration import conf
+
+    from streamslice.airflow.backfill import _backfill_create
     cfg = kafka_pipeline("127.0.0.1:1", "t", name=unique("bf_half"), mode="interval",
                          schedule="@hourly", start_date="2024-05-01T00:00:00Z")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]))
@@ -170,8 +173,13 @@ def test_a_backfill_create_failing_half_way_commits_no_run_unlike_airflows_own(a
 
     def states_after(cmd):
         failed_runs_then_refuse_the_third()
-        out = run(cmd, *create, "--reprocess-behavior", "failed")
-        assert out.returncode != 0 and "refused" in out.stderr, out.stderr[-2000:]
+        if cmd is None:  # what streamslice backfill does, in its own process
+            error = _backfill_create(cfg.name, datetime(2024, 5, 1, tzinfo=timezone.utc),
+                                     datetime(2024, 5, 1, 3, tzinfo=timezone.utc), "failed", 1)
+            assert error is not None and "refused" in error, error
+        else:
+            out = run(cmd, *create, "--reprocess-behavior", "failed")
+            assert out.returncode != 0 and "refused" in out.stderr, out.stderr[-2000:]
         return [(date[11:16], state) for date, state in db.execute(
             "SELECT logical_date, state FROM dag_run WHERE dag_id = ? ORDER BY logical_date",
             (cfg.name,))]
@@ -180,6 +188,7 @@ def test_a_backfill_create_failing_half_way_commits_no_run_unlike_airflows_own(a
         assert states_after(plain) == [("00:00", "queued"), ("01:00", "queued"),
                                        ("02:00", "failed"), ("03:00", "failed")]
         assert states_after(ours) == [(f"0{h}:00", "failed") for h in range(4)]
+        assert states_after(None) == [(f"0{h}:00", "failed") for h in range(4)]
     finally:
         with db:
             db.execute("DROP TRIGGER IF EXISTS refuse_third")

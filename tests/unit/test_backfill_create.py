@@ -2,12 +2,11 @@
 committed its runs: the retry meets Airflow's AlreadyRunningBackfill for a backfill that is
 its own, which it follows, while a backfill someone else has running is still refused; and a
 backfill holding only some of the intervals (what a plain ``airflow backfill create`` failing
-half-way on SQLite leaves) is followed, then one made for the rest. Airflow is faked here (the
-``backfill create`` process and the metadata queries), to cover our own decisions only; the
+half-way on SQLite leaves) is followed, then one made for the rest. Airflow is faked here (its
+``backfill create`` and the metadata queries), to cover our own decisions only; the
 real scheduler runs them in tests/chaos/test_backfill_kill.py. Last, on a real SQLite file,
 why ``backfill_create`` begins its transactions itself: a savepoint is otherwise a commit."""
 import sqlite3
-import subprocess
 from contextlib import nullcontext
 from datetime import datetime, timezone
 
@@ -25,13 +24,13 @@ RUNNING = "airflow.exceptions.AlreadyRunningBackfill: Another backfill is runnin
 
 
 def fake_airflow(monkeypatch, answers, open_runs):
-    """``airflow backfill create`` answers in turn; ``open_runs(created_since)`` fakes the
-    count of queued or running runs of the DAG's open backfills."""
+    """``airflow backfill create`` fails with these errors in turn; ``open_runs(created_since)``
+    fakes the count of queued or running runs of the DAG's open backfills."""
     tries = []
 
     def backfill_create(*args):
         tries.append(datetime.now(timezone.utc))
-        return subprocess.CompletedProcess(args, 1, "", answers[len(tries) - 1])
+        return answers[len(tries) - 1]
 
     monkeypatch.setattr(bf, "_backfill_create", backfill_create)
     monkeypatch.setattr(bf, "_uncovered", lambda dag_id, intervals, since: [])

@@ -27,12 +27,9 @@ and still checks what the backfill it follows holds: one holding only some of th
 is followed, then another is made for the rest."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
+import traceback
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..commit.manifest import Manifest, read_manifest
@@ -163,10 +160,7 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
     on SQLite), or find the one a try of ours made; returns the intervals it does not hold
     (a backfill made by a plain ``airflow backfill create`` that failed half-way)."""
     # Backfill dates are logical dates, which for data-interval timetables are interval starts.
-    args = ["--dag-id", dag_id,
-            "--from-date", from_ms(intervals[0].start).isoformat(),
-            "--to-date", from_ms(intervals[-1].start).isoformat(),
-            "--reprocess-behavior", reprocess, "--max-active-runs", str(max_active_runs)]
+    dates = (from_ms(intervals[0].start), from_ms(intervals[-1].start))
     # What can stand in the way, and what ends it (see the module docstring): a finished
     # backfill not swept yet (closed here at once), SQLite's lock (seconds; a backfill our own
     # try left without runs is removed here), a backfill without runs that someone else left
@@ -177,10 +171,9 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
     first = datetime.now(timezone.utc) - timedelta(seconds=1)
     while True:
         since = datetime.now(timezone.utc) - timedelta(seconds=1)
-        out = _backfill_create(*args)
-        if out.returncode == 0:
+        text = _backfill_create(dag_id, *dates, reprocess, max_active_runs)
+        if text is None:
             return _uncovered(dag_id, intervals, first)
-        text = out.stderr + out.stdout
         if "AlreadyRunningBackfill" in text:
             busy = _open_backfill_runs(dag_id)
             if busy and locked_since and _open_backfill_runs(dag_id, locked_since):
@@ -218,14 +211,17 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
         time.sleep(3)
 
 
-def _backfill_create(*args: str) -> subprocess.CompletedProcess[str]:
-    """``airflow backfill create ARGS``, committing its runs together also on SQLite
-    (``backfill_create``)."""
-    root = str(Path(__file__).resolve().parents[2])  # where this streamslice is imported from
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "streamslice.airflow.backfill_create", *args],
-                          capture_output=True, text=True, env=env)
+def _backfill_create(dag_id: str, from_date: datetime, to_date: datetime, reprocess: str,
+                     max_active_runs: int) -> str | None:
+    """``airflow backfill create``, committing its runs together also on SQLite
+    (``backfill_create.create``): None once created, else the error with its traceback (whose
+    frames tell where SQLite's lock struck)."""
+    from .backfill_create import create
+    try:
+        create(dag_id, from_date, to_date, reprocess, max_active_runs)
+    except Exception:  # noqa: BLE001 (Airflow's errors, read below as its command's output was)
+        return traceback.format_exc()
+    return None
 
 
 def _uncovered(dag_id: str, intervals: list[Interval], since: datetime) -> list[Interval]:

@@ -1,6 +1,7 @@
 """``airflow backfill create`` whose runs are committed all together or not at all, also on
-SQLite: what ``streamslice backfill`` runs (``python -m streamslice.airflow.backfill_create
-ARGS…`` takes the arguments of ``airflow backfill create``).
+SQLite: what ``streamslice backfill`` does in its own process (``create``), and a command
+(``python -m streamslice.airflow.backfill_create ARGS…`` takes the arguments of ``airflow
+backfill create``).
 
 Python's sqlite3 module (before 3.12's ``autocommit=False``) begins a transaction only before
 a write, so on SQLite SQLAlchemy's SAVEPOINT is what begins one, and its RELEASE, the
@@ -16,8 +17,19 @@ failing when another writer (the scheduler) commits between its read and its wri
 Other databases are left as they are."""
 from __future__ import annotations
 
+import logging
 import sys
-from typing import Any
+import warnings
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from datetime import datetime
+
+
+# Airflow's loggers that speak while a backfill is created, quiet then (``create``).
+QUIET = ("airflow.models.backfill", "airflow.plugins_manager")
 
 
 def begin_immediate(conn: Any) -> None:
@@ -37,6 +49,55 @@ def real_sqlite_transactions() -> None:
     from sqlalchemy.engine import Engine
     if not event.contains(Engine, "begin", begin_immediate):
         event.listen(Engine, "begin", begin_immediate)
+
+
+@contextmanager
+def immediate_transactions() -> Iterator[None]:
+    """``real_sqlite_transactions`` for a while, in a process that goes on afterwards (its
+    later reads must not take SQLite's write lock)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+    added = not event.contains(Engine, "begin", begin_immediate)
+    if added:
+        event.listen(Engine, "begin", begin_immediate)
+    try:
+        yield
+    finally:
+        if added:
+            event.remove(Engine, "begin", begin_immediate)
+
+
+def create(dag_id: str, from_date: datetime, to_date: datetime, reprocess: str,
+           max_active_runs: int) -> None:
+    """What ``airflow backfill create --dag-id … --from-date … --to-date …
+    --reprocess-behavior … --max-active-runs …`` does, its runs committed together: in this
+    process, which has imported Airflow already (another process would import it again, about
+    2 CPU s). Raises what Airflow raises (``AlreadyRunningBackfill``, SQLite's "database is
+    locked", …); what Airflow logs or warns meanwhile short of an error (a line per run, a
+    plugin found twice, its own deprecations), which the command's process kept to itself,
+    is not logged."""
+    from airflow.api_fastapi.common.dagbag import resolve_run_on_latest_version
+    from airflow.models.backfill import ReprocessBehavior, _create_backfill
+    from airflow.utils.platform import getuser
+    from airflow.utils.session import create_session
+    quiet = [logging.getLogger(name) for name in QUIET]
+    levels = [logger.level for logger in quiet]
+    for logger in quiet:
+        logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with create_session() as session:
+                latest = resolve_run_on_latest_version(None, dag_id, session, fallback=True)
+            with immediate_transactions():
+                _create_backfill(dag_id=dag_id, from_date=from_date, to_date=to_date,
+                                 max_active_runs=max_active_runs, reverse=False,
+                                 dag_run_conf=None, triggering_user_name=getuser(),
+                                 reprocess_behavior=ReprocessBehavior(reprocess),
+                                 run_on_latest_version=latest)
+    finally:
+        for logger, level in zip(quiet, levels):
+            logger.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -200,7 +200,10 @@ def backfill(airflow: AirflowServices, folder: Path, name: str,
     if out.returncode != 0:
         sys.exit(f"backfill of {name} failed:\n{out.stderr[-3000:]}\n"
                  f"{airflow.log_tail('scheduler')}")
-    result = json.loads(out.stdout)
+    try:
+        result = json.loads(out.stdout)
+    except ValueError:
+        sys.exit(f"backfill of {name} printed no JSON:\n{out.stdout[:3000]}")
     if result["state"] != "success":
         sys.exit(f"backfill of {name}: {result}")
     waits = [ln for ln in out.stderr.splitlines() if ln.startswith(f"backfill {name}:")]

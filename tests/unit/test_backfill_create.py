@@ -136,3 +136,22 @@ def test_savepoints_commit_on_sqlite_unless_the_transaction_is_begun_for_them(tm
     with engine.connect() as conn:
         kept = [n for (n,) in conn.exec_driver_sql("SELECT n FROM run ORDER BY n")]
     assert kept == ([0] if immediate else [0, 1, 2, 9])
+
+
+def test_what_airflow_prints_while_creating_stays_out_of_the_commands_output(capfd):
+    """Airflow's loggers print to standard output, some through a stream they bound before
+    (structlog's), so ``streamslice backfill --json`` printed Airflow's lines before its JSON
+    once the backfill was created in its own process. What is written to file descriptors 1
+    and 2 meanwhile is captured, as another process's output was, and handed back."""
+    import os
+
+    from streamslice.airflow.backfill_create import captured_output
+
+    with open(1, "w", closefd=False) as bound:  # a logger's stream on standard output
+        print("before", file=bound, flush=True)
+        with captured_output() as printed:
+            print("a line a run", file=bound, flush=True)
+            os.write(2, b"a warning\n")
+            assert printed() == "a line a run\na warning\n"
+        print("after", file=bound, flush=True)
+    assert capfd.readouterr() == ("before\nafter\n", "")

@@ -214,13 +214,15 @@ def _create(dag_id: str, intervals: list[Interval], reprocess: str, max_active_r
 def _backfill_create(dag_id: str, from_date: datetime, to_date: datetime, reprocess: str,
                      max_active_runs: int) -> str | None:
     """``airflow backfill create``, committing its runs together also on SQLite
-    (``backfill_create.create``): None once created, else the error with its traceback (whose
-    frames tell where SQLite's lock struck)."""
-    from .backfill_create import create
-    try:
-        create(dag_id, from_date, to_date, reprocess, max_active_runs)
-    except Exception:  # noqa: BLE001 (Airflow's errors, read below as its command's output was)
-        return traceback.format_exc()
+    (``backfill_create.create``): None once created, else what Airflow printed meanwhile and
+    the error with its traceback (whose frames tell where SQLite's lock struck). What it
+    prints (its log lines, a line a run) stays out of the command's output either way."""
+    from .backfill_create import captured_output, create
+    with captured_output() as printed:
+        try:
+            create(dag_id, from_date, to_date, reprocess, max_active_runs)
+        except Exception:  # noqa: BLE001 (Airflow's errors, read as its command's output was)
+            return printed() + traceback.format_exc()
     return None
 
 

@@ -17,19 +17,15 @@ failing when another writer (the scheduler) commits between its read and its wri
 Other databases are left as they are."""
 from __future__ import annotations
 
-import logging
+import os
 import sys
-import warnings
+import tempfile
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from datetime import datetime
-
-
-# Airflow's loggers that speak while a backfill is created, quiet then (``create``).
-QUIET = ("airflow.models.backfill", "airflow.plugins_manager")
 
 
 def begin_immediate(conn: Any) -> None:
@@ -67,37 +63,54 @@ def immediate_transactions() -> Iterator[None]:
             event.remove(Engine, "begin", begin_immediate)
 
 
+@contextmanager
+def captured_output() -> Iterator[Callable[[], str]]:
+    """What this process writes to its standard output and error for a while (file
+    descriptors 1 and 2, so also through a logger that bound ``sys.stdout`` before) goes to a
+    temporary file instead, as another process's would be captured; the function yielded
+    returns what was written so far."""
+    with tempfile.TemporaryFile("w+") as printed:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(printed.fileno(), 1)
+        os.dup2(printed.fileno(), 2)
+
+        def text() -> str:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            printed.seek(0)
+            return printed.read()
+
+        try:
+            yield text
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, was in zip((1, 2), saved):
+                os.dup2(was, fd)
+                os.close(was)
+
+
 def create(dag_id: str, from_date: datetime, to_date: datetime, reprocess: str,
            max_active_runs: int) -> None:
     """What ``airflow backfill create --dag-id … --from-date … --to-date …
     --reprocess-behavior … --max-active-runs …`` does, its runs committed together: in this
     process, which has imported Airflow already (another process would import it again, about
     2 CPU s). Raises what Airflow raises (``AlreadyRunningBackfill``, SQLite's "database is
-    locked", …); what Airflow logs or warns meanwhile short of an error (a line per run, a
-    plugin found twice, its own deprecations), which the command's process kept to itself,
-    is not logged."""
+    locked", …)."""
     from airflow.api_fastapi.common.dagbag import resolve_run_on_latest_version
     from airflow.models.backfill import ReprocessBehavior, _create_backfill
     from airflow.utils.platform import getuser
     from airflow.utils.session import create_session
-    quiet = [logging.getLogger(name) for name in QUIET]
-    levels = [logger.level for logger in quiet]
-    for logger in quiet:
-        logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with create_session() as session:
-                latest = resolve_run_on_latest_version(None, dag_id, session, fallback=True)
-            with immediate_transactions():
-                _create_backfill(dag_id=dag_id, from_date=from_date, to_date=to_date,
-                                 max_active_runs=max_active_runs, reverse=False,
-                                 dag_run_conf=None, triggering_user_name=getuser(),
-                                 reprocess_behavior=ReprocessBehavior(reprocess),
-                                 run_on_latest_version=latest)
-    finally:
-        for logger, level in zip(quiet, levels):
-            logger.setLevel(level)
+    with create_session() as session:
+        latest = resolve_run_on_latest_version(None, dag_id, session, fallback=True)
+    with immediate_transactions():
+        _create_backfill(dag_id=dag_id, from_date=from_date, to_date=to_date,
+                         max_active_runs=max_active_runs, reverse=False, dag_run_conf=None,
+                         triggering_user_name=getuser(),
+                         reprocess_behavior=ReprocessBehavior(reprocess),
+                         run_on_latest_version=latest)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -221,7 +221,7 @@ def _backfill_create(dag_id: str, from_date: datetime, to_date: datetime, reproc
     with captured_output() as printed:
         try:
             create(dag_id, from_date, to_date, reprocess, max_active_runs)
-        except Exception:  # noqa: BLE001 (Airflow's errors, read as its command's output was)
+        except Exception:  # noqa: BLE001 - Airflow's errors, read as its command's output was
             return printed() + traceback.format_exc()
     return None
 

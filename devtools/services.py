@@ -286,12 +286,16 @@ class SparkStandalone:
 class SparkConnect:
     """A Spark Connect server from the pyspark install (its ``spark-connect`` jar, started as
     ``sbin/start-connect-server.sh`` does), on loopback, running ``local[*]`` by default.
-    ``conf`` takes Spark properties (e.g. the quick JVM flags the tests use)."""
+    ``conf`` takes Spark properties (e.g. the quick JVM flags the tests use), ``env`` more
+    environment (e.g. the AWS identity it reads Kinesis with, as ``docker-compose.yml`` gives
+    its server one)."""
 
     def __init__(self, work_dir: StrPath, port: int | None = None, master: str = "local[*]",
-                 conf: Mapping[str, str] | None = None) -> None:
+                 conf: Mapping[str, str] | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.work_dir = Path(work_dir)
         self.port, self.master, self.conf = port or free_port(), master, dict(conf or {})
+        self.env = dict(env or {})
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -318,7 +322,7 @@ class SparkConnect:
         for key, value in conf.items():
             cmd += ["--conf", f"{key}={value}"]
         env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
-                   PYSPARK_PYTHON=sys.executable)
+                   PYSPARK_PYTHON=sys.executable, **self.env)
         for key in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT", "PYTHONPATH"):
             env.pop(key, None)  # the package reaches the server as an artifact, not a path
         log = open(self.work_dir / "spark-connect.log", "ab")

@@ -213,10 +213,14 @@ def spark():
 
 @pytest.fixture(scope="session")
 def spark_connect():
-    """A Spark Connect server (local[*], the quick JVM flags above) for the whole session."""
+    """A Spark Connect server (local[*], the quick JVM flags above) for the whole session,
+    with an AWS identity of its own for the local Kinesis server, as ``docker-compose.yml``
+    gives its server: a read task never sends it the connection's keys."""
     from devtools.services import SparkConnect
     server = SparkConnect(SESSION_DIR / "spark-connect",
-                          conf=json.loads(os.environ["STREAMSLICE_SPARK_CONF"])).start()
+                          conf=json.loads(os.environ["STREAMSLICE_SPARK_CONF"]),
+                          env={"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                               "AWS_DEFAULT_REGION": "us-east-1"}).start()
     yield server
     server.stop()
 

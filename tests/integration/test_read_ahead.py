@@ -5,7 +5,8 @@ was read for it, with the plan it was read by, in its own task: every interval i
 run, exact, and no claim or staging area is left. A malformed record in one interval fails
 that interval's run alone, with its own error: the runs reading it ahead fall back to their
 own interval. A run that planned before (a failed try's saved plan) keeps its own plan even
-when another run read its interval ahead.
+when another run read its interval ahead. The same holds for a Kinesis stream, intervals by
+arrival time.
 
 Each test fills the session's fault file itself and leaves it empty."""
 import json
@@ -14,15 +15,18 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import Trip, produce, trips
 from tests.chaos.test_airflow_retry import exactly_once
-from tests.support.pipelines import kafka_pipeline, unique
+from tests.support.kinesis import all_records, create_stream, put
+from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, unique
+from tests.support.wait import wait_until_clock
 
 pytestmark = [pytest.mark.integration]
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -30,10 +34,10 @@ HOUR = 3_600_000
 HOURS = 6
 
 
-def backfill(airflow, name, *extra, hours=HOURS):
+def backfill(airflow, name, *extra, hours=HOURS, span=None):
+    start, end = span or ("2024-05-01T00:00:00Z", f"2024-05-01T{hours:02d}:00:00Z")
     cli = [str(Path(sys.executable).parent / "streamslice"), "--dir", str(airflow.pipelines),
-           "backfill", name, "--from", "2024-05-01T00:00:00Z",
-           "--to", f"2024-05-01T{hours:02d}:00:00Z", "--unpause", "--json", *extra]
+           "backfill", name, "--from", start, "--to", end, "--unpause", "--json", *extra]
     out = subprocess.run(cli, env=airflow.env, capture_output=True, text=True, timeout=1200)
     assert out.stdout, out.stderr[-3000:]
     # Creating the backfill in the command's own process logs none of Airflow's lines.
@@ -58,9 +62,10 @@ def setup(broker, airflow, spark_connect, tmp_path, extra=()):
     return name, sent
 
 
-def plans_and_starts(airflow, name):
+def plans_and_starts(airflow, name, digits=13):
     """Each run's plan (the task's XCom ``plan``), when its task started, its state and what
-    it returned (``read_ahead``: the partitions it read for other runs)."""
+    it returned (``read_ahead``: the partitions it read for other runs), by the first
+    ``digits`` of its logical date (the hour)."""
     out = {}
     runs = airflow.api("GET", f"/api/v2/dags/{name}/dagRuns?limit=100")["dag_runs"]
     for run in runs:
@@ -69,7 +74,7 @@ def plans_and_starts(airflow, name):
         plan, returned = (xcom(airflow, f"{path}/xcomEntries/{key}")
                           for key in ("plan", "return_value"))
         started = datetime.fromisoformat(ti["start_date"].replace("Z", "+00:00"))
-        out[run["logical_date"][:13]] = {"plan": plan, "started": started.timestamp() * 1000,
+        out[run["logical_date"][:digits]] = {"plan": plan, "started": started.timestamp() * 1000,
                                          "state": ti["state"], "returned": returned}
     return dict(sorted(out.items()))
 
@@ -173,3 +178,55 @@ def test_a_run_with_a_saved_plan_keeps_it_when_its_interval_was_read_ahead(
                  [(p, o) for p, o, t in sent if t < T0 + 3 * HOUR])
     assert claims_left(airflow) == []
     assert list(Path(tmp_path, "_streamslice", f"pipeline={name}").rglob("staging/*/*")) == []
+
+
+@pytest.mark.timeout(1200)
+def test_kinesis_intervals_read_ahead_are_exact(kinesis, airflow_services, spark_connect,
+                                                tmp_path):
+    """The same through a Kinesis stream (kinesis-local), intervals by arrival time: the first
+    run reads the other runs' intervals from AT_TIMESTAMP positions in its own job, and each
+    interval holds exactly the records that arrived in it."""
+    airflow = airflow_services
+    client = kinesis.client()
+    stream = unique("ahead")
+    create_stream(client, stream, 2)
+    width, n = 3, 5
+    start = (int(time.time()) // width + 1) * width  # the next boundary
+    wait_until_clock(start)
+    for second in range(n * width):  # a wave a second, paced by the clock
+        put(client, stream, [json.dumps({"n": second * 10 + i}).encode() for i in range(10)])
+        wait_until_clock(start + second + 1)
+    truth = all_records(client, stream)
+    # Past the interval after the last one, so that unpausing the DAG (catchup off) makes
+    # no scheduled run of its own: the backfill's runs are the only ones.
+    wait_until_clock(start + (n + 1) * width + 1)
+    iso = lambda t: datetime.fromtimestamp(t, tz=timezone.utc).isoformat()  # noqa: E731
+    name = unique("ahead_kin")
+    kinesis_pipeline(stream, name=name, folder=airflow.pipelines, mode="interval",
+                     schedule=f"{width}s", start_date=iso(start),
+                     end_date=iso(start + (n - 1) * width), retries=0, max_active_runs=1,
+                     kinesis={"region": "us-east-1", "endpoint_url": kinesis.endpoint,
+                              "credentials": {"access_key_id": "test",
+                                              "secret_access_key": "test"},
+                              "polling": {"interval": "50ms"}},
+                     format={"value": "json", "schema": {"n": "long"}},
+                     spark={"runner": "connect", "remote": spark_connect.remote},
+                     output=tmp_path)
+    airflow.wait_for_dag(name)
+    code, result = backfill(airflow, name, span=(iso(start), iso(start + n * width)))
+    assert code == 0 and result["state"] == "success", result
+    runs = list(plans_and_starts(airflow, name, digits=19).values())
+    assert len(runs) == n
+    assert len(runs[0]["returned"]["read_ahead"]) == n - 1
+    dataset = ds.dataset(Path(tmp_path, f"pipeline={name}"), format="parquet",
+                         partitioning="hive")
+    table = dataset.to_table(columns=["shardId", "sequenceNumber", "interval"])
+    rows = list(zip(table.column("shardId").to_pylist(),
+                    table.column("sequenceNumber").to_pylist(),
+                    table.column("interval").to_pylist()))
+    assert len(rows) == len(truth) == n * width * 10
+    for shard, seq, interval in rows:
+        k = (truth[(shard, seq)] // 1000 - start) // width
+        assert interval == datetime.fromtimestamp(start + k * width, tz=timezone.utc
+                                                  ).strftime("%Y%m%dT%H%M%SZ"), (shard, seq)
+    assert claims_left(airflow) == []

@@ -343,10 +343,7 @@ def _confirm(args: Args, what: str) -> bool:
 
 
 def cmd_backfill(args: Args) -> int:
-    import airflow  # noqa: F401 (its logging setup, sent to stderr here)
-
     from .airflow.backfill import backfill
-    logs_to_stderr()
     cfg = find_pipeline(args)
     try:
         start, end = parse_flexible_ms(args.start), parse_flexible_ms(args.end)

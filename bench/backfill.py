@@ -16,8 +16,8 @@ the other in the same go): ``separate`` (plan, read and commit each a task), ``c
 task that also reads the queued runs' intervals in its job: Spark Connect's default,
 ``tasks: combined`` with ``read_ahead`` at its default).
 
-Each is timed twice: the CLI's wall (which also starts an ``airflow backfill create`` process
-and polls every 2 s: a fixed cost of some seconds) and the runs' own time, first run start to
+Each is timed twice: the CLI's wall (which also imports Airflow, creates the backfill and
+polls every 0.5 s: a fixed cost of some seconds) and the runs' own time, first run start to
 last run end in Airflow's records; the ratio is printed for both.
 
 Every interval's manifest count and its Parquet rows (distinct partition/offset pairs) are
@@ -212,8 +212,8 @@ def backfill(airflow: AirflowServices, folder: Path, name: str,
 
 def cli_parts(airflow: AirflowServices, name: str, clock: float,
               wall: float) -> tuple[float, float, float]:
-    """Where the command's time outside the runs went: until Airflow had the backfill (a
-    fresh ``airflow backfill create`` process), from then to the first run's start (the
+    """Where the command's time outside the runs went: until Airflow had the backfill (the
+    command importing Airflow and creating it), from then to the first run's start (the
     scheduler), and from the last run's end to the command's (its polling, closing)."""
     mine = [b for b in airflow.api("GET", f"/api/v2/backfills?dag_id={name}&limit=100")
             ["backfills"] if ts(b["created_at"]) >= clock]

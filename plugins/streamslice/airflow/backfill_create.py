@@ -38,19 +38,11 @@ def begin_immediate(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def real_sqlite_transactions() -> None:
-    """Every engine of this process (Airflow's among them) begins its SQLite transactions
-    with ``BEGIN IMMEDIATE``; meant for a short process that writes, not for a server."""
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-    if not event.contains(Engine, "begin", begin_immediate):
-        event.listen(Engine, "begin", begin_immediate)
-
-
 @contextmanager
 def immediate_transactions() -> Iterator[None]:
-    """``real_sqlite_transactions`` for a while, in a process that goes on afterwards (its
-    later reads must not take SQLite's write lock)."""
+    """While in it, every engine of this process (Airflow's among them) begins its SQLite
+    transactions with ``BEGIN IMMEDIATE``: for the writes of a backfill's creation, not for
+    a process's later reads, which must not take SQLite's write lock."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
     added = not event.contains(Engine, "begin", begin_immediate)
@@ -114,10 +106,10 @@ def create(dag_id: str, from_date: datetime, to_date: datetime, reprocess: str,
 
 
 def main(argv: list[str] | None = None) -> None:
-    real_sqlite_transactions()
     from airflow.__main__ import main as airflow_main
     sys.argv = ["airflow", "backfill", "create", *(sys.argv[1:] if argv is None else argv)]
-    airflow_main()
+    with immediate_transactions():
+        airflow_main()
 
 
 if __name__ == "__main__":

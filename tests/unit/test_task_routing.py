@@ -121,3 +121,34 @@ def test_task_args_hold_only_what_is_set():
 ])
 def test_each_bad_key_is_named_with_its_line(text, message):
     assert message in error(text)
+
+
+def test_a_pod_override_becomes_the_pod_object_of_the_kubernetes_provider(monkeypatch):
+    """Where the cncf.kubernetes provider is installed the DAG hands the KubernetesExecutor
+    the V1Pod it takes, made by the provider's own PodGenerator.deserialize_model_dict. That
+    provider is not installed here: a stand-in module records the call (it covers only our
+    part: what is converted, and that the other keys stay)."""
+    import sys
+    import types
+    calls = []
+
+    class PodGenerator:
+        @staticmethod
+        def deserialize_model_dict(pod):
+            calls.append(pod)
+            return ("V1Pod", pod["metadata"]["labels"]["team"])
+
+    module = types.ModuleType("airflow.providers.cncf.kubernetes.pod_generator")
+    module.PodGenerator = PodGenerator
+    for name in ("airflow.providers.cncf", "airflow.providers.cncf.kubernetes"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    from streamslice.airflow.factory import task_args
+    cfg = parse(KAFKA + "executor_config:\n  pod_template_file: /t.yaml\n  pod_override:\n"
+                "    metadata: {labels: {team: data}}\nper_task:\n"
+                "  commit: {executor_config: {pod_template_file: /c.yaml}}\n")
+    assert task_args(cfg, "read")["executor_config"] == {"pod_template_file": "/t.yaml",
+                                                         "pod_override": ("V1Pod", "data")}
+    assert calls == [{"metadata": {"labels": {"team": "data"}}}]
+    assert task_args(cfg, "commit")["executor_config"] == {"pod_template_file": "/c.yaml"}
+    assert cfg.routing.kwargs("read")["executor_config"]["pod_override"] == calls[0]  # as parsed

@@ -8,9 +8,12 @@ next publish of that partition, by ``finish`` when a retry finds the partition a
 published by the try that crashed, and by any later publish once its partition is in place
 again (an incremental batch is never published twice, and a failed run may not be retried).
 
-``ObjectStoreCopy`` (S3 and other stores that cannot rename a directory): the old partition
-is removed and the new files copied in with ``_manifest.json`` last, so the manifest marks a
-complete partition; readers that do not check it can see a partition half copied.
+``ObjectStoreCopy`` (S3 and other stores that cannot rename a directory): the files are
+copied in under names of their plan (``object_names``) with ``_manifest.json`` last, so the
+manifest marks a complete partition. A re-publish of the same plan overwrites the same
+objects; another plan's publish first removes the manifest and the old plan's objects.
+Readers that do not check the manifest can see a partition half copied, or fewer records
+during a replace, never a record twice (old and new files are never there together).
 
 Dead letters go to ``<work>/dead_letter/<partition>/`` before the data, outside the dataset:
 only records are under the dataset (see ``OutputTarget.work``).

@@ -95,19 +95,22 @@ def test_validate_warns_where_a_distributed_executors_workers_would_not_share_st
             "another worker; with read_ahead: 16 (its runs commit what another run's task "
             "read for them) that task finds nothing. Put output.path on object storage "
             "(s3://…) or on a file system every worker mounts at that path, or use tasks: "
-            "combined with read_ahead: 0",
+            "combined with read_ahead: 0 (each run then stages and publishes on its worker's "
+            "disk)",
             f"warn   file_uri: stages under file:///lake/_streamslice/pipeline=file_uri on the "
             f"local disk of the worker a task runs on, and the {executor} may run the next "
             "task on another worker; with tasks: separate (its commit task reads what its "
             "read task staged) that task finds nothing. Put output.path on object storage "
             "(s3://…) or on a file system every worker mounts at that path, or use tasks: "
-            "combined with read_ahead: 0",
+            "combined with read_ahead: 0 (each run then stages and publishes on its worker's "
+            "disk)",
             f"warn   separate: stages under /lake/_streamslice/pipeline=separate on the local "
             f"disk of the worker a task runs on, and the {executor} may run the next task "
             "on another worker; with tasks: separate (its commit task reads what its read "
             "task staged) that task finds nothing. Put output.path on object storage "
             "(s3://…) or on a file system every worker mounts at that path, or use tasks: "
-            "combined with read_ahead: 0"], out.stdout
+            "combined with read_ahead: 0 (each run then stages and publishes on its worker's "
+            "disk)"], out.stdout
         data = json.loads(cli("validate", "--json", folder=tmp_path, **env).stdout)
         assert [w.split(":")[0] for w in data["warnings"]] == ["ahead", "file_uri", "separate"]
         assert len(data["valid"]) == 5 and data["errors"] == []

@@ -63,7 +63,7 @@ def unshared_staging(cfg: PipelineConfig, executor: str | None) -> str | None:
             f"on, and the {remote[0]} may run the next task on another worker; with "
             f"{between} that task finds nothing. Put output.path on object storage (s3://…) "
             "or on a file system every worker mounts at that path, or use tasks: combined "
-            "with read_ahead: 0")
+            "with read_ahead: 0 (each run then stages and publishes on its worker's disk)")
 
 
 def _local(uri: str) -> bool:

@@ -61,17 +61,22 @@ per_task:
          executor_config: {pod_template_file: /opt/pods/spark.yaml}}
   efo_deregister: {priority_weight: 10}
 """)
-    tasks = build_dag(cfg).task_dict
-    assert set(tasks) == {"efo_sweep", "efo_register", "plan", "read", "commit",
-                          "efo_deregister"}
-    got = {t.task_id: (t.queue, t.pool, t.pool_slots, t.priority_weight, t.executor_config)
-           for t in tasks.values()}
+    from airflow.serialization.serialized_objects import DagSerialization
+    dag = build_dag(cfg)
     pipeline_wide = ("streams", "streamslice", 1, 3, {"pod_override": POD})
-    assert got == {
-        "efo_sweep": pipeline_wide, "efo_register": pipeline_wide, "plan": pipeline_wide,
-        "commit": pipeline_wide,
-        "read": ("spark", "spark_reads", 2, 3, {"pod_template_file": "/opt/pods/spark.yaml"}),
-        "efo_deregister": ("streams", "streamslice", 1, 10, {"pod_override": POD})}
+    # as the DAG is built, and as the scheduler and the executors get it (serialised)
+    for tasks in (dag.task_dict,
+                  DagSerialization.from_dict(DagSerialization.to_dict(dag)).task_dict):
+        assert set(tasks) == {"efo_sweep", "efo_register", "plan", "read", "commit",
+                              "efo_deregister"}
+        got = {t.task_id: (t.queue, t.pool, t.pool_slots, t.priority_weight,
+                           t.executor_config) for t in tasks.values()}
+        assert got == {
+            "efo_sweep": pipeline_wide, "efo_register": pipeline_wide,
+            "plan": pipeline_wide, "commit": pipeline_wide,
+            "read": ("spark", "spark_reads", 2, 3,
+                     {"pod_template_file": "/opt/pods/spark.yaml"}),
+            "efo_deregister": ("streams", "streamslice", 1, 10, {"pod_override": POD})}
     assert type(cfg.routing.pipeline.executor_config["pod_override"]) is dict  # not the loader's
 
 

@@ -82,7 +82,8 @@ def parser() -> argparse.ArgumentParser:
                    "(also STREAMSLICE_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    v = sub.add_parser("validate", help="check every pipeline file")
+    v = sub.add_parser("validate", help="check every pipeline file (and warn about staging "
+                       "the executor's workers would not share)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(run=cmd_validate)
 
@@ -232,11 +233,17 @@ def logs_to_stderr() -> None:
 # -- commands ---------------------------------------------------------------------------------
 
 def cmd_validate(args: Args) -> int:
+    """Every pipeline file: ok or its error; and a warning for each pipeline whose staging
+    the configured executor's workers would not share (``config.executor``)."""
     from .config import load_pipelines
+    from .config.executor import configured_executor, unshared_staging
     configs, errors = load_pipelines(pipelines_dir(args))
-    data = {"valid": [c.name for c in configs], "errors": [str(e) for e in errors]}
+    executor = configured_executor()
+    warnings = [w for w in (unshared_staging(c, executor) for c in configs) if w]
+    data = {"valid": [c.name for c in configs], "errors": [str(e) for e in errors],
+            "warnings": warnings}
     text = "\n".join([f"ok     {c.name}  ({c.file})" for c in configs] +
-                     [f"error  {e}" for e in errors])
+                     [f"warn   {w}" for w in warnings] + [f"error  {e}" for e in errors])
     emit(args, data, text or "no pipeline files")
     return 1 if errors else 0
 

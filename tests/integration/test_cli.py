@@ -61,6 +61,71 @@ def test_validate_reports_each_bad_file_with_its_line(tmp_path):
     assert f"error  {tmp_path / 'bomb.yaml'}: " in out.stdout and "ok     good" in out.stdout
 
 
+def test_validate_warns_where_a_distributed_executors_workers_would_not_share_staging(
+        tmp_path):
+    """With the CeleryExecutor (or a list holding one, or the KubernetesExecutor named in
+    airflow.cfg) a pipeline staging on a local disk between tasks is named with what to do
+    instead; it stays valid (exit 0). Object storage, or one task without read ahead, is not
+    warned about, nor is anything under the LocalExecutor."""
+    head = "mode: interval\nschedule: '@hourly'\nstart_date: 2024-05-01T00:00:00Z\n" \
+        "kafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
+    files = {"separate": "output: {path: /lake}\n",
+             "ahead": "output: {path: /lake}\ntasks: combined\n",
+             "combined": "output: {path: /lake}\ntasks: combined\nread_ahead: 0\n",
+             "on_s3": "output: {path: 's3://lake/out'}\n",
+             "file_uri": "output: {path: 'file:///lake'}\nmode: incremental\n"}
+    for name, text in files.items():
+        body = head.replace("mode: interval\nschedule: '@hourly'\n", "") \
+            if "incremental" in text else head
+        (tmp_path / f"{name}.yaml").write_text(body + text)
+    (tmp_path / "airflow.cfg").write_text("[core]\nexecutor = KubernetesExecutor\n")
+    local = {"AIRFLOW__CORE__EXECUTOR": "", "AIRFLOW_CONFIG": str(tmp_path / "none.cfg")}
+    for env, executor in [
+            ({"AIRFLOW__CORE__EXECUTOR": "CeleryExecutor"}, "CeleryExecutor"),
+            ({"AIRFLOW__CORE__EXECUTOR": "LocalExecutor,airflow.providers.celery.executors."
+              "celery_executor.CeleryExecutor"}, "CeleryExecutor"),
+            ({"AIRFLOW__CORE__EXECUTOR": "", "AIRFLOW_CONFIG": str(tmp_path / "airflow.cfg")},
+             "KubernetesExecutor")]:
+        out = cli("validate", folder=tmp_path, **env)
+        assert out.returncode == 0 and out.stderr == "", out
+        warned = [line for line in out.stdout.splitlines() if line.startswith("warn")]
+        assert warned == [
+            f"warn   ahead: stages under /lake/_streamslice/pipeline=ahead on the local disk "
+            f"of the worker a task runs on, and the {executor} may run the next task on "
+            "another worker; with read_ahead: 16 (its runs commit what another run's task "
+            "read for them) that task finds nothing. Put output.path on object storage "
+            "(s3://…) or on a file system every worker mounts at that path, or use tasks: "
+            "combined with read_ahead: 0 (each run then stages and publishes on its worker's "
+            "disk)",
+            f"warn   file_uri: stages under file:///lake/_streamslice/pipeline=file_uri on the "
+            f"local disk of the worker a task runs on, and the {executor} may run the next "
+            "task on another worker; with tasks: separate (its commit task reads what its "
+            "read task staged) that task finds nothing. Put output.path on object storage "
+            "(s3://…) or on a file system every worker mounts at that path, or use tasks: "
+            "combined with read_ahead: 0 (each run then stages and publishes on its worker's "
+            "disk)",
+            f"warn   separate: stages under /lake/_streamslice/pipeline=separate on the local "
+            f"disk of the worker a task runs on, and the {executor} may run the next task "
+            "on another worker; with tasks: separate (its commit task reads what its read "
+            "task staged) that task finds nothing. Put output.path on object storage "
+            "(s3://…) or on a file system every worker mounts at that path, or use tasks: "
+            "combined with read_ahead: 0 (each run then stages and publishes on its worker's "
+            "disk)"], out.stdout
+        data = json.loads(cli("validate", "--json", folder=tmp_path, **env).stdout)
+        assert [w.split(":")[0] for w in data["warnings"]] == ["ahead", "file_uri", "separate"]
+        assert len(data["valid"]) == 5 and data["errors"] == []
+    for env in (local, {"AIRFLOW__CORE__EXECUTOR": "LocalExecutor"}):
+        out = cli("validate", folder=tmp_path, **env)
+        assert out.returncode == 0 and "\nwarn   " not in out.stdout, out
+        assert json.loads(cli("validate", "--json", folder=tmp_path, **env).stdout)[
+            "warnings"] == []
+    # a bad file is still an error (exit 1), and the warnings stay
+    (tmp_path / "bad.yaml").write_text(head + "output: {path: /lake}\ntasks: sideways\n")
+    out = cli("validate", folder=tmp_path, AIRFLOW__CORE__EXECUTOR="CeleryExecutor")
+    assert out.returncode == 1 and out.stdout.count("\nwarn   ") == 3
+    assert "bad.yaml:6: tasks: 'sideways' is not one of: separate, combined" in out.stdout
+
+
 def test_plan_offsets_show_and_reset(broker, spark, airflow_db):
     topic = unique("cli")
     create_topic(broker.bootstrap, topic, 2)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import load_pipelines
 from ..config.schedule import PRESETS, schedule_delta_ms
+from ..config.task_args import LAYOUT_TASKS
 from ..sources import lifecycle_tasks
 from ..timeutil import from_ms
 from .deadline import deadline_for
@@ -100,19 +101,21 @@ def build_dag(cfg: PipelineConfig) -> Any:
         if cfg.tasks == "combined":
             plan = read = StreamsliceOperator(
                 task_id=COMBINED, python_callable=plan_read_commit_task, op_kwargs=kwargs,
-                inlets=[asset], outlets=[asset],
+                inlets=[asset], outlets=[asset], **task_args(cfg, COMBINED),
                 doc_md="Plan, read and commit in one task process: a retry reuses the saved "
                 "plan and what an earlier try read, and finds a publish already made.")
         else:
             plan = PythonOperator(task_id="plan", python_callable=plan_task,
-                                  op_kwargs=kwargs, inlets=[asset],
+                                  op_kwargs=kwargs, inlets=[asset], **task_args(cfg, "plan"),
                                   doc_md="Resolve start/stop into splits; the plan is saved "
                                   "so a retry reads the same ranges.")
             read = ReadOperator(task_id="read", python_callable=read_task, op_kwargs=kwargs,
                                 inlets=[asset],  # its failure alerts are counted in the state
+                                **task_args(cfg, "read"),
                                 doc_md="Spark reads every split into a staging location.")
             commit = StreamsliceOperator(task_id="commit", python_callable=commit_task,
                                          op_kwargs=kwargs, inlets=[asset], outlets=[asset],
+                                         **task_args(cfg, "commit"),
                                          doc_md="Verify, publish atomically, then advance the "
                                          "checkpoint.")
             plan >> read >> commit
@@ -120,7 +123,23 @@ def build_dag(cfg: PipelineConfig) -> Any:
     return dag
 
 
-COMBINED = "plan_read_commit"  # the one task of ``tasks: combined``
+COMBINED = LAYOUT_TASKS["combined"][0]  # the one task of ``tasks: combined``
+
+
+def task_args(cfg: PipelineConfig, task_id: str) -> dict[str, Any]:
+    """The task's queue, pool, pool_slots, priority_weight and executor_config, as the
+    pipeline sets them. A ``pod_override`` becomes the pod object the KubernetesExecutor
+    takes, where its provider is installed (no other executor reads it)."""
+    args = cfg.routing.kwargs(task_id)
+    pod = args.get("executor_config", {}).get("pod_override")
+    if pod is not None:
+        try:
+            from airflow.providers.cncf.kubernetes.pod_generator import PodGenerator
+        except ImportError:
+            return args
+        args["executor_config"] = {**args["executor_config"],
+                                   "pod_override": PodGenerator.deserialize_model_dict(pod)}
+    return args
 
 
 def _default_description(cfg: PipelineConfig, uri: str) -> str:
@@ -144,7 +163,7 @@ def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str
     from .lifecycle import lifecycle_task
     ops = {t.role: PythonOperator(task_id=t.task_id, python_callable=lifecycle_task,
                                   op_kwargs={**kwargs, "step": t.callable}, doc_md=t.doc,
-                                  inlets=[asset])
+                                  inlets=[asset], **task_args(cfg, t.task_id))
            for t in lifecycle_tasks(cfg.source)}
     setup, teardown, before = ops.get("setup"), ops.get("teardown"), ops.get("before_setup")
     if setup is None:

@@ -29,11 +29,12 @@ from ..planning.plan import Interval, OutputTarget
 from ..reading.event_time import UNITS, EventTime
 from ..runners import Runner, parse_runner
 from ..runners.local import LocalRunner
-from ..sources import SOURCES, source_class
+from ..sources import SOURCES, lifecycle_tasks, source_class
 from ..timeutil import iso, parse_duration_ms, parse_timestamp_ms
 from . import yamlfile
 from .fields import Fields
 from .schedule import PRESETS, interval_starts, interval_width_ms, schedule_delta_ms
+from .task_args import LAYOUT_TASKS, TaskRouting, parse_task_routing
 
 if TYPE_CHECKING:
     from ..sources import Source
@@ -119,6 +120,13 @@ class PipelineConfig:
     alerts: AlertRules | None = None
     event_time: EventTime | None = None  # interval mode: own records by a field's time
     allowed_earliness: int = 0  # ms a field's time may lie after the record's arrival
+    # queue, pool, pool_slots, priority_weight, executor_config: per pipeline and per task
+    routing: TaskRouting = TaskRouting()
+
+    def task_ids(self) -> tuple[str, ...]:
+        """The tasks of a run of this pipeline: its source's (EFO) and its layout's."""
+        own = [t.task_id for t in lifecycle_tasks(self.source)]
+        return (*own, *LAYOUT_TASKS[self.tasks])
 
     def interval(self, start: int, end: int) -> Interval:
         """The data interval ``[start, end)`` of a run, with this pipeline's bounds."""
@@ -243,6 +251,7 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
     )
     cfg = replace(cfg, tasks=_tasks(f, cfg.spark))
     cfg = replace(cfg, read_ahead=_read_ahead(f, cfg))
+    cfg = replace(cfg, routing=parse_task_routing(f, cfg.task_ids(), cfg.tasks))
     if f.has("event_time"):
         et, early = _event_time(f.child("event_time"))
         cfg = replace(cfg, event_time=et, allowed_earliness=early)

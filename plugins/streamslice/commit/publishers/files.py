@@ -8,9 +8,12 @@ next publish of that partition, by ``finish`` when a retry finds the partition a
 published by the try that crashed, and by any later publish once its partition is in place
 again (an incremental batch is never published twice, and a failed run may not be retried).
 
-``ObjectStoreCopy`` (S3 and other stores that cannot rename a directory): the old partition
-is removed and the new files copied in with ``_manifest.json`` last, so the manifest marks a
-complete partition; readers that do not check it can see a partition half copied.
+``ObjectStoreCopy`` (S3 and other stores that cannot rename a directory): the files are
+copied in under names of their plan (``object_names``) with ``_manifest.json`` last, so the
+manifest marks a complete partition. A re-publish of the same plan overwrites the same
+objects; another plan's publish first removes the manifest and the old plan's objects.
+Readers that do not check the manifest can see a partition half copied, or fewer records
+during a replace, never a record twice (old and new files are never there together).
 
 Dead letters go to ``<work>/dead_letter/<partition>/`` before the data, outside the dataset:
 only records are under the dataset (see ``OutputTarget.work``).
@@ -27,7 +30,7 @@ from ... import faults
 from ...aws.storage import filesystem
 from ...lineage import location_dataset
 from ...reading.staging import DATA, DEAD_LETTER
-from ..manifest import MANIFEST, manifest_bytes, read_manifest
+from ..manifest import MANIFEST, manifest_bytes, plan_id, read_manifest
 from . import OutputSettings
 
 if TYPE_CHECKING:
@@ -104,23 +107,63 @@ def _delete(fs: pafs.FileSystem, path: str) -> None:
 
 class ObjectStoreCopy(DirectoryRename):
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+        """Each staged file under its plan's name (``object_names``): a re-publish of the
+        same plan overwrites the same objects, so a reader sees its records once throughout.
+        Where the names change (another plan), the manifest and every object not named
+        again go first, then the new ones are copied in and the manifest last: a reader
+        sees the old records or the new, possibly only some of them, never one twice."""
         fs = staging.fs
         publish_dead_letters(self.output, plan, staging)
         target = f"{self.root}/{folder_of(plan)}"
-        if fs.get_file_info(target).type != pafs.FileType.NotFound:
-            fs.delete_dir(target)
+        sub = f"{staging.root}/{DATA}"
+        names = object_names(plan, sub, fs.get_file_info(
+            pafs.FileSelector(sub, recursive=True, allow_not_found=True)))
+        _remove_other_objects(fs, target, set(names.values()))
         faults.check("publish_copy")  # the old partition gone, the new one not yet copied
-        sub, copied = f"{staging.root}/{DATA}", 0
-        for info in fs.get_file_info(pafs.FileSelector(sub, recursive=True,
-                                                       allow_not_found=True)):
-            if info.type == pafs.FileType.File:
-                fs.copy_file(info.path, target + info.path[len(sub):])
-                copied += 1
-                faults.check("publish_copy", records=copied)  # a partition half copied
+        for copied, (path, name) in enumerate(sorted(names.items()), 1):
+            fs.copy_file(path, f"{target}/{name}")
+            faults.check("publish_copy", records=copied)  # a partition half copied
         with fs.open_output_stream(f"{target}/{MANIFEST}") as out:
             out.write(manifest_bytes(manifest))
         fs.delete_dir(staging.root)
         return {"uri": self.uri(plan)}
+
+
+def object_names(plan: ReadPlan, root: str, infos: list[pafs.FileInfo]) -> dict[str, str]:
+    """Each staged file under ``root`` → its object's name in the partition: in its folder,
+    ``part-<plan id>-<n>`` and its extensions, ``n`` its place among the folder's files by
+    name (the read job names them by split or Spark task, so the same plan's read gives the
+    same names for the same records); a file no reader takes for data (``_*``, ``.*``)
+    keeps its name."""
+    pid, out = plan_id(plan), {}
+    files = sorted(i.path for i in infos if i.type == pafs.FileType.File)
+    places: dict[str, int] = {}
+    for path in files:
+        folder, _, base = path[len(root) + 1:].rpartition("/")
+        if base.startswith(("_", ".")):  # not data to any reader (Spark's _SUCCESS)
+            out[path] = path[len(root) + 1:]
+            continue
+        n = places[folder] = places.get(folder, -1) + 1
+        ext = base[base.index("."):] if "." in base else ""
+        out[path] = f"{folder}/" * bool(folder) + f"part-{pid}-{n:05d}{ext}"
+    return out
+
+
+def _remove_other_objects(fs: pafs.FileSystem, target: str, keep: set[str]) -> None:
+    """Before a publish whose names differ from what ``target`` holds: its manifest first
+    (the partition is not complete from then on), then each object not in ``keep``."""
+    infos = fs.get_file_info(pafs.FileSelector(target, recursive=True, allow_not_found=True))
+    held = {i.path[len(target) + 1:] for i in infos if i.type == pafs.FileType.File}
+    if held - {MANIFEST} == keep:
+        return  # the same plan again: its objects are overwritten in place
+    if MANIFEST in held:
+        fs.delete_file(f"{target}/{MANIFEST}")
+    gone = held - keep - {MANIFEST}
+    if gone and gone == held - {MANIFEST}:
+        _delete(fs, target)  # all of them (in batches)
+    else:
+        for name in sorted(gone):
+            fs.delete_file(f"{target}/{name}")
 
 
 @dataclass(frozen=True)

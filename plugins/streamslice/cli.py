@@ -76,10 +76,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="streamslice", description="Bounded, exactly-once "
                                 "slices of streams: validate, plan, offsets, backfill and "
                                 "each source's own commands.")
-    p.add_argument("--dir", default=None, help="pipeline files folder (default: "
-                   "$STREAMSLICE_PIPELINES, ./dags/pipelines, or $AIRFLOW_HOME/dags/pipelines)")
-    p.add_argument("--debug", action="store_true", help="print the traceback of an error "
-                   "(also STREAMSLICE_DEBUG=1)")
+    _common_options(p, None)
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check every pipeline file")
@@ -149,7 +146,32 @@ def parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="run the demo (in a repository checkout)")
     d.set_defaults(run=cmd_demo)
+    for leaf in leaf_parsers(p):  # `streamslice validate --dir X` as well as `--dir X validate`
+        if leaf is not p:
+            _common_options(leaf, argparse.SUPPRESS)
     return p
+
+
+def _common_options(p: argparse.ArgumentParser, default: Any) -> None:
+    """--dir and --debug, before the command or after it: a subcommand's copy has no default
+    of its own (SUPPRESS), so it never undoes one given before the command."""
+    p.add_argument("--dir", default=default, help="pipeline files folder (default: "
+                   "$STREAMSLICE_PIPELINES, ./dags/pipelines, or the pipelines folder of "
+                   "Airflow's DAGs folder: $AIRFLOW__CORE__DAGS_FOLDER, else "
+                   "$AIRFLOW_HOME/dags)")
+    p.add_argument("--debug", action="store_true",
+                   default=default if default is argparse.SUPPRESS else False,
+                   help="print the traceback of an error (also STREAMSLICE_DEBUG=1)")
+
+
+def leaf_parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``p`` and every parser under it, each command's own last (``offsets reset``)."""
+    found = [p]
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found += leaf_parsers(child)
+    return found
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -178,11 +200,21 @@ def _aws_properties(conn_id: str, region: str | None, field: str) -> dict[str, A
 
 
 def pipelines_dir(args: Args) -> Path:
-    for candidate in (args.dir, os.environ.get("STREAMSLICE_PIPELINES"), "dags/pipelines",
-                      os.path.join(os.environ.get("AIRFLOW_HOME", ""), "dags", "pipelines")):
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    raise ConfigError("no pipelines folder found; pass --dir")
+    """--dir, else $STREAMSLICE_PIPELINES, else ``./dags/pipelines``, else the ``pipelines``
+    folder of Airflow's DAGs folder, where ``streamslice init`` puts it."""
+    from .scaffold import default_dags_folder
+    given = args.dir or os.environ.get("STREAMSLICE_PIPELINES")
+    if given:
+        if not Path(given).is_dir():
+            raise ConfigError(f"pipelines folder {given} does not exist (from "
+                              f"{'--dir' if args.dir else 'STREAMSLICE_PIPELINES'})")
+        return Path(given)
+    looked = [Path("dags", "pipelines"), default_dags_folder() / "pipelines"]
+    for candidate in looked:
+        if candidate.is_dir():
+            return candidate
+    raise ConfigError(f"no pipelines folder found (looked in {looked[0]} and {looked[1]}): "
+                      "run `streamslice init`, or pass --dir")
 
 
 def find_pipeline(args: Args) -> PipelineConfig:
@@ -391,7 +423,7 @@ def cmd_init(args: Args) -> int:
     data = {"written": [str(p) for p, w in done if w], "kept": [str(p) for p, w in done if not w],
             "pipelines": str(folder / "pipelines")}
     text = "\n".join(f"{'wrote' if w else 'kept '}  {p}" for p, w in done)
-    emit(args, data, f"{text}\nnext: streamslice --dir {folder / 'pipelines'} validate")
+    emit(args, data, f"{text}\nnext: streamslice validate --dir {folder / 'pipelines'}")
     return 0
 
 

@@ -141,7 +141,8 @@ def test_from_the_wheel_alone(installed, broker):
     avro.write_text(example.replace("value: json", "value: avro"))
     failed = run(python, cli, "validate", env=env, check=False)
     assert failed.returncode == 1
-    assert "pip install 'streamslice[avro]'" in failed.stdout, failed.stdout
+    wheel = next((work / "dist").glob("streamslice-*.whl"))
+    assert f"pip install '{wheel.name}[avro]'" in failed.stdout, failed.stdout
     avro.unlink()
 
     # The example, on a topic of this test's own, one interval through dag.test().

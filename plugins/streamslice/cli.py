@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from .sources import CommandKit, Source
 
 Args = argparse.Namespace
+JSON_HELP = "print the result as JSON (for scripts) instead of a table"
+PIPELINE_HELP = "a pipeline's name (its file's name without .yaml) or a pipeline file's path"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,33 +82,36 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check every pipeline file")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help=JSON_HELP)
     v.set_defaults(run=cmd_validate)
 
     pl = sub.add_parser("plan", help="print a run's splits and lag without reading")
-    pl.add_argument("pipeline")
-    pl.add_argument("--at", help="interval pipelines: a time inside the interval to plan "
-                    "(ISO-8601, epoch s or ms; default: the last complete interval)")
-    pl.add_argument("--json", action="store_true")
+    pl.add_argument("pipeline", help=PIPELINE_HELP)
+    pl.add_argument("--at", metavar="TIME", help="interval pipelines: a time inside the "
+                    "interval to plan (ISO-8601, epoch s or ms; default: the last complete "
+                    "interval)")
+    pl.add_argument("--json", action="store_true", help=JSON_HELP)
     pl.set_defaults(run=cmd_plan)
 
     o = sub.add_parser("offsets", help="show or reset a pipeline's checkpoint")
     osub = o.add_subparsers(dest="action", required=True)
-    show = osub.add_parser("show")
-    show.add_argument("pipeline")
-    show.add_argument("--json", action="store_true")
+    show = osub.add_parser("show", help="print a pipeline's checkpoint: the next position of "
+                           "every partition or shard")
+    show.add_argument("pipeline", help=PIPELINE_HELP)
+    show.add_argument("--json", action="store_true", help=JSON_HELP)
     show.set_defaults(run=cmd_offsets_show)
-    reset = osub.add_parser("reset")
-    reset.add_argument("pipeline")
+    reset = osub.add_parser("reset", help="move a pipeline's checkpoint: its next run reads "
+                            "from there")
+    reset.add_argument("pipeline", help=PIPELINE_HELP)
     target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to", help="earliest | latest (Kinesis also TRIM_HORIZON | LATEST) | "
-                        "a timestamp (ISO-8601, epoch s/ms)")
-    target.add_argument("--offsets", help='JSON {"topic:partition": offset} (Kinesis: '
-                        '{"stream:shardId-…": "sequence number"})')
+    target.add_argument("--to", metavar="POSITION", help="earliest | latest (Kinesis also "
+                        "TRIM_HORIZON | LATEST) | a timestamp (ISO-8601, epoch s/ms)")
+    target.add_argument("--offsets", metavar="JSON", help='JSON {"topic:partition": '
+                        'offset} (Kinesis: {"stream:shardId-…": "sequence number"})')
     reset.add_argument("--yes", action="store_true", help="do what the reset does beyond "
                        "the positions given without asking (Kinesis: shards --offsets does "
                        "not name go back to TRIM_HORIZON)")
-    reset.add_argument("--json", action="store_true")
+    reset.add_argument("--json", action="store_true", help=JSON_HELP)
     reset.set_defaults(run=cmd_offsets_reset)
 
     from .sources import SOURCES, HasCliCommands, source_class
@@ -116,32 +121,37 @@ def parser() -> argparse.ArgumentParser:
             cls.add_cli_commands(sub, command_kit())
 
     b = sub.add_parser("backfill", help="run an interval pipeline over a time range")
-    b.add_argument("pipeline")
-    b.add_argument("--from", dest="start", required=True, help="ISO-8601 or epoch s/ms")
-    b.add_argument("--to", dest="end", required=True, help="ISO-8601 or epoch s/ms (exclusive)")
-    b.add_argument("--no-wait", action="store_true", help="create the backfill and return")
+    b.add_argument("pipeline", help=PIPELINE_HELP)
+    b.add_argument("--from", dest="start", metavar="TIME", required=True,
+                   help="the range's start: ISO-8601 or epoch s/ms")
+    b.add_argument("--to", dest="end", metavar="TIME", required=True,
+                   help="the range's end, exclusive: ISO-8601 or epoch s/ms")
+    b.add_argument("--no-wait", action="store_true", help="create the backfill and return "
+                   "(without it the command waits for the runs, which needs a running "
+                   "scheduler)")
     b.add_argument("--unpause", action="store_true", help="unpause the DAG if it is paused")
     b.add_argument("--reprocess", default="completed", choices=("completed", "failed", "none"),
-                   help="intervals that already ran: re-run (default), only failed, or skip")
-    b.add_argument("--json", action="store_true")
+                   help="intervals that already ran: completed re-runs them all (replacing "
+                   "their partitions), failed only those that failed, none none of them")
+    b.add_argument("--json", action="store_true", help=JSON_HELP)
     b.set_defaults(run=cmd_backfill)
 
     f = sub.add_parser("freshness", help="check every pipeline's freshness limit and send "
                        "its stale alert, outside Airflow's scheduler (exit 3 while one is stale)")
-    f.add_argument("--json", action="store_true")
+    f.add_argument("--json", action="store_true", help=JSON_HELP)
     f.set_defaults(run=cmd_freshness)
 
     i = sub.add_parser("init", help="write the DAG file and an example pipeline into a "
                        "DAGs folder")
     i.add_argument("folder", nargs="?", default=None, help="the DAGs folder (default: "
                    "$AIRFLOW__CORE__DAGS_FOLDER, else $AIRFLOW_HOME/dags)")
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true", help=JSON_HELP)
     i.set_defaults(run=cmd_init)
 
     k = sub.add_parser("package", help="write the package zip (--py-files) and the read "
                        "job's launcher for spark-submit into a folder")
-    k.add_argument("folder", nargs="?", default=".")
-    k.add_argument("--json", action="store_true")
+    k.add_argument("folder", nargs="?", default=".", help="where to write them")
+    k.add_argument("--json", action="store_true", help=JSON_HELP)
     k.set_defaults(run=cmd_package)
 
     d = sub.add_parser("demo", help="run the demo (in a repository checkout)")

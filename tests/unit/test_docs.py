@@ -187,13 +187,23 @@ def test_the_airflow_backfill_command_is_airflows():
 
 
 def test_the_getting_started_airflow_commands_are_airflows():
-    """``airflow dags test DAG DATE`` as the page runs its interval."""
+    """``airflow dags test DAG DATE`` as the page runs its interval: Airflow infers the hour
+    00:00-01:00 from a date that is no interval's start, so the run holds no logical date a
+    scheduled or backfill run needs (one dated 01:00 would hold the 01:00-02:00 run's)."""
     from airflow.cli.cli_parser import get_parser
+    from airflow.timetables.interval import CronDataIntervalTimetable
     text = page("getting-started.md")
     line, = re.findall(r"^airflow dags test .*$", text, re.M)
     args = get_parser().parse_args(shlex.split(line)[1:])
     assert args.dag_id == "orders"
-    assert args.logical_date == datetime(2024, 5, 1, 1, tzinfo=timezone.utc)
+    inferred = CronDataIntervalTimetable("0 * * * *", timezone="UTC") \
+        .infer_manual_data_interval(run_after=args.logical_date)
+    assert (inferred.start, inferred.end) == (datetime(2024, 5, 1, 0, tzinfo=timezone.utc),
+                                              datetime(2024, 5, 1, 1, tzinfo=timezone.utc))
+    assert args.logical_date not in (inferred.start, inferred.end)
+    backfill = re.search(r"^streamslice backfill orders --from (\S+) --to (\S+) --unpause$",
+                         text, re.M)
+    assert backfill and backfill.group(1) == "2024-05-01T01:00:00Z"
 
 
 def test_every_file_the_docs_name_exists():
@@ -537,10 +547,22 @@ def test_the_extras_the_docs_name_are_the_packages_and_getting_started_installs_
     assert named and named <= extras
     pip, = re.findall(r"^pip install '\S+\[([\w,-]+)\]' -c constraints\.txt$", text, re.M)
     assert pip == EXTRAS
-    table = section("deployment.md", "An existing or managed Airflow")
+    table = section("install.md", "The extras")
     rows = {x for row in re.findall(r"^\| `([^|]+)` \|", table, re.M)
             for x in re.findall(r"[a-z-]+", row)}
     assert rows == extras
+
+
+def test_the_install_pages_missing_extra_error_is_the_one_a_user_gets(monkeypatch):
+    """Word for word, and the wheel it names is the one ``python -m build`` makes."""
+    from streamslice import __version__, extras
+    monkeypatch.setattr(extras, "missing_modules", lambda extra: ["fastavro"])
+    said = " ".join(section("install.md", "The extras").split())
+    assert extras.missing_message("avro", "format.value: value: avro") in said
+    assert f"dist/streamslice-{__version__}-py3-none-any.whl[kafka,spark]" in page("install.md")
+    # no page tells anyone to install the package by name from an index
+    assert [f for f, text in EVERYTHING.items()
+            if re.search(r"pip install ['\"]?streamslice\[(?![^\]]*\] @ )", text)] == []
 
 
 def test_every_page_shows_an_example_and_the_page_about_the_ui_its_pictures():
@@ -564,3 +586,90 @@ def test_every_picture_the_docs_show_exists_and_operations_shows_each_failure():
                        section("operations.md", "What the page says when something is wrong"))
     assert shown == ["streamslice-failed-setup", "streamslice-backfill-conflict",
                      "streamslice-stale", "streamslice-scheduler-stopped"]
+
+
+# The references: generated from the code, or checked against it name by name.
+
+def test_the_cli_reference_is_what_the_parser_makes():
+    """docs/cli.md is generated (``python -m devtools.cli_reference``): a flag, default or
+    help text changed in the parser and not in the page fails here."""
+    from devtools.cli_reference import render
+    assert page("cli.md") == render(), "run: python -m devtools.cli_reference"
+    # every command and flag the parser has is on it, so every one on it exists
+    from streamslice.cli import leaf_parsers, parser
+    flags = {o for p in leaf_parsers(parser()) for a in p._actions for o in a.option_strings
+             if o.startswith("--")}
+    assert flags - {"--help"} <= set(re.findall(r"`(--[\w-]+)`", page("cli.md")))
+
+
+def environment_reads():
+    """Every variable the package, the DAG file and the jobs read by name (not those they
+    only set for Spark's processes)."""
+    found = set()
+    for top in ("plugins", "dags", "jobs"):
+        for path in (ROOT / top).rglob("*.py"):
+            text = path.read_text()
+            found |= set(re.findall(r"(?:environ\.get|getenv)\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
+            found |= set(re.findall(r"environ\[\"([A-Z][A-Z0-9_]+)\"\]", text))
+            found |= set(re.findall(r"\"([A-Z][A-Z0-9_]+)\" (?:not )?in os\.environ", text))
+    return found
+
+
+def test_every_environment_variable_the_code_reads_is_documented():
+    text = page("environment.md")
+    rows = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", text, re.M))
+    read = environment_reads()
+    assert {"STREAMSLICE_HOME", "STREAMSLICE_PIPELINES", "SPARK_REMOTE"} <= read
+    # (a variable read only as Spark sets it is named below the table)
+    undocumented = sorted(v for v in read - rows if f"`{v}`" not in text)
+    assert undocumented == []
+    # and every streamslice variable the table lists is one the code reads
+    assert sorted(v for v in rows if v.startswith("STREAMSLICE_") and v not in read) == []
+
+
+def test_the_alert_payload_page_is_the_alert_record():
+    """Fields, kinds, each kind's details and the error kinds, as the code makes them; the
+    example payload reads back as an Alert."""
+    import dataclasses
+
+    from streamslice import alerts, errors
+    text = page("alerts.md")
+    example = json.loads(code_blocks(text, "json")[0])
+    assert alerts.Alert.from_dict(example).kind == "run_failed"
+    table = section("alerts.md", "Fields")
+    assert set(re.findall(r"^\| `(\w+)` \|", table, re.M)) == \
+        {f.name for f in dataclasses.fields(alerts.Alert)}
+    kinds = section("alerts.md", "Kinds")
+    rows = re.findall(r"^\| `(\w+)` \|[^|]*\|(.*)\|$", kinds, re.M)
+    assert {kind for kind, _ in rows} == set(alerts.KINDS)
+    code = "".join((ROOT / "plugins/streamslice" / f).read_text() for f in (
+        "alerts.py", "airflow/alerting.py", "airflow/deadline.py", "airflow/freshness.py"))
+    named = {key for _, cell in rows for key in re.findall(r"`(\w+)`", cell)
+             if not key.startswith(("on_", "alerts"))} - {"run_failed", "key", "from", "to",
+                                                           "reason"}
+    assert sorted(k for k in named if f'"{k}"' not in code) == []
+    said = set(re.findall(r"`(\w+)`", kinds[kinds.index("`error_kind` is"):]))
+    ours = {c.kind for c in vars(errors).values() if isinstance(c, type)
+            and issubclass(c, errors.StreamsliceError)} - {"error", "injected_fault"}
+    assert ours <= said
+
+
+def test_the_upgrading_page_lists_every_record_and_its_versions():
+    import importlib
+
+    from streamslice.planning import plan
+    from streamslice.records import RecordKind, Versioned
+    for module in ("reading.stats", "reading.ahead", "metrics", "commit.checkpoint",
+                   "commit.manifest", "alerts"):
+        importlib.import_module(f"streamslice.{module}")
+
+    def records(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from records(sub)
+    kinds = [c.KIND for c in records(Versioned) if isinstance(c.__dict__.get("KIND"),
+                                                                RecordKind)]
+    kinds.append(RecordKind("plan", plan.PLAN_VERSION, plan.MIGRATIONS))
+    rows = {name: (int(writes), reads) for name, writes, reads in re.findall(
+        r"^\| ([a-z -]+) \| [^|]+ \| (\d+) \| ([\d to]+) \|$", page("upgrading.md"), re.M)}
+    assert rows == {k.name: (k.version, k.readable()) for k in kinds}

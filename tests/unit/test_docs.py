@@ -673,3 +673,97 @@ def test_the_upgrading_page_lists_every_record_and_its_versions():
     rows = {name: (int(writes), reads) for name, writes, reads in re.findall(
         r"^\| ([a-z -]+) \| [^|]+ \| (\d+) \| ([\d to]+) \|$", page("upgrading.md"), re.M)}
     assert rows == {k.name: (k.version, k.readable()) for k in kinds}
+
+
+# Every reference table: each field it names is one the parser takes, and each default it
+# shows is the parser's (a file setting the field to the shown default parses to the same
+# pipeline as a file leaving it out).
+
+BASES = {
+    "kafka": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]}},
+    "kinesis": {"kinesis": {"stream": "s", "region": "eu-west-1"}},
+    "files": {"files": {"path": "/data/in"}},
+}
+INTERVAL = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"}
+REFERENCE_TABLES = [  # (page, section, where its fields go, the source around them)
+    ("pipelines.md", "Common fields", (), "kafka"),
+    ("sources.md", "Kafka", ("kafka",), "kafka"),
+    ("sources.md", "Kinesis", ("kinesis",), "kinesis"),
+    ("sources.md", "Files", ("files",), "files"),
+    ("outputs.md", "Output fields", (), "kafka"),
+    ("operations.md", "Alerts", ("alerts",), "kafka"),
+]
+
+
+def reference_rows(text):
+    """(field names, shown defaults) of each row of a ``field | default | meaning`` table,
+    defaults only where the cell is code spans alone (one per field), else None."""
+    out = []
+    for first, default in re.findall(r"^\| (`[^|]*) \| ([^|]*) \|", text, re.M):
+        if ":" in first or "<" in first:
+            continue  # a value's row (`output.format: iceberg`) or a family (`retries.<api>…`)
+        names = re.findall(r"`([\w.]+)`", first.split("(")[0])
+        parent = names[0].rpartition(".")[0] if names else ""  # `output.path`, `format`
+        names = [n if "." in n or not parent else f"{parent}.{n}" for n in names]
+        shown = re.findall(r"`([^`]+)`", default.split("(")[0])
+        plain = re.sub(r"`[^`]+`|[,\s]", "", default.split("(")[0])
+        out.append((names, shown if len(shown) == len(names) and not plain else None))
+    return out
+
+
+def yaml_value(text):
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # `*`: a string as YAML cannot write it bare
+
+
+def with_field(data, path, value):
+    data = json.loads(json.dumps(data))
+    *parents, last = path
+    node = data
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+    return data
+
+
+def parses(data):
+    from streamslice.config import parse_pipeline
+    return parse_pipeline(yaml.safe_dump(data), file="/p/dags/pipelines/x.yaml",
+                          default_name="x")
+
+
+def test_every_reference_tables_fields_and_defaults_are_the_parsers(monkeypatch):
+    from streamslice.errors import ConfigError
+    for name in ("STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_MASTER", "SPARK_REMOTE",
+                 "STREAMSLICE_HOME", "STREAMSLICE_ICEBERG_CATALOG_URI"):
+        monkeypatch.delenv(name, raising=False)
+    checked, problems = 0, []
+    for file, title, block, source in REFERENCE_TABLES:
+        rows = reference_rows(section(file, title))
+        assert rows, (file, title)
+        for names, shown in rows:
+            for i, field in enumerate(names):
+                path = (*block, *field.split("."))
+                value = yaml_value(shown[i]) if shown else "%%nonsense%%"
+                verdicts = []
+                json_value = {"format": {"value": "json", "schema": "id BIGINT"}}
+                for mode in ({"mode": "incremental"}, INTERVAL, {"mode": "incremental",
+                                                                 **json_value}):
+                    base = {**mode, **BASES[source]}
+                    try:
+                        same = parses(with_field(base, path, value)) == parses(base)
+                    except ConfigError as exc:
+                        verdicts.append(f"refused: {exc}")
+                        continue
+                    verdicts.append("same" if same else "differs")
+                unknown = [v for v in verdicts if f"unknown key {path[-1]!r}" in v]
+                if len(unknown) == len(verdicts):
+                    problems.append(f"{file} {title}: {field} is no field: {unknown[0]}")
+                elif shown and "same" not in verdicts:
+                    problems.append(f"{file} {title}: {field}: default {shown[i]!r} is not "
+                                    f"the parser's ({verdicts})")
+                checked += 1
+    assert problems == [], "\n".join(problems)
+    assert checked >= 60

@@ -683,14 +683,20 @@ BASES = {
     "kafka": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]}},
     "kinesis": {"kinesis": {"stream": "s", "region": "eu-west-1"}},
     "files": {"files": {"path": "/data/in"}},
+    "iceberg": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                "output": {"path": "/lake", "format": "iceberg"}},
+    "delta": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+              "output": {"path": "/lake", "format": "delta"}},
 }
 INTERVAL = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"}
 REFERENCE_TABLES = [  # (page, section, where its fields go, the source around them)
     ("pipelines.md", "Common fields", (), "kafka"),
-    ("sources.md", "Kafka", ("kafka",), "kafka"),
-    ("sources.md", "Kinesis", ("kinesis",), "kinesis"),
-    ("sources.md", "Files", ("files",), "files"),
+    ("kafka.md", "Options", ("kafka",), "kafka"),
+    ("kinesis.md", "Options", ("kinesis",), "kinesis"),
+    ("files.md", "Options", ("files",), "files"),
     ("outputs.md", "Output fields", (), "kafka"),
+    ("iceberg.md", "Options", (), "iceberg"),
+    ("delta.md", "Options", (), "delta"),
     ("operations.md", "Alerts", ("alerts",), "kafka"),
 ]
 
@@ -707,7 +713,8 @@ def reference_rows(text):
         names = [n if "." in n or not parent else f"{parent}.{n}" for n in names]
         shown = re.findall(r"`([^`]+)`", default.split("(")[0])
         plain = re.sub(r"`[^`]+`|[,\s]", "", default.split("(")[0])
-        out.append((names, shown if len(shown) == len(names) and not plain else None))
+        exact = len(shown) == len(names) and not plain and not any("<" in v for v in shown)
+        out.append((names, shown if exact else None))
     return out
 
 

@@ -101,12 +101,11 @@ def test_every_yaml_example_is_a_valid_pipeline_through_streamslice_validate(tmp
 
 
 def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
-    """The README's pipeline file, which the pipeline reference shows too, word for word."""
+    """The pipeline reference's example file."""
     from streamslice.config import parse_pipeline
     from streamslice.formats.types import parse_schema
     shown = [(f, d) for f, _, d in yaml_examples() if d.startswith("description:")]
-    assert {f for f, _ in shown} == {"README.md", "docs/pipelines.md"}
-    assert len({d for _, d in shown}) == 1
+    assert {f for f, _ in shown} == {"docs/pipelines.md"}
     text = shown[0][1]
     cfg = parse_pipeline(text, file=str(tmp_path / "dags" / "pipelines" / "taxi_trips.yaml"),
                          default_name="taxi_trips")
@@ -118,7 +117,17 @@ def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
     assert parse_schema(cfg.decode.value.schema).names == \
         ["trip_id", "fare_amount", "event_time", "rider", "tags"]
     assert (cfg.alerts.lag_records, cfg.alerts.dead_letters) == (1_000_000, 1)
-    assert cfg.output.path == str(tmp_path / "output")  # relative to the project root
+    assert cfg.output.path == str(tmp_path / "output")  # relative to the folder above dags/
+
+
+def test_the_readme_copies_no_page():
+    """The README is the repository's front door, index.md the site's: no paragraph or
+    example of one is the other's (or the pipeline reference's) word for word."""
+    def chunks(text):
+        return {" ".join(c.split()) for c in re.split(r"\n\s*\n", text)
+                if len(c.split()) >= 12}
+    for name in ("index.md", "pipelines.md", "getting-started.md"):
+        assert chunks(README) & chunks(page(name)) == set(), name
 
 
 def test_the_inline_avro_schema_the_example_mentions_works_too():

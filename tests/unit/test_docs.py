@@ -783,3 +783,17 @@ def test_every_reference_tables_fields_and_defaults_are_the_parsers(monkeypatch)
                 checked += 1
     assert problems == [], "\n".join(problems)
     assert checked >= 60
+
+
+def test_the_spark_page_names_every_decoding_option_and_what_happens_to_java_properties():
+    from streamslice.formats import formats_for
+    from streamslice.kafka.spark_options import JAVA_TO_LIBRDKAFKA, REFUSED
+    from streamslice.spark.plan_options import DECODING
+    text = page("spark.md")
+    listed = re.search(r"`valueFormat` \(([^)]*)\)", " ".join(text.split())).group(1)
+    assert re.findall(r"`(\w+)`", listed) == list(formats_for("value"))
+    assert [o for o in DECODING if f"`{o}`" not in text] == []
+    kafka_row = re.search(r"^\| `kafka\.\*` \|.*$", text, re.M).group(0)
+    dropped = [k for k, v in JAVA_TO_LIBRDKAFKA.items() if v is None]
+    assert [n for n in (*dropped, *REFUSED) if f"`{n}`" not in kafka_row] == []
+    assert "register(spark)" in text and "4.3" in text

@@ -8,6 +8,7 @@ import ast
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -428,7 +429,7 @@ def test_the_site_builds_strictly_and_a_broken_link_or_anchor_fails_it(tmp_path)
     built = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert built.returncode == 0, built.stderr
     assert (tmp_path / "site" / "getting-started" / "index.html").exists()
-    assert (tmp_path / "site" / "streamslice-page.png").exists()
+    assert (tmp_path / "site" / "images" / "streamslice-page.png").exists()
     # The same site with one broken link, then one missing anchor: the build fails naming it.
     for broken, said in (("[x](no-such-page.md)", "no-such-page.md"),
                          ("[x](pipelines.md#no-such-field)", "no-such-field")):
@@ -436,8 +437,7 @@ def test_the_site_builds_strictly_and_a_broken_link_or_anchor_fails_it(tmp_path)
         copy.mkdir()
         for name, text in PAGES.items():
             (copy / name).write_text(text + (f"\n{broken}\n" if name == "index.md" else ""))
-        (copy / "streamslice-page.png").write_bytes((ROOT / "docs/streamslice-page.png")
-                                                    .read_bytes())
+        shutil.copytree(ROOT / "docs" / "images", copy / "images")
         config = tmp_path / f"mkdocs-{said}.yml"
         config.write_text((ROOT / "mkdocs.yml").read_text()
                           .replace("docs_dir: docs", f"docs_dir: {copy}"))
@@ -580,7 +580,7 @@ def test_every_page_shows_an_example_and_the_page_about_the_ui_its_pictures():
     bare = [name for name, text in PAGES.items() if name != "streamslice-page.md"
             and not re.search(r"^```\w*\n.*?^```$", text, re.S | re.M)]
     assert bare == []
-    pictures = re.findall(r"!\[[^\]]+\]\(([\w.-]+\.png)\)", page("streamslice-page.md"))
+    pictures = re.findall(r"!\[[^\]]+\]\(([\w./-]+\.png)\)", page("streamslice-page.md"))
     assert len(pictures) >= 3 and all((ROOT / "docs" / p).exists() for p in pictures)
 
 
@@ -797,3 +797,10 @@ def test_the_spark_page_names_every_decoding_option_and_what_happens_to_java_pro
     dropped = [k for k, v in JAVA_TO_LIBRDKAFKA.items() if v is None]
     assert [n for n in (*dropped, *REFUSED) if f"`{n}`" not in kafka_row] == []
     assert "register(spark)" in text and "4.3" in text
+
+
+def test_every_picture_is_in_docs_images_and_shown():
+    """One folder of pictures, none of them left unshown."""
+    assert sorted(p.name for p in (ROOT / "docs").glob("*.png")) == []
+    shown = set(re.findall(r"\]\((?:docs/)?images/([\w.-]+\.png)\)", ALL_TEXT))
+    assert sorted(p.name for p in (ROOT / "docs" / "images").iterdir()) == sorted(shown)

@@ -804,3 +804,12 @@ def test_every_picture_is_in_docs_images_and_shown():
     assert sorted(p.name for p in (ROOT / "docs").glob("*.png")) == []
     shown = set(re.findall(r"\]\((?:docs/)?images/([\w.-]+\.png)\)", ALL_TEXT))
     assert sorted(p.name for p in (ROOT / "docs" / "images").iterdir()) == sorted(shown)
+
+
+def test_user_pages_leave_how_it_is_tested_to_one_page():
+    """Test files and harness are for the development pages; a user page links there."""
+    developers = {"development.md", "testing.md", "extending.md", "performance.md"}
+    cited = {name: re.findall(r"tests/[\w/]+\.py|\btest_\w+\.py|\bTested\b", text)
+             for name, text in PAGES.items() if name not in developers}
+    assert {name: found for name, found in cited.items() if found} == {}
+    assert "testing.md" in nav_pages()[1]

@@ -5,6 +5,7 @@ reasons are what the decoder says, and the site builds strictly with every page 
 navigation. When one of these fails, the documentation or the code has drifted from the
 other."""
 import ast
+import itertools
 import json
 import re
 import shlex
@@ -688,6 +689,7 @@ def test_the_upgrading_page_lists_every_record_and_its_versions():
 # shows is the parser's (a file setting the field to the shown default parses to the same
 # pipeline as a file leaving it out).
 
+INTERVAL = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"}
 BASES = {
     "kafka": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]}},
     "kinesis": {"kinesis": {"stream": "s", "region": "eu-west-1"}},
@@ -696,8 +698,17 @@ BASES = {
                 "output": {"path": "/lake", "format": "iceberg"}},
     "delta": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
               "output": {"path": "/lake", "format": "delta"}},
+    "registry": [{"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                  "format": {"value": "avro", "registry": {"url": "http://registry:8081"},
+                             "subject": "t-value"}},
+                 {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                  "format": {"value": "protobuf", "key": "avro", "subject": "t-value",
+                             "key_subject": "t-key",
+                             "registry": {"url": "http://registry:8081"}}}],
+    "event_time": {**INTERVAL, "kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                   "format": {"value": "json", "schema": "at TIMESTAMP, n BIGINT"},
+                   "event_time": {"field": "at"}},
 }
-INTERVAL = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"}
 REFERENCE_TABLES = [  # (page, section, where its fields go, the source around them)
     ("pipelines.md", "Common fields", (), "kafka"),
     ("kafka.md", "Options", ("kafka",), "kafka"),
@@ -706,6 +717,8 @@ REFERENCE_TABLES = [  # (page, section, where its fields go, the source around t
     ("outputs.md", "Output fields", (), "kafka"),
     ("iceberg.md", "Options", (), "iceberg"),
     ("delta.md", "Options", (), "delta"),
+    ("formats.md", "Avro, Protobuf and JSON Schema, with schema registries", (), "registry"),
+    ("exactly-once.md", "Event time from a field", (), "event_time"),
     ("operations.md", "Alerts", ("alerts",), "kafka"),
 ]
 
@@ -765,9 +778,11 @@ def test_every_reference_tables_fields_and_defaults_are_the_parsers(monkeypatch)
                 value = yaml_value(shown[i]) if shown else "%%nonsense%%"
                 verdicts = []
                 json_value = {"format": {"value": "json", "schema": "id BIGINT"}}
-                for mode in ({"mode": "incremental"}, INTERVAL, {"mode": "incremental",
-                                                                 **json_value}):
-                    base = {**mode, **BASES[source]}
+                sources = BASES[source] if isinstance(BASES[source], list) else [BASES[source]]
+                for mode, around in itertools.product(
+                        ({"mode": "incremental"}, INTERVAL, {"mode": "incremental",
+                                                             **json_value}), sources):
+                    base = {**mode, **around}
                     try:
                         same = parses(with_field(base, path, value)) == parses(base)
                     except ConfigError as exc:

@@ -619,8 +619,10 @@ def environment_reads():
     for top in ("plugins", "dags", "jobs"):
         for path in (ROOT / top).rglob("*.py"):
             text = path.read_text()
-            found |= set(re.findall(r"(?:environ\.get|getenv)\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
-            found |= set(re.findall(r"environ\[\"([A-Z][A-Z0-9_]+)\"\]", text))
+            # os.environ, or a mapping of it under a name of its own (env, environ)
+            found |= set(re.findall(r"(?:\b\w*env\w*\.get|getenv)\(\s*\"([A-Z][A-Z0-9_]+)\"",
+                                    text))
+            found |= set(re.findall(r"\b\w*env\w*\[\"([A-Z][A-Z0-9_]+)\"\]", text))
             found |= set(re.findall(r"\"([A-Z][A-Z0-9_]+)\" (?:not )?in os\.environ", text))
     return found
 

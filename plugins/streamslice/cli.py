@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from .sources import CommandKit, Source
 
 Args = argparse.Namespace
+JSON_HELP = "print the result as JSON (for scripts) instead of a table"
+PIPELINE_HELP = "a pipeline's name (its file's name without .yaml) or a pipeline file's path"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,41 +78,41 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="streamslice", description="Bounded, exactly-once "
                                 "slices of streams: validate, plan, offsets, backfill and "
                                 "each source's own commands.")
-    p.add_argument("--dir", default=None, help="pipeline files folder (default: "
-                   "$STREAMSLICE_PIPELINES, ./dags/pipelines, or $AIRFLOW_HOME/dags/pipelines)")
-    p.add_argument("--debug", action="store_true", help="print the traceback of an error "
-                   "(also STREAMSLICE_DEBUG=1)")
+    _common_options(p, None)
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check every pipeline file (and warn about staging "
                        "the executor's workers would not share)")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help=JSON_HELP)
     v.set_defaults(run=cmd_validate)
 
     pl = sub.add_parser("plan", help="print a run's splits and lag without reading")
-    pl.add_argument("pipeline")
-    pl.add_argument("--at", help="interval pipelines: a time inside the interval to plan "
-                    "(ISO-8601, epoch s or ms; default: the last complete interval)")
-    pl.add_argument("--json", action="store_true")
+    pl.add_argument("pipeline", help=PIPELINE_HELP)
+    pl.add_argument("--at", metavar="TIME", help="interval pipelines: a time inside the "
+                    "interval to plan (ISO-8601, epoch s or ms; default: the last complete "
+                    "interval)")
+    pl.add_argument("--json", action="store_true", help=JSON_HELP)
     pl.set_defaults(run=cmd_plan)
 
     o = sub.add_parser("offsets", help="show or reset a pipeline's checkpoint")
     osub = o.add_subparsers(dest="action", required=True)
-    show = osub.add_parser("show")
-    show.add_argument("pipeline")
-    show.add_argument("--json", action="store_true")
+    show = osub.add_parser("show", help="print a pipeline's checkpoint: the next position of "
+                           "every partition or shard")
+    show.add_argument("pipeline", help=PIPELINE_HELP)
+    show.add_argument("--json", action="store_true", help=JSON_HELP)
     show.set_defaults(run=cmd_offsets_show)
-    reset = osub.add_parser("reset")
-    reset.add_argument("pipeline")
+    reset = osub.add_parser("reset", help="move a pipeline's checkpoint: its next run reads "
+                            "from there")
+    reset.add_argument("pipeline", help=PIPELINE_HELP)
     target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to", help="earliest | latest (Kinesis also TRIM_HORIZON | LATEST) | "
-                        "a timestamp (ISO-8601, epoch s/ms)")
-    target.add_argument("--offsets", help='JSON {"topic:partition": offset} (Kinesis: '
-                        '{"stream:shardId-…": "sequence number"})')
+    target.add_argument("--to", metavar="POSITION", help="earliest | latest (Kinesis also "
+                        "TRIM_HORIZON | LATEST) | a timestamp (ISO-8601, epoch s/ms)")
+    target.add_argument("--offsets", metavar="JSON", help='JSON {"topic:partition": '
+                        'offset} (Kinesis: {"stream:shardId-…": "sequence number"})')
     reset.add_argument("--yes", action="store_true", help="do what the reset does beyond "
                        "the positions given without asking (Kinesis: shards --offsets does "
                        "not name go back to TRIM_HORIZON)")
-    reset.add_argument("--json", action="store_true")
+    reset.add_argument("--json", action="store_true", help=JSON_HELP)
     reset.set_defaults(run=cmd_offsets_reset)
 
     from .sources import SOURCES, HasCliCommands, source_class
@@ -120,37 +122,67 @@ def parser() -> argparse.ArgumentParser:
             cls.add_cli_commands(sub, command_kit())
 
     b = sub.add_parser("backfill", help="run an interval pipeline over a time range")
-    b.add_argument("pipeline")
-    b.add_argument("--from", dest="start", required=True, help="ISO-8601 or epoch s/ms")
-    b.add_argument("--to", dest="end", required=True, help="ISO-8601 or epoch s/ms (exclusive)")
-    b.add_argument("--no-wait", action="store_true", help="create the backfill and return")
+    b.add_argument("pipeline", help=PIPELINE_HELP)
+    b.add_argument("--from", dest="start", metavar="TIME", required=True,
+                   help="the range's start: ISO-8601 or epoch s/ms")
+    b.add_argument("--to", dest="end", metavar="TIME", required=True,
+                   help="the range's end, exclusive: ISO-8601 or epoch s/ms")
+    b.add_argument("--no-wait", action="store_true", help="create the backfill and return "
+                   "(without it the command waits for the runs, which needs a running "
+                   "scheduler)")
     b.add_argument("--unpause", action="store_true", help="unpause the DAG if it is paused")
     b.add_argument("--reprocess", default="completed", choices=("completed", "failed", "none"),
-                   help="intervals that already ran: re-run (default), only failed, or skip")
-    b.add_argument("--json", action="store_true")
+                   help="intervals that already ran: completed re-runs them all (replacing "
+                   "their partitions), failed only those that failed, none none of them")
+    b.add_argument("--json", action="store_true", help=JSON_HELP)
     b.set_defaults(run=cmd_backfill)
 
     f = sub.add_parser("freshness", help="check every pipeline's freshness limit and send "
                        "its stale alert, outside Airflow's scheduler (exit 3 while one is stale)")
-    f.add_argument("--json", action="store_true")
+    f.add_argument("--json", action="store_true", help=JSON_HELP)
     f.set_defaults(run=cmd_freshness)
 
     i = sub.add_parser("init", help="write the DAG file and an example pipeline into a "
                        "DAGs folder")
     i.add_argument("folder", nargs="?", default=None, help="the DAGs folder (default: "
                    "$AIRFLOW__CORE__DAGS_FOLDER, else $AIRFLOW_HOME/dags)")
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true", help=JSON_HELP)
     i.set_defaults(run=cmd_init)
 
     k = sub.add_parser("package", help="write the package zip (--py-files) and the read "
                        "job's launcher for spark-submit into a folder")
-    k.add_argument("folder", nargs="?", default=".")
-    k.add_argument("--json", action="store_true")
+    k.add_argument("folder", nargs="?", default=".", help="where to write them")
+    k.add_argument("--json", action="store_true", help=JSON_HELP)
     k.set_defaults(run=cmd_package)
 
     d = sub.add_parser("demo", help="run the demo (in a repository checkout)")
     d.set_defaults(run=cmd_demo)
+    for leaf in leaf_parsers(p):  # `streamslice validate --dir X` as well as `--dir X validate`
+        if leaf is not p:
+            _common_options(leaf, argparse.SUPPRESS)
     return p
+
+
+def _common_options(p: argparse.ArgumentParser, default: Any) -> None:
+    """--dir and --debug, before the command or after it: a subcommand's copy has no default
+    of its own (SUPPRESS), so it never undoes one given before the command."""
+    p.add_argument("--dir", default=default, help="pipeline files folder (default: "
+                   "$STREAMSLICE_PIPELINES, ./dags/pipelines, or the pipelines folder of "
+                   "Airflow's DAGs folder: $AIRFLOW__CORE__DAGS_FOLDER, else "
+                   "$AIRFLOW_HOME/dags)")
+    p.add_argument("--debug", action="store_true",
+                   default=default if default is argparse.SUPPRESS else False,
+                   help="print the traceback of an error (also STREAMSLICE_DEBUG=1)")
+
+
+def leaf_parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``p`` and every parser under it, each command's own last (``offsets reset``)."""
+    found = [p]
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found += leaf_parsers(child)
+    return found
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -179,11 +211,21 @@ def _aws_properties(conn_id: str, region: str | None, field: str) -> dict[str, A
 
 
 def pipelines_dir(args: Args) -> Path:
-    for candidate in (args.dir, os.environ.get("STREAMSLICE_PIPELINES"), "dags/pipelines",
-                      os.path.join(os.environ.get("AIRFLOW_HOME", ""), "dags", "pipelines")):
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    raise ConfigError("no pipelines folder found; pass --dir")
+    """--dir, else $STREAMSLICE_PIPELINES, else ``./dags/pipelines``, else the ``pipelines``
+    folder of Airflow's DAGs folder, where ``streamslice init`` puts it."""
+    from .scaffold import default_dags_folder
+    given = args.dir or os.environ.get("STREAMSLICE_PIPELINES")
+    if given:
+        if not Path(given).is_dir():
+            raise ConfigError(f"pipelines folder {given} does not exist (from "
+                              f"{'--dir' if args.dir else 'STREAMSLICE_PIPELINES'})")
+        return Path(given)
+    looked = [Path("dags", "pipelines"), default_dags_folder() / "pipelines"]
+    for candidate in looked:
+        if candidate.is_dir():
+            return candidate
+    raise ConfigError(f"no pipelines folder found (looked in {looked[0]} and {looked[1]}): "
+                      "run `streamslice init`, or pass --dir")
 
 
 def find_pipeline(args: Args) -> PipelineConfig:
@@ -398,7 +440,7 @@ def cmd_init(args: Args) -> int:
     data = {"written": [str(p) for p, w in done if w], "kept": [str(p) for p, w in done if not w],
             "pipelines": str(folder / "pipelines")}
     text = "\n".join(f"{'wrote' if w else 'kept '}  {p}" for p, w in done)
-    emit(args, data, f"{text}\nnext: streamslice --dir {folder / 'pipelines'} validate")
+    emit(args, data, f"{text}\nnext: streamslice validate --dir {folder / 'pipelines'}")
     return 0
 
 

@@ -1,5 +1,6 @@
-"""The package's extras (``pip install 'streamslice[kafka,avro]'``) and the modules each one
-brings. The core imports an extra's modules only where that capability is used, and a
+"""The package's extras (``pip install 'streamslice-VERSION-py3-none-any.whl[kafka,avro]'``:
+streamslice is on no package index, its wheel is built from the repository) and the modules
+each one brings. The core imports an extra's modules only where that capability is used, and a
 pipeline file that needs an extra which is not installed fails validation naming the extra
 and the command that installs it, not with an ImportError from deep inside a run."""
 from __future__ import annotations
@@ -43,7 +44,14 @@ def missing_message(extra: str, needed_for: str) -> str | None:
     if not gone:
         return None
     return (f"{needed_for} needs the streamslice[{extra}] extra, which is not installed (no "
-            f"module {', '.join(gone)}): pip install 'streamslice[{extra}]'")
+            f"module {', '.join(gone)}): install the wheel built from the streamslice "
+            f"repository with it, pip install '{wheel_name()}[{extra}]'")
+
+
+def wheel_name() -> str:
+    """The file ``python -m build`` makes of this version (the package is on no index)."""
+    from . import __version__
+    return f"streamslice-{__version__}-py3-none-any.whl"
 
 
 def require(extra: str, needed_for: str) -> None:

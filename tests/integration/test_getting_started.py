@@ -1,21 +1,29 @@
-"""docs/getting-started.md, followed as a newcomer follows it: its DAGs-folder file and
-pipeline file, its producer snippet, its ``airflow dags test`` date, then its reading snippet,
-whose printed line must be what the page says it prints. Only the broker's address, the
-topic, the output folder and the pipeline's name (the session's Airflow is shared) are
-replaced. A page that drifts from what the product does fails here."""
+"""docs/getting-started.md, followed as a newcomer follows it, through Airflow's real
+components: ``streamslice init`` and ``streamslice validate`` as the page runs them (no
+``--dir``) with a DAGs folder of another name than ``dags``, its pipeline file, its producer
+snippet, its ``airflow dags test`` command line, its reading snippet (whose printed line must
+be what the page says it prints), then its ``streamslice backfill`` of the next two hours on
+the running scheduler, whose table must be the page's. Only the broker's address, the topic,
+the output folder and the pipeline's name (the session's Airflow is shared) are replaced, and
+the pipeline reads on the session's Spark Connect server (as ``SPARK_REMOTE`` would make it:
+one task a run) so that no run starts a JVM of its own. A page that drifts from what the
+product does fails here."""
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.pipelines import unique, write_pipeline
+from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "getting-started.md").read_text()
 BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```$", PAGE, re.S | re.M)
 OUTPUT = "/tmp/streamslice-output"
+CLI = str(Path(sys.executable).parent / "streamslice")
 
 
 def block(language, containing):
@@ -24,61 +32,83 @@ def block(language, containing):
     return found[0]
 
 
-def test_the_getting_started_page_lands_its_interval(broker, spark, airflow_db, tmp_path,
-                                                     capsys):
-    from streamslice.airflow.factory import build_dags
+def command(starting):
+    """The page's one command line that starts with ``starting``."""
+    found = [line for _, text in BLOCKS for line in text.splitlines()
+             if line.startswith(starting)]
+    assert len(found) == 1, starting
+    return found[0]
+
+
+def test_the_getting_started_page_lands_an_interval_and_backfills_two_more(
+        broker, airflow_services, spark_connect, tmp_path, capsys):
+    airflow = airflow_services
     topic, name, output = unique("orders"), unique("orders").replace("-", "_"), tmp_path / "out"
 
     def ours(text):
         return (text.replace("localhost:9092", broker.bootstrap).replace(OUTPUT, str(output))
                 .replace('"orders"', f'"{topic}"').replace("[orders]", f"[{topic}]"))
 
-    # 2. the DAGs folder: `streamslice init` writes the factory file the page shows, and that
-    # file finds the pipeline file as a DAG named after it
-    from streamslice.cli import main
-    dags = tmp_path / "dags"
-    init, = [c for _, c in BLOCKS if c.startswith("streamslice init")]
-    assert main([*init.split()[1:], str(dags)]) == 0
+    # 2. the DAGs folder: `streamslice init`, then the pipeline file, then `streamslice
+    # validate`, run from a folder without dags/ in it, the DAGs folder set as Airflow's
+    dags, work = tmp_path / "team-dags", tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in airflow.env.items() if k != "STREAMSLICE_PIPELINES"}
+    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(dags)
+
+    def cli(line, environment=env):
+        return subprocess.run([CLI, *line.split()[1:]], env=environment, cwd=work,
+                              capture_output=True, text=True, timeout=600)
+    made = cli(command("streamslice init"))
+    assert made.returncode == 0, made.stderr
     assert (dags / "streamslice_pipelines.py").read_text() == block("python", "build_dags")
     assert (dags / "pipelines" / "example_events.yaml").exists()
     pipeline_text = ours(block("yaml", "mode: interval"))
     (dags / "pipelines" / "orders.yaml").write_text(pipeline_text)
+    checked = cli(command("streamslice validate"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert [line.split()[:2] for line in checked.stdout.splitlines()] == \
+        [["ok", "example_events"], ["ok", "orders"]]
     scope = {"__file__": str(dags / "streamslice_pipelines.py")}
     exec(compile((dags / "streamslice_pipelines.py").read_text(), "factory", "exec"), scope)
-    assert scope["orders"].dag_id == "orders"
-    # `streamslice validate` as the page runs it: no --dir, from the folder above dags/
-    command, = [c for _, c in BLOCKS if c.startswith("streamslice validate")]
-    capsys.readouterr()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(tmp_path)
-        mp.delenv("STREAMSLICE_PIPELINES", raising=False)
-        assert main([*command.split()[1:], "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["valid"] == ["example_events", "orders"]
     assert [t.task_id for t in scope["orders"].tasks] == ["plan", "read", "commit"]
-    # (run under a name of its own: the session's Airflow keeps every test's checkpoints)
-    cfg = write_pipeline(name, pipeline_text)
-    assert set(build_dags(Path(cfg.file).parent)) >= {name}
+
+    # the same file in the running Airflow's DAGs folder, under the test's own name
+    remote = f"spark:\n  runner: connect\n  remote: {spark_connect.remote}\n"
+    (airflow.pipelines / f"{name}.yaml").write_text(pipeline_text + remote)
+    airflow.wait_for_dag(name)
 
     # 3. some records
     exec(ours(block("python", "Producer(")), {})
 
-    # 4. land an interval, dated as the page's `airflow dags test` dates it
-    command = re.search(r"^airflow dags test orders (\S+)$", PAGE, re.M).group(1)
-    from datetime import datetime
-
-    from tests.support.pipelines import run_dag
-    run_dag(cfg, logical_date=datetime.fromisoformat(command))
+    # 4. land an interval: the page's `airflow dags test`, with the running Airflow's settings
+    dated = command("airflow dags test orders").split()
+    airflow.airflow(*dated[1:3], name, *dated[4:])
     listed = re.findall(rf"^{re.escape(OUTPUT)}/(\S+)$", PAGE, re.M)
     assert len(listed) >= 2
     for path in listed:
         assert (output / path.replace("pipeline=orders", f"pipeline={name}")).exists(), path
-
     capsys.readouterr()
     reading = block("python", "read_table").replace(OUTPUT, str(output)) \
         .replace("pipeline=orders", f"pipeline={name}")
     exec(reading, {})
     said = re.search(r"print\(.*\)\s+# (.*)$", reading, re.M).group(1)
     assert capsys.readouterr().out.strip() == said
+    first = json.loads((output / f"pipeline={name}" / "interval=20240501T000000Z" /
+                        "_manifest.json").read_text())
+
+    # 5. the next two hours, by the page's backfill on the running scheduler: the manual run
+    # above holds no logical date either of them needs
+    backfill = command("streamslice backfill orders").replace(" orders ", f" {name} ")
+    done = cli(backfill, environment={k: v for k, v in airflow.env.items()
+                                      if k != "STREAMSLICE_PIPELINES"})
+    airflow.airflow("dags", "pause", name)  # (unpaused, it would go on running each hour)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = block("", "state    records").strip().splitlines()
+    assert [line.rstrip() for line in done.stdout.strip().splitlines()] == shown
+    again = json.loads((output / f"pipeline={name}" / "interval=20240501T000000Z" /
+                        "_manifest.json").read_text())
+    assert again["committed_at"] == first["committed_at"]  # outside the range: not run again
 
     # and as docs/outputs.md reads a dataset with DuckDB: the folders' keys are columns
     import duckdb
@@ -86,6 +116,6 @@ def test_the_getting_started_page_lands_its_interval(broker, spark, airflow_db, 
     query = " ".join(re.search(r"`(SELECT \* FROM read_parquet\(.*?\))`", outputs,
                                re.S).group(1).split())
     query = re.sub(r"'output/pipeline=\w+/", f"'{output}/pipeline={name}/", query)
-    rows = duckdb.sql(f"SELECT count(*), min(id), max(id), any_value(interval), "
+    rows = duckdb.sql(f"SELECT count(*), min(id), max(id), count(DISTINCT interval), "
                       f"any_value(pipeline) FROM ({query})").fetchall()
-    assert rows == [(515, 0, 514, "20240501T000000Z", name)]
+    assert rows == [(1500, 0, 1499, 3, name)]

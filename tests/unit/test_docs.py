@@ -5,9 +5,11 @@ reasons are what the decoder says, and the site builds strictly with every page 
 navigation. When one of these fails, the documentation or the code has drifted from the
 other."""
 import ast
+import itertools
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -101,12 +103,11 @@ def test_every_yaml_example_is_a_valid_pipeline_through_streamslice_validate(tmp
 
 
 def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
-    """The README's pipeline file, which the pipeline reference shows too, word for word."""
+    """The pipeline reference's example file."""
     from streamslice.config import parse_pipeline
     from streamslice.formats.types import parse_schema
     shown = [(f, d) for f, _, d in yaml_examples() if d.startswith("description:")]
-    assert {f for f, _ in shown} == {"README.md", "docs/pipelines.md"}
-    assert len({d for _, d in shown}) == 1
+    assert {f for f, _ in shown} == {"docs/pipelines.md"}
     text = shown[0][1]
     cfg = parse_pipeline(text, file=str(tmp_path / "dags" / "pipelines" / "taxi_trips.yaml"),
                          default_name="taxi_trips")
@@ -118,7 +119,17 @@ def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
     assert parse_schema(cfg.decode.value.schema).names == \
         ["trip_id", "fare_amount", "event_time", "rider", "tags"]
     assert (cfg.alerts.lag_records, cfg.alerts.dead_letters) == (1_000_000, 1)
-    assert cfg.output.path == str(tmp_path / "output")  # relative to the project root
+    assert cfg.output.path == str(tmp_path / "output")  # relative to the folder above dags/
+
+
+def test_the_readme_copies_no_page():
+    """The README is the repository's front door, index.md the site's: no paragraph or
+    example of one is the other's (or the pipeline reference's) word for word."""
+    def chunks(text):
+        return {" ".join(c.split()) for c in re.split(r"\n\s*\n", text)
+                if len(c.split()) >= 12}
+    for name in ("index.md", "pipelines.md", "getting-started.md"):
+        assert chunks(README) & chunks(page(name)) == set(), name
 
 
 def test_the_inline_avro_schema_the_example_mentions_works_too():
@@ -187,13 +198,23 @@ def test_the_airflow_backfill_command_is_airflows():
 
 
 def test_the_getting_started_airflow_commands_are_airflows():
-    """``airflow dags test DAG DATE`` as the page runs its interval."""
+    """``airflow dags test DAG DATE`` as the page runs its interval: Airflow infers the hour
+    00:00-01:00 from a date that is no interval's start, so the run holds no logical date a
+    scheduled or backfill run needs (one dated 01:00 would hold the 01:00-02:00 run's)."""
     from airflow.cli.cli_parser import get_parser
+    from airflow.timetables.interval import CronDataIntervalTimetable
     text = page("getting-started.md")
     line, = re.findall(r"^airflow dags test .*$", text, re.M)
     args = get_parser().parse_args(shlex.split(line)[1:])
     assert args.dag_id == "orders"
-    assert args.logical_date == datetime(2024, 5, 1, 1, tzinfo=timezone.utc)
+    inferred = CronDataIntervalTimetable("0 * * * *", timezone="UTC") \
+        .infer_manual_data_interval(run_after=args.logical_date)
+    assert (inferred.start, inferred.end) == (datetime(2024, 5, 1, 0, tzinfo=timezone.utc),
+                                              datetime(2024, 5, 1, 1, tzinfo=timezone.utc))
+    assert args.logical_date not in (inferred.start, inferred.end)
+    backfill = re.search(r"^streamslice backfill orders --from (\S+) --to (\S+) --unpause$",
+                         text, re.M)
+    assert backfill and backfill.group(1) == "2024-05-01T01:00:00Z"
 
 
 def test_every_file_the_docs_name_exists():
@@ -409,7 +430,7 @@ def test_the_site_builds_strictly_and_a_broken_link_or_anchor_fails_it(tmp_path)
     built = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert built.returncode == 0, built.stderr
     assert (tmp_path / "site" / "getting-started" / "index.html").exists()
-    assert (tmp_path / "site" / "streamslice-page.png").exists()
+    assert (tmp_path / "site" / "images" / "streamslice-page.png").exists()
     # The same site with one broken link, then one missing anchor: the build fails naming it.
     for broken, said in (("[x](no-such-page.md)", "no-such-page.md"),
                          ("[x](pipelines.md#no-such-field)", "no-such-field")):
@@ -417,8 +438,7 @@ def test_the_site_builds_strictly_and_a_broken_link_or_anchor_fails_it(tmp_path)
         copy.mkdir()
         for name, text in PAGES.items():
             (copy / name).write_text(text + (f"\n{broken}\n" if name == "index.md" else ""))
-        (copy / "streamslice-page.png").write_bytes((ROOT / "docs/streamslice-page.png")
-                                                    .read_bytes())
+        shutil.copytree(ROOT / "docs" / "images", copy / "images")
         config = tmp_path / f"mkdocs-{said}.yml"
         config.write_text((ROOT / "mkdocs.yml").read_text()
                           .replace("docs_dir: docs", f"docs_dir: {copy}"))
@@ -537,10 +557,22 @@ def test_the_extras_the_docs_name_are_the_packages_and_getting_started_installs_
     assert named and named <= extras
     pip, = re.findall(r"^pip install '\S+\[([\w,-]+)\]' -c constraints\.txt$", text, re.M)
     assert pip == EXTRAS
-    table = section("deployment.md", "An existing or managed Airflow")
+    table = section("install.md", "The extras")
     rows = {x for row in re.findall(r"^\| `([^|]+)` \|", table, re.M)
             for x in re.findall(r"[a-z-]+", row)}
     assert rows == extras
+
+
+def test_the_install_pages_missing_extra_error_is_the_one_a_user_gets(monkeypatch):
+    """Word for word, and the wheel it names is the one ``python -m build`` makes."""
+    from streamslice import __version__, extras
+    monkeypatch.setattr(extras, "missing_modules", lambda extra: ["fastavro"])
+    said = " ".join(section("install.md", "The extras").split())
+    assert extras.missing_message("avro", "format.value: value: avro") in said
+    assert f"dist/streamslice-{__version__}-py3-none-any.whl[kafka,spark]" in page("install.md")
+    # no page tells anyone to install the package by name from an index
+    assert [f for f, text in EVERYTHING.items()
+            if re.search(r"pip install ['\"]?streamslice\[(?![^\]]*\] @ )", text)] == []
 
 
 def test_every_page_shows_an_example_and_the_page_about_the_ui_its_pictures():
@@ -549,7 +581,7 @@ def test_every_page_shows_an_example_and_the_page_about_the_ui_its_pictures():
     bare = [name for name, text in PAGES.items() if name != "streamslice-page.md"
             and not re.search(r"^```\w*\n.*?^```$", text, re.S | re.M)]
     assert bare == []
-    pictures = re.findall(r"!\[[^\]]+\]\(([\w.-]+\.png)\)", page("streamslice-page.md"))
+    pictures = re.findall(r"!\[[^\]]+\]\(([\w./-]+\.png)\)", page("streamslice-page.md"))
     assert len(pictures) >= 3 and all((ROOT / "docs" / p).exists() for p in pictures)
 
 
@@ -564,3 +596,237 @@ def test_every_picture_the_docs_show_exists_and_operations_shows_each_failure():
                        section("operations.md", "What the page says when something is wrong"))
     assert shown == ["streamslice-failed-setup", "streamslice-backfill-conflict",
                      "streamslice-stale", "streamslice-scheduler-stopped"]
+
+
+# The references: generated from the code, or checked against it name by name.
+
+def test_the_cli_reference_is_what_the_parser_makes():
+    """docs/cli.md is generated (``python -m devtools.cli_reference``): a flag, default or
+    help text changed in the parser and not in the page fails here."""
+    from devtools.cli_reference import render
+    assert page("cli.md") == render(), "run: python -m devtools.cli_reference"
+    # every command and flag the parser has is on it, so every one on it exists
+    from streamslice.cli import leaf_parsers, parser
+    flags = {o for p in leaf_parsers(parser()) for a in p._actions for o in a.option_strings
+             if o.startswith("--")}
+    assert flags - {"--help"} <= set(re.findall(r"`(--[\w-]+)`", page("cli.md")))
+
+
+def environment_reads():
+    """Every variable the package, the DAG file and the jobs read by name (not those they
+    only set for Spark's processes)."""
+    found = set()
+    for top in ("plugins", "dags", "jobs"):
+        for path in (ROOT / top).rglob("*.py"):
+            text = path.read_text()
+            # os.environ, or a mapping of it under a name of its own (env, environ)
+            found |= set(re.findall(r"(?:\b\w*env\w*\.get|getenv)\(\s*\"([A-Z][A-Z0-9_]+)\"",
+                                    text))
+            found |= set(re.findall(r"\b\w*env\w*\[\"([A-Z][A-Z0-9_]+)\"\]", text))
+            found |= set(re.findall(r"\"([A-Z][A-Z0-9_]+)\" (?:not )?in os\.environ", text))
+    return found
+
+
+def test_every_environment_variable_the_code_reads_is_documented():
+    text = page("environment.md")
+    rows = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", text, re.M))
+    read = environment_reads()
+    assert {"STREAMSLICE_HOME", "STREAMSLICE_PIPELINES", "SPARK_REMOTE"} <= read
+    # (a variable read only as Spark sets it is named below the table)
+    undocumented = sorted(v for v in read - rows if f"`{v}`" not in text)
+    assert undocumented == []
+    # and every streamslice variable the table lists is one the code reads
+    assert sorted(v for v in rows if v.startswith("STREAMSLICE_") and v not in read) == []
+
+
+def test_the_alert_payload_page_is_the_alert_record():
+    """Fields, kinds, each kind's details and the error kinds, as the code makes them; the
+    example payload reads back as an Alert."""
+    import dataclasses
+
+    from streamslice import alerts, errors
+    text = page("alerts.md")
+    example = json.loads(code_blocks(text, "json")[0])
+    assert alerts.Alert.from_dict(example).kind == "run_failed"
+    table = section("alerts.md", "Fields")
+    assert set(re.findall(r"^\| `(\w+)` \|", table, re.M)) == \
+        {f.name for f in dataclasses.fields(alerts.Alert)}
+    kinds = section("alerts.md", "Kinds")
+    rows = re.findall(r"^\| `(\w+)` \|[^|]*\|(.*)\|$", kinds, re.M)
+    assert {kind for kind, _ in rows} == set(alerts.KINDS)
+    code = "".join((ROOT / "plugins/streamslice" / f).read_text() for f in (
+        "alerts.py", "airflow/alerting.py", "airflow/deadline.py", "airflow/freshness.py"))
+    named = {key for _, cell in rows for key in re.findall(r"`(\w+)`", cell)
+             if not key.startswith(("on_", "alerts"))} - {"run_failed", "key", "from", "to",
+                                                           "reason"}
+    assert sorted(k for k in named if f'"{k}"' not in code) == []
+    said = set(re.findall(r"`(\w+)`", kinds[kinds.index("`error_kind` is"):]))
+    ours = {c.kind for c in vars(errors).values() if isinstance(c, type)
+            and issubclass(c, errors.StreamsliceError)} - {"error", "injected_fault"}
+    assert ours <= said
+
+
+def test_the_upgrading_page_lists_every_record_and_its_versions():
+    import importlib
+
+    from streamslice.planning import plan
+    from streamslice.records import RecordKind, Versioned
+    for module in ("reading.stats", "reading.ahead", "metrics", "commit.checkpoint",
+                   "commit.manifest", "alerts"):
+        importlib.import_module(f"streamslice.{module}")
+
+    def records(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from records(sub)
+    kinds = [c.KIND for c in records(Versioned) if isinstance(c.__dict__.get("KIND"),
+                                                                RecordKind)]
+    kinds.append(RecordKind("plan", plan.PLAN_VERSION, plan.MIGRATIONS))
+    rows = {name: (int(writes), reads) for name, writes, reads in re.findall(
+        r"^\| ([a-z -]+) \| [^|]+ \| (\d+) \| ([\d to]+) \|$", page("upgrading.md"), re.M)}
+    assert rows == {k.name: (k.version, k.readable()) for k in kinds}
+
+
+# Every reference table: each field it names is one the parser takes, and each default it
+# shows is the parser's (a file setting the field to the shown default parses to the same
+# pipeline as a file leaving it out).
+
+INTERVAL = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"}
+BASES = {
+    "kafka": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]}},
+    "kinesis": {"kinesis": {"stream": "s", "region": "eu-west-1"}},
+    "files": {"files": {"path": "/data/in"}},
+    "iceberg": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                "output": {"path": "/lake", "format": "iceberg"}},
+    "delta": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+              "output": {"path": "/lake", "format": "delta"}},
+    "registry": [{"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                  "format": {"value": "avro", "registry": {"url": "http://registry:8081"},
+                             "subject": "t-value"}},
+                 {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                  "format": {"value": "protobuf", "key": "avro", "subject": "t-value",
+                             "key_subject": "t-key",
+                             "registry": {"url": "http://registry:8081"}}}],
+    "event_time": {**INTERVAL, "kafka": {"bootstrap_servers": "a:1", "topics": ["t"]},
+                   "format": {"value": "json", "schema": "at TIMESTAMP, n BIGINT"},
+                   "event_time": {"field": "at"}},
+}
+REFERENCE_TABLES = [  # (page, section, where its fields go, the source around them)
+    ("pipelines.md", "Common fields", (), "kafka"),
+    ("kafka.md", "Options", ("kafka",), "kafka"),
+    ("kinesis.md", "Options", ("kinesis",), "kinesis"),
+    ("files.md", "Options", ("files",), "files"),
+    ("outputs.md", "Output fields", (), "kafka"),
+    ("iceberg.md", "Options", (), "iceberg"),
+    ("delta.md", "Options", (), "delta"),
+    ("formats.md", "Avro, Protobuf and JSON Schema, with schema registries", (), "registry"),
+    ("exactly-once.md", "Event time from a field", (), "event_time"),
+    ("operations.md", "Alerts", ("alerts",), "kafka"),
+]
+
+
+def reference_rows(text):
+    """(field names, shown defaults) of each row of a ``field | default | meaning`` table,
+    defaults only where the cell is code spans alone (one per field), else None."""
+    out = []
+    for first, default in re.findall(r"^\| (`[^|]*) \| ([^|]*) \|", text, re.M):
+        if ":" in first or "<" in first:
+            continue  # a value's row (`output.format: iceberg`) or a family (`retries.<api>…`)
+        names = re.findall(r"`([\w.]+)`", first.split("(")[0])
+        parent = names[0].rpartition(".")[0] if names else ""  # `output.path`, `format`
+        names = [n if "." in n or not parent else f"{parent}.{n}" for n in names]
+        shown = re.findall(r"`([^`]+)`", default.split("(")[0])
+        plain = re.sub(r"`[^`]+`|[,\s]", "", default.split("(")[0])
+        exact = len(shown) == len(names) and not plain and not any("<" in v for v in shown)
+        out.append((names, shown if exact else None))
+    return out
+
+
+def yaml_value(text):
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # `*`: a string as YAML cannot write it bare
+
+
+def with_field(data, path, value):
+    data = json.loads(json.dumps(data))
+    *parents, last = path
+    node = data
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+    return data
+
+
+def parses(data):
+    from streamslice.config import parse_pipeline
+    return parse_pipeline(yaml.safe_dump(data), file="/p/dags/pipelines/x.yaml",
+                          default_name="x")
+
+
+def test_every_reference_tables_fields_and_defaults_are_the_parsers(monkeypatch):
+    from streamslice.errors import ConfigError
+    for name in ("STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_MASTER", "SPARK_REMOTE",
+                 "STREAMSLICE_HOME", "STREAMSLICE_ICEBERG_CATALOG_URI"):
+        monkeypatch.delenv(name, raising=False)
+    checked, problems = 0, []
+    for file, title, block, source in REFERENCE_TABLES:
+        rows = reference_rows(section(file, title))
+        assert rows, (file, title)
+        for names, shown in rows:
+            for i, field in enumerate(names):
+                path = (*block, *field.split("."))
+                value = yaml_value(shown[i]) if shown else "%%nonsense%%"
+                verdicts = []
+                json_value = {"format": {"value": "json", "schema": "id BIGINT"}}
+                sources = BASES[source] if isinstance(BASES[source], list) else [BASES[source]]
+                for mode, around in itertools.product(
+                        ({"mode": "incremental"}, INTERVAL, {"mode": "incremental",
+                                                             **json_value}), sources):
+                    base = {**mode, **around}
+                    try:
+                        same = parses(with_field(base, path, value)) == parses(base)
+                    except ConfigError as exc:
+                        verdicts.append(f"refused: {exc}")
+                        continue
+                    verdicts.append("same" if same else "differs")
+                unknown = [v for v in verdicts if f"unknown key {path[-1]!r}" in v]
+                if len(unknown) == len(verdicts):
+                    problems.append(f"{file} {title}: {field} is no field: {unknown[0]}")
+                elif shown and "same" not in verdicts:
+                    problems.append(f"{file} {title}: {field}: default {shown[i]!r} is not "
+                                    f"the parser's ({verdicts})")
+                checked += 1
+    assert problems == [], "\n".join(problems)
+    assert checked >= 60
+
+
+def test_the_spark_page_names_every_decoding_option_and_what_happens_to_java_properties():
+    from streamslice.formats import formats_for
+    from streamslice.kafka.spark_options import JAVA_TO_LIBRDKAFKA, REFUSED
+    from streamslice.spark.plan_options import DECODING
+    text = page("spark.md")
+    listed = re.search(r"`valueFormat` \(([^)]*)\)", " ".join(text.split())).group(1)
+    assert re.findall(r"`(\w+)`", listed) == list(formats_for("value"))
+    assert [o for o in DECODING if f"`{o}`" not in text] == []
+    kafka_row = re.search(r"^\| `kafka\.\*` \|.*$", text, re.M).group(0)
+    dropped = [k for k, v in JAVA_TO_LIBRDKAFKA.items() if v is None]
+    assert [n for n in (*dropped, *REFUSED) if f"`{n}`" not in kafka_row] == []
+    assert "register(spark)" in text and "4.3" in text
+
+
+def test_every_picture_is_in_docs_images_and_shown():
+    """One folder of pictures, none of them left unshown."""
+    assert sorted(p.name for p in (ROOT / "docs").glob("*.png")) == []
+    shown = set(re.findall(r"\]\((?:docs/)?images/([\w.-]+\.png)\)", ALL_TEXT))
+    assert sorted(p.name for p in (ROOT / "docs" / "images").iterdir()) == sorted(shown)
+
+
+def test_user_pages_leave_how_it_is_tested_to_one_page():
+    """Test files and harness are for the development pages; a user page links there."""
+    developers = {"development.md", "testing.md", "extending.md", "performance.md"}
+    cited = {name: re.findall(r"tests/[\w/]+\.py|\btest_\w+\.py|\bTested\b", text)
+             for name, text in PAGES.items() if name not in developers}
+    assert {name: found for name, found in cited.items() if found} == {}
+    assert "testing.md" in nav_pages()[1]

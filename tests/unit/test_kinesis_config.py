@@ -193,7 +193,7 @@ def test_native_aws_keys_are_checked_too(key, value, message):
 
 
 # Flink's Kinesis consumer defaults (ConsumerConfigConstants.DEFAULT_*), which the sources
-# page's (docs/sources.md) "Flink's" default stands for: (retries, backoff base ms, backoff max
+# page's (docs/kinesis.md) "Flink's" default stands for: (retries, backoff base ms, backoff max
 # ms, exponent).
 FLINK_DEFAULTS = {
     "get_records": (3, 300, 1000, 1.5),  # flink.shard.getrecords.*

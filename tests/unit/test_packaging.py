@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from streamslice import extras
+from streamslice import __version__, extras
 from streamslice.cli import main
 from streamslice.config import load_pipeline, parse_pipeline
 from streamslice.errors import ConfigError
@@ -57,7 +57,7 @@ def test_a_format_whose_extra_is_missing_fails_naming_the_extra(monkeypatch, fmt
     with pytest.raises(ConfigError) as err:
         parse_pipeline(text, file="p.yaml")
     assert err.value.field == "format.value" and err.value.line == 6
-    assert f"pip install 'streamslice[{extra}]'" in str(err.value)
+    assert f"pip install 'streamslice-{__version__}-py3-none-any.whl[{extra}]'" in str(err.value)
 
 
 @pytest.mark.parametrize("block,extra,field", [

@@ -484,9 +484,12 @@ def _output(f: Fields, root: str) -> Output:
 
 
 def _project_root(file: str) -> str:
-    """Pipeline files live in <root>/dags/pipelines/; relative output paths hang off <root>."""
+    """What a relative ``output.path`` hangs off (without ``STREAMSLICE_HOME``): the folder
+    above the DAGs folder, whatever that folder is called, for a file in its ``pipelines/``
+    (``<root>/<dags>/pipelines/orders.yaml`` → ``<root>``), as ``streamslice init`` lays it
+    out; the file's own folder for a file anywhere else."""
     p = Path(file).resolve()
-    if p.parent.name == "pipelines" and p.parent.parent.name == "dags":
+    if p.parent.name == "pipelines":
         return str(p.parent.parent.parent)
     return str(p.parent)
 

@@ -27,18 +27,23 @@ if TYPE_CHECKING:
 def add_commands(commands: argparse._SubParsersAction[Any], kit: CommandKit) -> None:
     e = commands.add_parser("efo", help="Kinesis Enhanced Fan-Out consumers")
     esub = e.add_subparsers(dest="action", required=True)
-    for name, fn in (("list", cmd_efo_list), ("sweep", cmd_efo_sweep)):
-        c = esub.add_parser(name)
+    for name, fn, about in (
+            ("list", cmd_efo_list, "list the stream's Enhanced Fan-Out consumers"),
+            ("sweep", cmd_efo_sweep, "deregister per-run consumers a pipeline left behind")):
+        c = esub.add_parser(name, help=about)
         c.add_argument("stream", help="stream name or ARN, or a Kinesis pipeline's name")
         c.add_argument("--conn-id", help="an Airflow AWS connection (default: the connection "
                        "of the pipeline that reads STREAM, if one does)")
-        c.add_argument("--region")
-        c.add_argument("--endpoint-url")
-        c.add_argument("--json", action="store_true")
+        c.add_argument("--region", help="the stream's AWS region (default: the pipeline's or "
+                       "the connection's, else AWS_DEFAULT_REGION)")
+        c.add_argument("--endpoint-url", help="another Kinesis endpoint (a local server)")
+        c.add_argument("--json", action="store_true", help="print the result as JSON (for "
+                       "scripts) instead of a table")
         if name == "sweep":
             c.add_argument("--prefix", required=True, help="a pipeline's efo.consumer_name: "
                            "only its per-run consumers (<name>-<run hash>) are swept")
-            c.add_argument("--older-than", default="1h")
+            c.add_argument("--older-than", default="1h", help="sweep only consumers "
+                           "registered longer ago than this (a duration: 90s, 30m, 1h)")
         c.set_defaults(run=_with(fn, kit))
 
 

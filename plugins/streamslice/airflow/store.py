@@ -44,6 +44,39 @@ class TaskCheckpointStore:
         self.state.set(KEY, checkpoint.to_dict())
 
 
+class TaskMarks:
+    """Progress marks (``planning.progress``) in a task's asset state store. That store has
+    no compare-and-set: this reads, writes, then reads back what it wrote, so of two runs
+    freezing one partition's boundary at the same moment the one whose write is read back
+    wins; a run whose write was replaced meanwhile sees the other's value on its next
+    look-up (the window between one run's read and write stays open)."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def get(self, key: str) -> Any:
+        return self.state.get(key)
+
+    def replace(self, key: str, old: Any, new: Any) -> bool:
+        if self.state.get(key) != old:
+            return False
+        self.state.set(key, new)
+        return bool(self.state.get(key) == new)
+
+
+class OfflineMarks:
+    """Progress marks outside tasks (the CLI, tests): compare-and-set on the database."""
+
+    def __init__(self, asset_name: str) -> None:
+        self.state = OfflineAssetState(asset_name)
+
+    def get(self, key: str) -> Any:
+        return self.state.get(key)
+
+    def replace(self, key: str, old: Any, new: Any) -> bool:
+        return self.state.claim(key, new, lambda held: bool(held == old))
+
+
 class OfflineAssetState:
     """One asset's state from outside a task (CLI, tests): direct metadata-database access
     through Airflow's state backend, values JSON as a task's ``asset_state_store`` keeps them."""

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
+from ..planning.progress import Progress
 from ..planning.subsplit import subsplit
 from ..sources import Planner, ResetTarget, SourcePlan
 from .positions import PlanContext
@@ -67,8 +68,10 @@ def plan_kafka(source: KafkaSource, admin: KafkaAdmin,
     tps = source.subscriber.partitions(admin)
     log_start, end = admin.beginning_offsets(tps), admin.end_offsets(tps)
     bounds = bounds_for(request.interval)
+    progress = Progress(request.marks) if request.marks is not None and bounds else None
     ctx = PlanContext(admin, log_start, end, bounds=bounds, now_ms=request.now_ms,
-                      checkpoint=request.checkpoint.positions if request.checkpoint else None)
+                      checkpoint=request.checkpoint.positions if request.checkpoint else None,
+                      progress=progress)
     starts, stops = source.start.resolve(tps, ctx), source.stop.resolve(tps, ctx)
     at: dict[str, Offsets] = {}
     if bounds is not None:  # which records of the range the run owns (planning.bounds)

@@ -76,6 +76,13 @@ def test_record_after_close_on_quiet_partition_lands_late_in_next_run(
     want[(QUIET, first[0])] = [(0, False)]
     want.update({(QUIET, ts): [((ts - T0) // HOUR + 1, True)] for ts in late})
     assert got == want
+    # After a checkpoint reset, and a record more on the quiet partition stamped in hour 1, a
+    # re-run of hour 1 publishes what it did: its boundaries are the ones frozen before.
+    from streamslice.airflow.checkpoints import reset_checkpoint
+    reset_checkpoint(cfg, "earliest")
+    send(broker.bootstrap, topic, QUIET, T0 + HOUR + 60_000)
+    run_dag(cfg, logical_date=utc(2024, 5, 1, 2))
+    assert landed(cfg, range(4)) == want
 
 
 def test_out_of_order_runs_keep_records_after_a_later_interval_closed(

@@ -64,19 +64,6 @@ class TaskMarks:
         return bool(self.state.get(key) == new)
 
 
-class OfflineMarks:
-    """Progress marks outside tasks (the CLI, tests): compare-and-set on the database."""
-
-    def __init__(self, asset_name: str) -> None:
-        self.state = OfflineAssetState(asset_name)
-
-    def get(self, key: str) -> Any:
-        return self.state.get(key)
-
-    def replace(self, key: str, old: Any, new: Any) -> bool:
-        return self.state.claim(key, new, lambda held: bool(held == old))
-
-
 class OfflineAssetState:
     """One asset's state from outside a task (CLI, tests): direct metadata-database access
     through Airflow's state backend, values JSON as a task's ``asset_state_store`` keeps them."""

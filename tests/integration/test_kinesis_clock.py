@@ -1,15 +1,16 @@
 """A worker whose clock runs ahead of the Kinesis server's, against the real local Kinesis
 server (kinesis-local): the run takes its interval for closed while, by the stream's clock
-(which stamps arrivals), it is not. The polling reader, caught up at the tip, reads on until
-the server's clock has passed the interval's end, so a record that arrives before the end by
-the server's clock is in the run's read; before, the read ended at the tip and the next
-interval, starting at AT_TIMESTAMP(end), never read the record."""
+(which stamps arrivals), it is not. The polling and the EFO reader, caught up at the tip, read
+on until the server's clock has passed the interval's end, so a record that arrives before
+the end by the server's clock is in the run's read; before, the read ended at the tip and the
+next interval, starting at AT_TIMESTAMP(end), never read the record."""
 import threading
 import time
 
 import pytest
 
 from streamslice.kinesis import polling
+from streamslice.kinesis.consumers import register
 from streamslice.kinesis.polling import PollingSettings
 from streamslice.kinesis.reader import KinesisSplitReader
 from streamslice.kinesis.split import KinesisSplit
@@ -20,10 +21,12 @@ from tests.support.wait import wait_until_clock
 pytestmark = pytest.mark.integration
 
 
-def test_a_shard_closes_the_interval_by_the_server_s_clock(kinesis, monkeypatch):
+@pytest.mark.parametrize("reader", ["polling", "efo"])
+def test_a_shard_closes_the_interval_by_the_server_s_clock(kinesis, monkeypatch, reader):
     client = kinesis.client()
     stream = unique("clock")
-    create_stream(client, stream, 1)
+    arn = create_stream(client, stream, 1)
+    consumer = register(client, arn, unique("clock")) if reader == "efo" else None
     put(client, stream, [b"before"])
     end = (int(time.time()) + 8) * 1000  # the interval's end, seconds ahead
     real = polling.wall_ms
@@ -39,8 +42,9 @@ def test_a_shard_closes_the_interval_by_the_server_s_clock(kinesis, monkeypatch)
         put(client, stream, [b"just before the end"])
     writer = threading.Thread(target=late_writer)
     writer.start()
-    reader = KinesisSplitReader(split, properties=props, settings=PollingSettings(interval_ms=100))
-    seen = [seq for batch in reader.batches()
+    split_reader = KinesisSplitReader(split, properties=props, consumer_arn=consumer,
+                                      settings=PollingSettings(interval_ms=100))
+    seen = [seq for batch in split_reader.batches()
             for seq in batch.column("sequenceNumber").to_pylist()]
     writer.join()
     truth = all_records(client, stream)

@@ -29,9 +29,14 @@ def error(code):
 class FakeClient:
     """Answers from a script: each entry is a response dict or an exception to raise."""
 
-    def __init__(self, get_records=(), subscribe=()):
-        self.script = {"get_records": list(get_records), "subscribe_to_shard": list(subscribe)}
+    def __init__(self, get_records=(), subscribe=(), describe=()):
+        self.script = {"get_records": list(get_records), "subscribe_to_shard": list(subscribe),
+                       "describe_stream_summary": list(describe)}
         self.iterators = []
+
+    def describe_stream_summary(self, **kw):  # the server's clock, when scripted
+        return self._next("describe_stream_summary") if self.script[
+            "describe_stream_summary"] else {}
 
     def get_shard_iterator(self, **kw):
         self.iterators.append(kw)
@@ -259,3 +264,18 @@ def test_a_server_clock_that_never_catches_up_is_an_error(monkeypatch):
                                           "the interval's end"):
         list(poll(client, split(), FAST, ShardRead(), sleep=lambda s: None,
                   clock=lambda: float(next(ticks))))
+
+
+def test_efo_caught_up_reads_on_until_the_stream_s_clock_passed_the_bound(monkeypatch):
+    """A subscription's events carry no server time: once this worker's clock is past the
+    bound, a caught-up read asks the server's (DescribeStreamSummary) and takes the events
+    that follow while it is before the bound."""
+    from streamslice.kinesis import polling
+    monkeypatch.setattr(polling, "wall_ms", lambda: T0 + 60_000)
+    stream = Stream([event([rec(1, T0)], "1", 0), event([], "1", 0),
+                     event([rec(2, T0 + 9_000)], "2", 0), event([], "2", 0),
+                     event([rec(3, T0 + 10_500)], "3", 0)])
+    client = FakeClient(subscribe=[{"EventStream": stream}],
+                        describe=[dated({}, T0 + 6_000), dated({}, T0 + 10_000)])
+    seqs, state = run_efo(client, split())
+    assert seqs == ["1", "2"] and client.script["describe_stream_summary"] == []

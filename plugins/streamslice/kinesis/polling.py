@@ -176,14 +176,24 @@ def server_ms(resp: dict[str, Any]) -> int | None:
         return None
 
 
+def bound_passed(split: KinesisSplit) -> bool:
+    """Whether this worker's clock has passed the split's bound (there is one)."""
+    return split.stop_before < NO_BOUND and wall_ms() >= split.stop_before
+
+
 def stream_behind(resp: dict[str, Any], split: KinesisSplit) -> int:
     """How far (ms) the stream's clock is still before a bound this worker's clock has
     passed; 0 when the read may end (no bound, a future one, or no clock to go by)."""
-    bound = split.stop_before
     server = server_ms(resp)
-    if bound >= NO_BOUND or wall_ms() < bound or server is None:
+    if not bound_passed(split) or server is None:
         return 0
-    return max(0, bound - server)
+    return max(0, split.stop_before - server)
+
+
+def clock_error(split: KinesisSplit, behind: int) -> SourceError:
+    return SourceError(f"{split.key}: the Kinesis server's clock is still {behind / 1000:.0f}s "
+                       f"before the interval's end after {CLOCK_WAIT_S:.0f}s; this worker's "
+                       "clock runs ahead of it (synchronise the clocks); retry later")
 
 
 def poll(client: Any, split: KinesisSplit, settings: PollingSettings, state: ShardRead,
@@ -229,7 +239,4 @@ def poll(client: Any, split: KinesisSplit, settings: PollingSettings, state: Sha
                 return  # caught up with the tip: everything before the bound has been read
             waiting_since = clock() if waiting_since is None else waiting_since
             if clock() - waiting_since > CLOCK_WAIT_S:
-                raise SourceError(f"{split.key}: the Kinesis server's clock is still "
-                                  f"{behind / 1000:.0f}s before the interval's end after "
-                                  f"{CLOCK_WAIT_S:.0f}s; this worker's clock runs ahead of "
-                                  "it (synchronise the clocks); retry later")
+                raise clock_error(split, behind)

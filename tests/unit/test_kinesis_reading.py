@@ -270,12 +270,17 @@ def test_efo_caught_up_reads_on_until_the_stream_s_clock_passed_the_bound(monkey
     """A subscription's events carry no server time: once this worker's clock is past the
     bound, a caught-up read asks the server's (DescribeStreamSummary) and takes the events
     that follow while it is before the bound."""
-    from streamslice.kinesis import polling
+    from streamslice.kinesis import efo, polling
     monkeypatch.setattr(polling, "wall_ms", lambda: T0 + 60_000)
     stream = Stream([event([rec(1, T0)], "1", 0), event([], "1", 0),
                      event([rec(2, T0 + 9_000)], "2", 0), event([], "2", 0),
                      event([rec(3, T0 + 10_500)], "3", 0)])
     client = FakeClient(subscribe=[{"EventStream": stream}],
                         describe=[dated({}, T0 + 6_000), dated({}, T0 + 10_000)])
+    monkeypatch.setattr(efo, "_SERVER", [])
     seqs, state = run_efo(client, split())
     assert seqs == ["1", "2"] and client.script["describe_stream_summary"] == []
+    # another shard's read in the same process: the server's clock is known to be past
+    stream = Stream([event([rec(4, T0)], "4", 0), event([], "4", 0)])
+    other = FakeClient(subscribe=[{"EventStream": stream}], describe=[dated({}, T0)])
+    assert run_efo(other, split())[0] == ["4"] and other.script["describe_stream_summary"]

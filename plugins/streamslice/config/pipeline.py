@@ -334,7 +334,7 @@ def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:
         return
     assert cfg.schedule is not None and cfg.start_date is not None
     starts = interval_starts(cfg.schedule, cfg.start_date, SPAN)
-    shortest = shortest_interval(cfg.schedule, cfg.start_date)
+    shortest = min(b - a for a, b in zip(starts, starts[1:]))
     out = f.child("output")
     try:
         path = check_template(template, shortest)

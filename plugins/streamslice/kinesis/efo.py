@@ -17,6 +17,7 @@ from .polling import (
     not_in_shard,
     records_args,
     resume_from,
+    server_ms,
     shard_iterator,
     split_ref,
     stream_arg,
@@ -111,14 +112,25 @@ def _ends(client: Any, split: KinesisSplit, settings: PollingSettings, state: Sh
     return False
 
 
+# (monotonic s, server ms) of the server's last answered clock in this process: it runs at
+# this worker's rate, so a read whose bound it has passed since asks no more (the account's
+# DescribeStreamSummary quota is small, and a job ends many shards' reads at once)
+_SERVER: list[tuple[float, int]] = []
+
+
 def _behind(client: Any, split: KinesisSplit, settings: PollingSettings) -> int:
     """``polling.stream_behind`` for a subscription, whose events carry no server time: the
     server's clock from a DescribeStreamSummary, asked only once this worker's clock has
     passed the bound."""
     if not bound_passed(split):
         return 0
+    if _SERVER and _SERVER[0][1] + (time.monotonic() - _SERVER[0][0]) * 1000 >= \
+            split.stop_before:
+        return 0
     resp = call(client.describe_stream_summary, "DescribeStreamSummary",
                 settings.backoff["get_records"], **stream_arg(split_ref(split)))
+    if (server := server_ms(resp)) is not None:
+        _SERVER[:] = [(time.monotonic(), server)]
     return stream_behind(resp, split)
 
 

@@ -35,6 +35,18 @@ class MemoryStore:
         self.writes += 1
         return True
 
+    def settle(self):
+        pass
+
+
+class RacyStore(MemoryStore):
+    """A store whose write can replace another run's unseen, as a task's asset state can
+    when two runs read a key before either writes it."""
+
+    def replace(self, k, old, new):
+        self.values[k] = new
+        return True
+
 
 def test_first_freeze_wins_and_later_lookups_use_it():
     store = MemoryStore()
@@ -61,6 +73,18 @@ def test_a_concurrent_freeze_is_taken_instead_of_ours():
     assert mine.bound("t:0", 1000, 2, tip=3) == 2  # marks read: none
     Progress(store).bound("t:0", 5000, None, tip=4)  # another run freezes meanwhile
     assert mine.bound("t:0", 5000, None, tip=6) == 4  # compare-and-set fails, theirs wins
+
+
+def test_a_mark_lost_to_a_racing_write_is_found_when_the_plan_is_confirmed():
+    store = RacyStore()
+    a, b = Progress(store), Progress(store)
+    assert b.bound("t:0", 1000, 2, tip=3) == 2  # b read the marks: none yet
+    assert a.bound("t:0", 5000, None, tip=4) == 4  # a freezes 5000 at offset 4
+    assert b.bound("t:0", 6000, None, tip=6) == 6  # b writes from its read: a's mark lost
+    assert not a.confirmed() and b.confirmed()
+    again = Progress(store)  # a plans again, from the marks as they are
+    assert again.bound("t:0", 5000, None, tip=6) == 6 and again.confirmed()
+    assert Progress(MemoryStore()).confirmed()  # a plan that took no mark
 
 
 def test_a_store_that_never_takes_the_write_fails_the_plan():

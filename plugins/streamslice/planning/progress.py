@@ -48,6 +48,11 @@ class MarkStore(Protocol):
         written."""
         ...
 
+    def settle(self) -> None:
+        """Wait until a write that raced this run's would be seen (nothing, where
+        ``replace`` is atomic)."""
+        ...
+
 
 @dataclass
 class Marks(Versioned):
@@ -81,6 +86,7 @@ class Progress:
 
     store: MarkStore
     _seen: dict[str, tuple[Any, Marks]] = field(default_factory=dict)
+    _used: dict[tuple[str, int], int] = field(default_factory=dict)  # bounds taken from marks
 
     def bound(self, split_key: str, time: int, found: int | None, tip: int,
               log_start: int = 0) -> int:
@@ -88,11 +94,24 @@ class Progress:
         ``time`` (None when there is none yet: ``tip`` then, frozen)."""
         marks = self._marks(split_key)
         later = marks.first_from(time)
-        if found is not None:
-            return found if later is None else min(found, later)
-        if later is not None:
-            return min(tip, later)
-        return self._freeze(split_key, time, tip, log_start)
+        if later is None and found is not None:
+            return found
+        bound = min(found if found is not None else tip, later) if later is not None else \
+            self._freeze(split_key, time, tip, log_start)
+        if later is None or bound == later:
+            self._used[(split_key, time)] = bound
+        return bound
+
+    def confirmed(self) -> bool:
+        """Whether every bound this plan took from a mark (its own or another run's) is
+        still the one recorded, after the store settled: False when a run's write replaced a
+        mark meanwhile, and the plan must be made again."""
+        if not self._used:
+            return True
+        self.store.settle()
+        for split_key in {k for k, _ in self._used}:
+            self._marks(split_key, fresh=True)
+        return all(self._seen[k][1].first_from(t) == b for (k, t), b in self._used.items())
 
     def _marks(self, split_key: str, fresh: bool = False) -> Marks:
         if fresh or split_key not in self._seen:

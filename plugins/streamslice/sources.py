@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .config.pipeline import PipelineConfig
     from .lineage import DatasetName
     from .planning.plan import Interval, ReadPlan
+    from .planning.progress import MarkStore
     from .reading.decode import Decoder
     from .reading.loop import SplitReader
     from .reading.staging import Staging
@@ -115,6 +116,8 @@ class PlanRequest:
     now_ms: int
     interval: Interval | None = None
     checkpoint: Checkpoint | None = None
+    # Where idle partitions closed intervals (``planning.progress``); interval runs only
+    marks: MarkStore | None = None
 
 
 @dataclass

@@ -120,7 +120,7 @@ def test_interval_mode_reads_its_data_interval():
     (("  topics: [orders]", "  topics: [orders]\n  start: earliest"),
      "kafka.start: is set by the run's data interval in mode interval"),
     (("allowed_lateness: 10m", "allowed_lateness: 2h"),
-     "allowed_lateness: 7200s is longer than one interval (3600s)"),
+     "allowed_lateness: 7200s is longer than the schedule's shortest interval (3600s)"),
     (('schedule: "@hourly"\n', ""), "schedule: is required in mode interval"),
     (('"@hourly"', '"@fortnightly"'), "schedule: '@fortnightly' is not one of the presets"),
     (('"@hourly"', '"61 * * * *"'), "schedule: '61 * * * *' is not a valid cron expression"),

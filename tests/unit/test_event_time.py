@@ -278,13 +278,13 @@ def test_the_setting_reaches_each_run_interval():
     plain = parse(FILE.replace("event_time:\n  field: event_time\n  allowed_earliness: 5m\n",
                                ""))
     assert plain.event_time is None and plain.interval(T0, T0 + W) == \
-        Interval(T0, T0 + W, 600_000)
+        Interval(T0, T0 + W, 600_000, previous_start=T0 - W, next_end=T0 + 2 * W)
 
 
 @pytest.mark.parametrize("change, message", [
     (("allowed_earliness: 5m", "allowed_earliness: 2h"),
-     "p.yaml:7: event_time.allowed_earliness: 7200s is longer than one interval (3600s); "
-     "earliness may be at most one interval"),
+     "p.yaml:7: event_time.allowed_earliness: 7200s is longer than the schedule's shortest "
+     "interval (3600s); earliness may be at most one interval"),
     (("field: event_time", "field: 'a..b'"),
      "p.yaml:6: event_time.field: 'a..b' is not a field path"),
     (("field: event_time", "field: event_time\n  unit: hours"),

@@ -29,9 +29,14 @@ def error(code):
 class FakeClient:
     """Answers from a script: each entry is a response dict or an exception to raise."""
 
-    def __init__(self, get_records=(), subscribe=()):
-        self.script = {"get_records": list(get_records), "subscribe_to_shard": list(subscribe)}
+    def __init__(self, get_records=(), subscribe=(), describe=()):
+        self.script = {"get_records": list(get_records), "subscribe_to_shard": list(subscribe),
+                       "describe_stream_summary": list(describe)}
         self.iterators = []
+
+    def describe_stream_summary(self, **kw):  # the server's clock, when scripted
+        return self._next("describe_stream_summary") if self.script[
+            "describe_stream_summary"] else {}
 
     def get_shard_iterator(self, **kw):
         self.iterators.append(kw)
@@ -212,3 +217,70 @@ def test_a_start_not_in_the_shard_is_a_config_error_for_both_readers(answer):
                                   "Message": "Stream s under account 1 not found."}}, "Op")
     with pytest.raises(SourceError, match="Stream s under account 1 not found"):
         run_efo(FakeClient(subscribe=[gone]), sp)
+
+
+def dated(resp, ms):
+    """``resp`` as botocore gives it, with the server's ``Date`` header at ``ms``."""
+    from email.utils import format_datetime
+    date = format_datetime(datetime.fromtimestamp(ms / 1000, tz=timezone.utc), usegmt=True)
+    return {**resp, "ResponseMetadata": {"HTTPHeaders": {"date": date}}}
+
+
+def test_caught_up_ends_only_once_the_stream_s_clock_passed_the_bound(monkeypatch):
+    """This worker's clock is past the bound, the server's is not: records may still arrive
+    before the bound, so the read polls on until the server's clock passes it."""
+    from streamslice.kinesis import polling
+    monkeypatch.setattr(polling, "wall_ms", lambda: T0 + 60_000)
+    empty = {"Records": [], "NextShardIterator": "n", "MillisBehindLatest": 0}
+    client = FakeClient([
+        dated({"Records": [rec(1, T0)], "NextShardIterator": "a", "MillisBehindLatest": 0},
+              T0 + 5_000),
+        dated(empty, T0 + 6_000),  # caught up, the server's clock 4 s before the bound
+        dated({"Records": [rec(2, T0 + 9_000)], "NextShardIterator": "b",
+               "MillisBehindLatest": 0}, T0 + 9_000),
+        dated(empty, T0 + 10_000),  # the server's clock at the bound: closed
+        dated({"Records": [rec(3, T0 + 10_500)], "NextShardIterator": "c"}, T0 + 10_500)])
+    seqs, state, sleeps = run_poll(client, split())
+    assert seqs == ["1", "2"] and state.calls == 4
+    assert sleeps and min(sleeps) > 0  # paced while it waits, even with interval_ms 0
+
+
+def test_a_bound_ahead_of_this_worker_s_clock_ends_at_the_tip(monkeypatch):
+    from streamslice.kinesis import polling
+    monkeypatch.setattr(polling, "wall_ms", lambda: T0)  # a stop timestamp in the future
+    client = FakeClient([dated({"Records": [], "NextShardIterator": "n",
+                                "MillisBehindLatest": 0}, T0)])
+    assert run_poll(client, split())[0] == []
+
+
+def test_a_server_clock_that_never_catches_up_is_an_error(monkeypatch):
+    from streamslice.kinesis import polling
+    monkeypatch.setattr(polling, "wall_ms", lambda: T0 + 60_000)
+    monkeypatch.setattr(polling, "CLOCK_WAIT_S", 0.0)
+    ticks = iter(range(100))
+    client = FakeClient([dated({"Records": [], "NextShardIterator": "n",
+                                "MillisBehindLatest": 0}, T0)] * 3)
+    with pytest.raises(SourceError, match="the Kinesis server's clock is still 10s before "
+                                          "the interval's end"):
+        list(poll(client, split(), FAST, ShardRead(), sleep=lambda s: None,
+                  clock=lambda: float(next(ticks))))
+
+
+def test_efo_caught_up_reads_on_until_the_stream_s_clock_passed_the_bound(monkeypatch):
+    """A subscription's events carry no server time: once this worker's clock is past the
+    bound, a caught-up read asks the server's (DescribeStreamSummary) and takes the events
+    that follow while it is before the bound."""
+    from streamslice.kinesis import efo, polling
+    monkeypatch.setattr(polling, "wall_ms", lambda: T0 + 60_000)
+    stream = Stream([event([rec(1, T0)], "1", 0), event([], "1", 0),
+                     event([rec(2, T0 + 9_000)], "2", 0), event([], "2", 0),
+                     event([rec(3, T0 + 10_500)], "3", 0)])
+    client = FakeClient(subscribe=[{"EventStream": stream}],
+                        describe=[dated({}, T0 + 6_000), dated({}, T0 + 10_000)])
+    monkeypatch.setattr(efo, "_SERVER", [])
+    seqs, state = run_efo(client, split())
+    assert seqs == ["1", "2"] and client.script["describe_stream_summary"] == []
+    # another shard's read in the same process: the server's clock is known to be past
+    stream = Stream([event([rec(4, T0)], "4", 0), event([], "4", 0)])
+    other = FakeClient(subscribe=[{"EventStream": stream}], describe=[dated({}, T0)])
+    assert run_efo(other, split())[0] == ["4"] and other.script["describe_stream_summary"]

@@ -115,6 +115,16 @@ def test_a_version_7_kafka_split_s_late_sides_are_its_unresolved_ones():
     with pytest.raises(PlanError, match="unknown field 'late'"):  # this version has no late
         read_plan({**saved(), "splits": [{**saved()["splits"][0], "late": sides}]})
 
+
+def test_a_version_8_interval_s_neighbours_are_one_width_away():
+    """Version 9 added the schedule's neighbouring bounds to the interval; a saved version 8
+    plan owned records as if its neighbours were as wide as itself, and still does."""
+    old = saved(version=8)
+    for name in ("previous_start", "next_end"):
+        old["interval"].pop(name)
+    interval = read_plan(old).interval
+    assert (interval.previous_from, interval.next_until) == (-3_600_000, 7_200_000)
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.update(surprise=1), "plan: unknown field 'surprise' for plan version"),
     (lambda d: d.pop("partition"), "plan: field 'partition' is missing"),

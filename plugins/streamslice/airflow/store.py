@@ -4,6 +4,7 @@ outside (CLI) through Airflow's state backend."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,31 @@ class TaskCheckpointStore:
 
     def put(self, checkpoint: Checkpoint) -> None:
         self.state.set(KEY, checkpoint.to_dict())
+
+
+class TaskMarks:
+    """Progress marks (``planning.progress``) in a task's asset state store. That store has
+    no compare-and-set: this reads, writes, then reads back what it wrote; and a plan that
+    took marks is checked again ``SETTLE_S`` after, so a run whose write another run's
+    replaced meanwhile plans again. Only a run whose read and write of one key lie further
+    apart than that can still go unseen."""
+
+    SETTLE_S = 1.0
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def settle(self) -> None:
+        time.sleep(self.SETTLE_S)
+
+    def get(self, key: str) -> Any:
+        return self.state.get(key)
+
+    def replace(self, key: str, old: Any, new: Any) -> bool:
+        if self.state.get(key) != old:
+            return False
+        self.state.set(key, new)
+        return bool(self.state.get(key) == new)
 
 
 class OfflineAssetState:

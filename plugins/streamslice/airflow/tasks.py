@@ -26,7 +26,7 @@ from .ahead import Claims
 from .errors import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
 from .metrics import emit
-from .store import TaskCheckpointStore, output_asset
+from .store import TaskCheckpointStore, TaskMarks, output_asset
 
 if TYPE_CHECKING:
     from ..commit.checkpoint import Checkpoint
@@ -60,7 +60,7 @@ def _plan(cfg: PipelineConfig, context: dict[str, Any]) -> dict[str, Any]:
         interval = _interval(cfg, context)
         _wait_until_closed(interval)
     checkpoint = TaskCheckpointStore(context, output_asset(cfg)).get()
-    plan = _new_plan(cfg, interval, checkpoint, context["run_id"])
+    plan = _new_plan(cfg, interval, checkpoint, context["run_id"], context)
     log.info("Planned %d splits, %d records to %s; lag %s", len(plan.splits),
              plan.total_records_hint, plan.partition,
              {s.key: s.lag for s in plan.splits})
@@ -74,10 +74,11 @@ def _plan(cfg: PipelineConfig, context: dict[str, Any]) -> dict[str, Any]:
 
 
 def _new_plan(cfg: PipelineConfig, interval: Interval | None, checkpoint: Checkpoint | None,
-              run_id: str) -> ReadPlan:
+              run_id: str, context: dict[str, Any]) -> ReadPlan:
     return plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
                     output=cfg.output.target(cfg.name), interval=interval,
-                    checkpoint=checkpoint, run_id=run_id, properties=pipeline_properties(cfg))
+                    checkpoint=checkpoint, run_id=run_id, properties=pipeline_properties(cfg),
+                    marks=TaskMarks(context["asset_state_store"][output_asset(cfg)]))
 
 
 def _wait_until_closed(interval: Interval) -> None:
@@ -154,7 +155,7 @@ def _plan_ahead(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any],
     ahead = []
     for run_id, interval in claimed:
         try:
-            other = _new_plan(cfg, interval, checkpoint, run_id)
+            other = _new_plan(cfg, interval, checkpoint, run_id, context)
         except StreamsliceError as exc:  # its own run plans it, and fails as it should
             log.warning("Not reading %s ahead: %s", partition_name("interval", interval), exc)
             claims.drop(partition_name("interval", interval))

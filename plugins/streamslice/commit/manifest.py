@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow.fs as pafs
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 MANIFEST = "_manifest.json"
 # Left out of the JSON when None: what only some manifests have (as before versions).
 _OPTIONAL = ("early_records", "published", "plan")
+# The interval's neighbours are how its plan owned records (``plan`` has them), not what the
+# manifest says about the partition: left out, as before plans had them.
+_NEIGHBOURS = ("previous_start", "next_end")
 
 
 @dataclass
@@ -60,6 +63,9 @@ class Manifest(Versioned):
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
         data["splits"] = [s.to_dict() for s in self.splits]
+        if data.get("interval") is not None:
+            data["interval"] = {k: v for k, v in data["interval"].items()
+                                if not (k in _NEIGHBOURS and v is None)}
         return {k: v for k, v in data.items() if not (k in _OPTIONAL and v is None)}
 
     @classmethod
@@ -88,7 +94,8 @@ def build_manifest(plan: ReadPlan, figures: Verified, *, run_id: str | None = No
                           default=None),
         max_timestamp=max((s.max_timestamp for s in ts if s.max_timestamp is not None),
                           default=None),
-        interval=plan.interval, batch=plan.batch, gaps=plan.gaps, splits=summaries,
+        interval=replace(plan.interval, previous_start=None, next_end=None)
+        if plan.interval else None, batch=plan.batch, gaps=plan.gaps, splits=summaries,
         plan=plan.to_dict(),
         # flagged like late ones, the other way
         early_records=sum(s.early or 0 for s in summaries)

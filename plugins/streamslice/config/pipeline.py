@@ -33,7 +33,7 @@ from ..sources import SOURCES, lifecycle_tasks, source_class
 from ..timeutil import iso, parse_duration_ms, parse_timestamp_ms
 from . import yamlfile
 from .fields import Fields
-from .schedule import PRESETS, interval_starts, interval_width_ms, schedule_delta_ms
+from .schedule import PRESETS, interval_starts, neighbours, schedule_delta_ms
 from .task_args import LAYOUT_TASKS, TaskRouting, parse_task_routing
 
 if TYPE_CHECKING:
@@ -129,10 +129,13 @@ class PipelineConfig:
         return (*own, *LAYOUT_TASKS[self.tasks])
 
     def interval(self, start: int, end: int) -> Interval:
-        """The data interval ``[start, end)`` of a run, with this pipeline's bounds."""
+        """The data interval ``[start, end)`` of a run, with this pipeline's bounds and its
+        schedule's neighbouring intervals."""
+        previous, following = neighbours(self.schedule, self.start_date, start, end) \
+            if self.schedule else (None, None)
         return Interval(start, end, self.allowed_lateness,
                         self.event_time.to_dict() if self.event_time else None,
-                        self.allowed_earliness)
+                        self.allowed_earliness, previous, following)
 
 
 def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:
@@ -269,15 +272,15 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
         if cfg.start_date is None:
             raise f.error("is required in mode interval (the first interval's start)",
                           "start_date")
-        width = interval_width_ms(cfg.schedule, cfg.start_date)
+        width = shortest_interval(cfg.schedule, cfg.start_date)
         if cfg.allowed_lateness > width:
-            raise f.error(f"{cfg.allowed_lateness // 1000}s is longer than one interval "
-                          f"({width // 1000}s); lateness may be at most one interval",
-                          "allowed_lateness")
+            raise f.error(f"{cfg.allowed_lateness // 1000}s is longer than the schedule's "
+                          f"shortest interval ({width // 1000}s); lateness may be at most "
+                          "one interval", "allowed_lateness")
         if cfg.allowed_earliness > width:
             raise f.child("event_time").error(
-                f"{cfg.allowed_earliness // 1000}s is longer than one interval "
-                f"({width // 1000}s); earliness may be at most one interval",
+                f"{cfg.allowed_earliness // 1000}s is longer than the schedule's shortest "
+                f"interval ({width // 1000}s); earliness may be at most one interval",
                 "allowed_earliness")
         _check_partition_path(f, cfg)
     elif cfg.allowed_lateness:
@@ -323,6 +326,15 @@ def _read_ahead(f: Fields, cfg: PipelineConfig) -> int:
     return value
 
 
+SPAN = 400  # the schedule's first intervals checked (a month's or a weekday cron's widths vary)
+
+
+def shortest_interval(schedule: str, start_date: int) -> int:
+    """The shortest of the schedule's first ``SPAN`` intervals, in ms."""
+    starts = interval_starts(schedule, start_date, SPAN + 1)
+    return min(b - a for a, b in zip(starts, starts[1:]))
+
+
 def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:
     """Every interval its own folder: the template names the time finely enough for the
     schedule (checked on the schedule's first intervals, as Airflow will lay them out)."""
@@ -330,7 +342,7 @@ def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:
     if not template:
         return
     assert cfg.schedule is not None and cfg.start_date is not None
-    starts = interval_starts(cfg.schedule, cfg.start_date, 400)
+    starts = interval_starts(cfg.schedule, cfg.start_date, SPAN)
     shortest = min(b - a for a, b in zip(starts, starts[1:]))
     out = f.child("output")
     try:

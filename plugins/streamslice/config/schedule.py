@@ -39,16 +39,29 @@ def interval_width_ms(schedule: str, at_ms: int) -> int:
 def interval_containing(cfg: PipelineConfig, at_ms: int) -> Interval:
     """The schedule's interval ``[start, end)`` that contains ``at_ms``."""
     assert cfg.schedule is not None
-    delta = schedule_delta_ms(cfg.schedule)
+    return cfg.interval(*span_containing(cfg.schedule, cfg.start_date, at_ms))
+
+
+def span_containing(schedule: str, start_date: int | None, at_ms: int) -> tuple[int, int]:
+    """``(start, end)`` of the schedule's interval that contains ``at_ms``."""
+    delta = schedule_delta_ms(schedule)
     if delta:
-        base = cfg.start_date or 0
+        base = start_date or 0
         start = base + (at_ms - base) // delta * delta
-        return cfg.interval(start, start + delta)
+        return start, start + delta
     from croniter import croniter
-    it = croniter(PRESETS.get(cfg.schedule, cfg.schedule),
+    it = croniter(PRESETS.get(schedule, schedule),
                   datetime.fromtimestamp(at_ms / 1000 + 0.001, tz=timezone.utc))
     start = int(it.get_prev(datetime).timestamp() * 1000)
-    return cfg.interval(start, start + interval_width_ms(cfg.schedule, start))
+    return start, start + interval_width_ms(schedule, start)
+
+
+def neighbours(schedule: str, start_date: int | None, start: int, end: int) -> tuple[int, int]:
+    """Where the schedule's interval before ``[start, end)`` starts and the one after it
+    ends: a month's neighbours are months, a Friday's interval of a weekday cron runs to
+    Monday."""
+    return (span_containing(schedule, start_date, start - 1)[0],
+            span_containing(schedule, start_date, end)[1])
 
 
 def intervals_between(cfg: PipelineConfig, start_ms: int, end_ms: int) -> list[Interval]:

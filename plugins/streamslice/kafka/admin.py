@@ -148,15 +148,22 @@ class KafkaAdmin:
                           ends: dict[TopicPartition, Any] | None = None
                           ) -> dict[TopicPartition, int]:
         """``{tp: ms}`` → ``{tp: first offset with timestamp >= ms}`` (the end if none)."""
+        found = self.first_offsets_at(times)
+        missing = [tp for tp, off in found.items() if off is None]
+        if missing and ends is None:
+            ends = self.end_offsets(missing)
+        return {tp: off if off is not None else ends[tp]  # type: ignore[index]
+                for tp, off in found.items()}
+
+    def first_offsets_at(self, times: dict[TopicPartition, int]
+                         ) -> dict[TopicPartition, int | None]:
+        """``{tp: ms}`` → ``{tp: first offset with timestamp >= ms}``, None where the
+        partition has no such record (yet)."""
         if not times:
             return {}
         mapping = self._tps(times)
         query = {k: times[tp] for k, tp in mapping.items()}
         got = self._call("looking up offsets by timestamp", self._consumer.offsets_for_times,
                          query)
-        ends = ends if ends is not None else self.end_offsets(list(times))
-        out = {}
-        for k, tp in mapping.items():
-            found = got.get(k)
-            out[tp] = found.offset if found is not None else ends[tp]
-        return out
+        return {tp: found.offset if (found := got.get(k)) is not None else None
+                for k, tp in mapping.items()}

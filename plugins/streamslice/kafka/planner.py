@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
+from ..planning.progress import Progress
 from ..planning.subsplit import subsplit
 from ..sources import Planner, ResetTarget, SourcePlan
 from .positions import PlanContext
@@ -61,14 +62,31 @@ class KafkaPlanner(Planner[KafkaSplit]):
             return ResetTarget({tp.key: off for tp, off in spec.resolve(tps, ctx).items()})
 
 
+REPLANS = 5  # plans made again when a run's marks changed meanwhile (planning.progress)
+
+
 def plan_kafka(source: KafkaSource, admin: KafkaAdmin,
                request: PlanRequest) -> SourcePlan[KafkaSplit]:
-    """Splits, skipped gaps and next checkpoint positions for one run."""
+    """Splits, skipped gaps and next checkpoint positions for one run; made again while a
+    mark it took was replaced by another run's write meanwhile."""
+    for _ in range(REPLANS):
+        progress = Progress(request.marks) if request.marks is not None and \
+            request.interval is not None else None
+        planned = _plan_once(source, admin, request, progress)
+        if progress is None or progress.confirmed():
+            return planned
+    raise PlanError("the partitions' progress marks kept changing while this run planned "
+                    f"({REPLANS} plans); retry")
+
+
+def _plan_once(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest,
+               progress: Progress | None) -> SourcePlan[KafkaSplit]:
     tps = source.subscriber.partitions(admin)
     log_start, end = admin.beginning_offsets(tps), admin.end_offsets(tps)
     bounds = bounds_for(request.interval)
     ctx = PlanContext(admin, log_start, end, bounds=bounds, now_ms=request.now_ms,
-                      checkpoint=request.checkpoint.positions if request.checkpoint else None)
+                      checkpoint=request.checkpoint.positions if request.checkpoint else None,
+                      progress=progress)
     starts, stops = source.start.resolve(tps, ctx), source.stop.resolve(tps, ctx)
     at: dict[str, Offsets] = {}
     if bounds is not None:  # which records of the range the run owns (planning.bounds)

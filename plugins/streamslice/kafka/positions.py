@@ -14,6 +14,7 @@ from ..timeutil import SYMBOLS, iso, parse_timestamp_ms
 
 if TYPE_CHECKING:
     from ..planning.bounds import IntervalBounds
+    from ..planning.progress import Progress
     from .admin import KafkaAdmin, TopicPartition
 
     Offsets = dict[TopicPartition, int]
@@ -33,13 +34,20 @@ class PlanContext:
     bounds: IntervalBounds | None = None
     checkpoint: dict[str, Any] | None = None  # "topic:partition" → next offset
     now_ms: int = 0
+    # An interval run's marks (``planning.progress``): a time no record has reached yet on
+    # a partition is its tip, frozen for every run; None: the tip as it is now.
+    progress: Progress | None = None
 
     def time(self, at: int | str) -> int:
         """A timestamp spec (epoch ms or a data-interval symbol) as epoch ms."""
         return resolve_time(at, self.bounds)
 
     def offsets_at(self, tps: list[TopicPartition], ms: int) -> Offsets:
-        return self.admin.offsets_for_times({tp: ms for tp in tps}, ends=self.end)
+        if self.progress is None:
+            return self.admin.offsets_for_times({tp: ms for tp in tps}, ends=self.end)
+        found = self.admin.first_offsets_at({tp: ms for tp in tps})
+        return {tp: self.progress.bound(tp.key, ms, found[tp], self.end[tp], self.log_start[tp])
+                for tp in tps}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,21 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError, StreamsliceError
 from .client import call, error_code
-from .polling import NOT_IN_SHARD, emit, not_in_shard, records_args, resume_from, shard_iterator
+from .polling import (
+    CLOCK_WAIT_S,
+    NOT_IN_SHARD,
+    bound_passed,
+    clock_error,
+    emit,
+    not_in_shard,
+    records_args,
+    resume_from,
+    server_ms,
+    shard_iterator,
+    split_ref,
+    stream_arg,
+    stream_behind,
+)
 from .positions import AfterSequenceNumber
 
 if TYPE_CHECKING:
@@ -29,6 +43,7 @@ def subscribe(client: Any, split: KinesisSplit, consumer_arn: str, settings: Pol
     backoff = settings.backoff["subscribe_to_shard"]
     position: Position = split.start_position
     failures = 0
+    waiting: list[float] = []  # since when it waits for the stream's clock (``polling``)
     while True:
         try:
             try:
@@ -47,9 +62,9 @@ def subscribe(client: Any, split: KinesisSplit, consumer_arn: str, settings: Pol
                     outcome = yield from _event(ev, split, state)
                     if outcome == "done":
                         return
-                    if outcome == "caught_up":
-                        if not split.closed or _confirm_end(client, split, settings, state):
-                            return
+                    if outcome == "caught_up" and _ends(client, split, settings, state,
+                                                        waiting):
+                        return
                     cont = ev.get("ContinuationSequenceNumber")
                     position = AfterSequenceNumber(cont) if cont else position
             finally:
@@ -79,6 +94,44 @@ def _event(ev: dict[str, Any], split: KinesisSplit,
     if not records and ev.get("MillisBehindLatest") == 0:
         return "caught_up"
     return None
+
+
+def _ends(client: Any, split: KinesisSplit, settings: PollingSettings, state: ShardRead,
+          waiting: list[float]) -> bool:
+    """Whether a caught-up subscription ends its read: a closed shard's once it ended, an
+    open shard's once the stream's clock has passed the bound (meanwhile events may still
+    bring records that arrived before it; ``waiting`` holds since when it waits)."""
+    if split.closed:
+        return _confirm_end(client, split, settings, state)
+    behind = _behind(client, split, settings)
+    if not behind:
+        return True
+    waiting[:] = waiting or [time.monotonic()]
+    if time.monotonic() - waiting[0] > CLOCK_WAIT_S:
+        raise clock_error(split, behind)
+    return False
+
+
+# (monotonic s, server ms) of the server's last answered clock in this process: it runs at
+# this worker's rate, so a read whose bound it has passed since asks no more (the account's
+# DescribeStreamSummary quota is small, and a job ends many shards' reads at once)
+_SERVER: list[tuple[float, int]] = []
+
+
+def _behind(client: Any, split: KinesisSplit, settings: PollingSettings) -> int:
+    """``polling.stream_behind`` for a subscription, whose events carry no server time: the
+    server's clock from a DescribeStreamSummary, asked only once this worker's clock has
+    passed the bound."""
+    if not bound_passed(split):
+        return 0
+    if _SERVER and _SERVER[0][1] + (time.monotonic() - _SERVER[0][0]) * 1000 >= \
+            split.stop_before:
+        return 0
+    resp = call(client.describe_stream_summary, "DescribeStreamSummary",
+                settings.backoff["get_records"], **stream_arg(split_ref(split)))
+    if (server := server_ms(resp)) is not None:
+        _SERVER[:] = [(time.monotonic(), server)]
+    return stream_behind(resp, split)
 
 
 def _confirm_end(client: Any, split: KinesisSplit, settings: PollingSettings,

@@ -4,16 +4,24 @@ Retries throttling (ProvisionedThroughputExceeded, LimitExceeded) with full-jitt
 re-acquires an expired iterator from the last sequence number read. A shard ends when
 ``NextShardIterator`` is null (never trust ``EndingSequenceNumber``); an open shard's read ends
 when it is caught up (no records, MillisBehindLatest 0) or at the first record that arrived at
-or after the bound."""
+or after the bound.
+
+Caught up closes the read only once the stream's clock has passed the bound: arrival times are
+the server's, so where this worker's clock runs ahead of it (the run took its interval for
+closed), a record can still arrive before the bound. The server's clock is its responses'
+``Date`` header (to the second): while it is before a bound this worker's clock has passed,
+the read keeps polling (``CLOCK_WAIT_S`` at most). A bound still ahead of this worker's clock
+(a stop timestamp in the future) ends at the tip, as a bounded read does."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
 from .client import DEFAULT_BACKOFF, Backoff, call, error_code
-from .positions import AfterSequenceNumber, Position
+from .positions import NO_BOUND, AfterSequenceNumber, Position
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
@@ -150,15 +158,56 @@ def emit(records: Records, split: KinesisSplit,
     return bound_reached
 
 
+CLOCK_WAIT_S = 300.0  # how long a caught-up read waits for the stream's clock to pass the bound
+CLOCK_POLL_S = 0.2  # GetRecords pacing meanwhile, at least
+
+
+def wall_ms() -> int:
+    """This worker's clock."""
+    return int(time.time() * 1000)
+
+
+def server_ms(resp: dict[str, Any]) -> int | None:
+    """The server's clock when it answered (its ``Date`` header), if it said."""
+    date = resp.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    try:
+        return int(parsedate_to_datetime(date).timestamp() * 1000) if date else None
+    except (TypeError, ValueError):
+        return None
+
+
+def bound_passed(split: KinesisSplit) -> bool:
+    """Whether this worker's clock has passed the split's bound (there is one)."""
+    return split.stop_before < NO_BOUND and wall_ms() >= split.stop_before
+
+
+def stream_behind(resp: dict[str, Any], split: KinesisSplit) -> int:
+    """How far (ms) the stream's clock is still before a bound this worker's clock has
+    passed; 0 when the read may end (no bound, a future one, or no clock to go by)."""
+    server = server_ms(resp)
+    if not bound_passed(split) or server is None:
+        return 0
+    return max(0, split.stop_before - server)
+
+
+def clock_error(split: KinesisSplit, behind: int) -> SourceError:
+    return SourceError(f"{split.key}: the Kinesis server's clock is still {behind / 1000:.0f}s "
+                       f"before the interval's end after {CLOCK_WAIT_S:.0f}s; this worker's "
+                       "clock runs ahead of it (synchronise the clocks); retry later")
+
+
 def poll(client: Any, split: KinesisSplit, settings: PollingSettings, state: ShardRead,
          sleep: Callable[[float], None] = time.sleep,
          clock: Callable[[], float] = time.monotonic) -> Iterator[Records]:
     """Yield lists of boto3 record dicts; ``state`` (a ShardRead) says how the read ended."""
     iterator = shard_iterator(client, split, split.start_position, settings)
     last_call: float | None = None
+    waiting_since: float | None = None  # for the stream's clock (see above)
     while True:
         if last_call is not None:
-            wait = settings.interval_ms / 1000 - (clock() - last_call)
+            pace = settings.interval_ms / 1000 if waiting_since is None else \
+                max(settings.interval_ms / 1000, CLOCK_POLL_S)
+            wait = pace - (clock() - last_call)
             if wait > 0:
                 sleep(wait)
         last_call = clock()
@@ -185,4 +234,9 @@ def poll(client: Any, split: KinesisSplit, settings: PollingSettings, state: Sha
             state.finished = True
             return
         if not records and resp.get("MillisBehindLatest") == 0:
-            return  # caught up with the tip: everything before the bound has been read
+            behind = stream_behind(resp, split)
+            if not behind:
+                return  # caught up with the tip: everything before the bound has been read
+            waiting_since = clock() if waiting_since is None else waiting_since
+            if clock() - waiting_since > CLOCK_WAIT_S:
+                raise clock_error(split, behind)

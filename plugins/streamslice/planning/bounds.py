@@ -6,16 +6,20 @@ Kafka's ``offsetsForTimes(T)`` returns the first offset whose timestamp is ``>= 
 reached ``T``. That turns "how far the stream had progressed when this record arrived" into
 offset comparisons a reader can make on any sub-range, with no state carried between records.
 
-For an interval ``[s, e)`` of width ``w`` and allowed lateness ``L`` (``L <= w``) a run reads
-offsets ``[b(s), b(e+L))`` and keeps:
+For an interval ``[s, e)`` whose schedule's previous interval starts at ``p`` and allowed
+lateness ``L`` (at most the shortest interval) a run reads offsets ``[b(s), b(e+L))`` and
+keeps:
 
 * on time: ``s <= ts < e``;
-* late:    ``ts < s`` and ``offset < b(e)`` and (``offset >= b(s+L)`` or ``ts < s - w``):
+* late:    ``ts < s`` and ``offset < b(e)`` and (``offset >= b(s+L)`` or ``ts < p``):
   older records that arrived after their own interval's lateness had run out and while the
   stream was inside this interval;
 
 everything else in the range belongs to a neighbouring interval, which keeps it. Every record
-lands in exactly one interval of a contiguous, equal-width schedule.
+lands in exactly one interval of a contiguous schedule, of equal widths or not (a month, a
+weekday cron): ``p`` is the schedule's (``Interval.previous_from``), not ``s`` minus this
+interval's width. ``b`` is one non-decreasing function per partition for every run: where a
+partition had not reached a time yet, the tip a run found is frozen (``planning.progress``).
 
 Sources ordered by arrival time (Kinesis' ``ApproximateArrivalTimestamp``) have no late
 records: they read from ``s`` until the first record that arrived at or after ``e``.
@@ -102,7 +106,7 @@ def classify(timestamps: pa.Array | list[int], offsets: pa.Array | list[int],
     off = offsets if isinstance(offsets, pa.Array) else pa.array(offsets, pa.int64())
     s, e = interval.start, interval.end
     on_time = pc.and_(pc.greater_equal(ts, s), pc.less(ts, e))
-    arrived_late = pc.or_(pc.greater_equal(off, late_from), pc.less(ts, s - interval.width))
+    arrived_late = pc.or_(pc.greater_equal(off, late_from), pc.less(ts, interval.previous_from))
     late = pc.and_(pc.and_(pc.less(ts, s), pc.less(off, owned_until)), arrived_late)
     return on_time, late
 
@@ -115,32 +119,35 @@ def classify_event_time(event_ms: pa.Array, positions: pa.Array, interval: Inter
     ``positions`` are where records arrived, comparable with the positions in ``at``: Kafka
     offsets, with ``at`` the offsets b(T) of the times below (``offset >= b(T)`` exactly when
     the partition's progress had reached ``T``, see above); or arrival times themselves (a
-    Kinesis shard), with ``at`` the times. For an interval ``[s, e)`` of width ``w``,
-    lateness ``L`` and earliness ``E`` (each at most ``w``), a run reads ``[b(s-E), b(e+L))``
+    Kinesis shard), with ``at`` the times. For an interval ``[s, e)`` whose schedule's
+    previous interval starts at ``p`` and next one ends at ``n``, lateness ``L`` and
+    earliness ``E`` (each at most the shortest interval), a run reads ``[b(s-E), b(e+L))``
     and every record has one interval that *should* hold it, that of its event time ``t``,
     if that interval's read range holds the record, else its *home*: the interval it
     arrived in, ``[b(s), b(e))``, where it is published flagged late (``t`` before) or early
     (``t`` after). So a run keeps:
 
     * on time: ``s <= t < e`` (its read range holds the record: it read it);
-    * late:    home and ``t < s`` and (``t < s - w`` or ``offset >= b(s+L)``): its own
+    * late:    home and ``t < s`` and (``t < p`` or ``offset >= b(s+L)``): its own
       interval, the previous one at the nearest, stopped reading at ``b(s+L)``;
-    * early:   home and ``t >= e`` and (``t >= e + w`` or ``offset < b(e-E)``): the next
+    * early:   home and ``t >= e`` and (``t >= n`` or ``offset < b(e-E)``): the next
       interval started reading at ``b(e-E)``;
     * dead:    home and no usable ``t`` (null ``event_ms``), a dead letter of this run only;
 
     everything else belongs to a neighbouring interval, which keeps it. Every record is kept
-    by exactly one run of a contiguous, equal-width schedule."""
-    s, e, w = interval.start, interval.end, interval.width
+    by exactly one run of a contiguous schedule, of equal widths or not."""
+    s, e = interval.start, interval.end
+    previous_from, next_until = interval.previous_from, interval.next_until
     pos = positions
     home = pc.and_(pc.greater_equal(pos, at["home_from"]), pc.less(pos, at["owned_until"]))
     usable = pc.is_valid(event_ms)
     t = pc.fill_null(event_ms, 0)
     on_time = pc.and_(usable, pc.and_(pc.greater_equal(t, s), pc.less(t, e)))
     late = pc.and_(pc.and_(home, usable), pc.and_(
-        pc.less(t, s), pc.or_(pc.less(t, s - w), pc.greater_equal(pos, at["late_from"]))))
+        pc.less(t, s), pc.or_(pc.less(t, previous_from),
+                              pc.greater_equal(pos, at["late_from"]))))
     early = pc.and_(pc.and_(home, usable), pc.and_(
-        pc.greater_equal(t, e), pc.or_(pc.greater_equal(t, e + w),
+        pc.greater_equal(t, e), pc.or_(pc.greater_equal(t, next_until),
                                        pc.less(pos, at["early_until"]))))
     dead = pc.and_(home, pc.invert(usable))
     return {"on_time": on_time, "late": late, "early": early, "dead": dead}

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     # (source kind, split JSON) → that source's split (``sources.read_split``)
     SplitFromDict = Callable[[str, dict[str, Any]], Split[Any]]
 
-PLAN_VERSION = 8
+PLAN_VERSION = 9
 
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
@@ -85,6 +85,16 @@ def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 9 added the interval's neighbouring bounds from the schedule
+    (``previous_start``, ``next_end``); a version 8 run took its neighbours to be as wide as
+    its own interval, which ``None`` means."""
+    if data.get("interval") is not None:
+        data = {**data, "interval": {**data["interval"], "previous_start": None,
+                                     "next_end": None}}
+    return data
+
+
 def _renamed(split: Any, old: str, new: str) -> Any:
     if not isinstance(split, dict) or old not in split:
         return split
@@ -98,7 +108,8 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v
                                                                      4: _v4_to_v5,
                                                                      5: _v5_to_v6,
                                                                      6: _v6_to_v7,
-                                                                     7: _v7_to_v8}
+                                                                     7: _v7_to_v8,
+                                                                     8: _v8_to_v9}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}
@@ -113,10 +124,23 @@ class Interval:
     # its time, not by their arrival (``planning.bounds.classify_event_time``); None: arrival.
     event_time: dict[str, Any] | None = None
     allowed_earliness: int = 0  # ms a field's time may lie after the record's arrival
+    # The schedule's neighbouring intervals: where the previous one starts and the next one
+    # ends (a month, a weekend's gap, are not this interval's width); None: one width away
+    previous_start: int | None = None
+    next_end: int | None = None
 
     @property
     def width(self) -> int:
         return self.end - self.start
+
+    @property
+    def previous_from(self) -> int:
+        return self.previous_start if self.previous_start is not None else \
+            self.start - self.width
+
+    @property
+    def next_until(self) -> int:
+        return self.next_end if self.next_end is not None else self.end + self.width
 
 
 @dataclass(frozen=True)

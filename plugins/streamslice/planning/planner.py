@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..commit.checkpoint import Checkpoint
     from ..config.pipeline import Decoding
     from ..sources import Mode, Source
+    from .progress import MarkStore
 
 
 def partition_name(mode: str, interval: Interval | None = None, batch: int | None = None,
@@ -36,13 +37,16 @@ def partition_name(mode: str, interval: Interval | None = None, batch: int | Non
 def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | None = None,
              output: OutputTarget | None = None, interval: Interval | None = None,
              checkpoint: Checkpoint | None = None, run_id: str | None = None,
-             properties: dict[str, Any] | None = None, now_ms: int | None = None) -> ReadPlan:
-    """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state."""
+             properties: dict[str, Any] | None = None, now_ms: int | None = None,
+             marks: MarkStore | None = None) -> ReadPlan:
+    """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state;
+    ``marks`` where idle partitions closed earlier intervals (``planning.progress``)."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     props = properties if properties is not None else source.client_properties()
     props, _ = split_properties(props)  # a schema registry's are the formats', not the source's
     planned = source.planner().plan(PlanRequest(mode=mode, properties=props, now_ms=now_ms,
-                                      interval=interval, checkpoint=checkpoint))
+                                      interval=interval, checkpoint=checkpoint,
+                                      marks=marks if mode == "interval" else None))
     batch = (checkpoint.batch if checkpoint else 0) + 1 if mode == "incremental" else None
     plan = ReadPlan(
         pipeline=pipeline, source=source.kind, mode=mode, planned_at=now_ms,

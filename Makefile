@@ -56,13 +56,15 @@ docs-build: venv
 	  status=$$?; rm -rf "$$site"; exit $$status
 
 # Debian packages the tests and the benchmark use (a headless browser for the UI test, kcat
-# as a benchmark baseline, PostgreSQL for the Iceberg catalog test), and the pinned Node
-# packages (the local Kinesis server).
+# as a benchmark baseline, PostgreSQL for the Iceberg catalog test and the Celery deployment
+# test, Redis as that test's Celery broker), and the pinned Node packages (the local Kinesis
+# server).
 tools: $(NODE_TOOLS)
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	command -v pg_lsclusters >/dev/null || missing="$$missing postgresql"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  apt-get install -y -q $$missing >/dev/null 2>&1 || \

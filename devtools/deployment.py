@@ -75,7 +75,7 @@ class Redis:
 
 class CeleryDeployment(AirflowServices):
     """The api-server, scheduler, dag-processor and triggerer (one host: ``home``), Redis, and
-    Celery workers named ``workers``, each in a folder of its own under ``home``. A worker
+    Celery workers named ``workers``, each in a folder of its own beside ``home``. A worker
     killed by ``kill_worker`` dies with its tasks, as its host would; the scheduler fails its
     running tries once their heartbeats stop (``heartbeat_timeout`` seconds) and Airflow
     retries them on a worker that is alive."""
@@ -101,7 +101,7 @@ class CeleryDeployment(AirflowServices):
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(heartbeat_timeout),
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
             "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.2"})
-        self.workers = {name: self.home / name for name in workers}
+        self.workers = {name: self.home.parent / name for name in workers}  # beside home
         self._workers: dict[str, subprocess.Popen[bytes]] = {}
 
     def worker_env(self, name: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-.PHONY: ui services demo test test-fast test-chaos lint docs docs-build venv tools lock bench clean
+.PHONY: ui services demo test test-fast test-chaos test-deploy lint docs docs-build venv tools lock bench clean
 
 demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
@@ -39,6 +39,12 @@ test-fast: venv
 # Process kills at every phase of a run, then recovery (also part of `make test`).
 test-chaos: venv
 	$(BIN)/python -m pytest -q -m chaos $(XDIST)
+
+# Airflow deployed as teams run it (tests/integration/test_celery_deployment.py): the
+# CeleryExecutor with Redis, PostgreSQL, two workers that share no disk, output on S3, worker
+# kills (also part of `make test`).
+test-deploy: venv tools
+	$(BIN)/python -m pytest -q -m deploy $(XDIST)
 
 lint: venv
 	$(BIN)/ruff check .

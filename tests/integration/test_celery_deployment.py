@@ -8,6 +8,7 @@ incremental runs as one task. Then a worker is SIGKILLed with its tasks, as when
 dies, in the middle of a read and in the middle of a commit's copy to S3: Airflow retries on
 the other worker and every record is in the output once (pyarrow and DuckDB over S3, against
 the ledger of what was produced)."""
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +22,9 @@ from devtools.duck import connect
 from devtools.services import MotoServer, Postgres, create_topic
 from devtools.taxi import produce, trips
 from tests.chaos.test_airflow_retry import Run
-from tests.support.pipelines import kafka_pipeline, unique
+from tests.integration.test_read_ahead import backfill, plans_and_starts
+from tests.support.kinesis import create_stream, put
+from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, unique
 from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.deploy]
@@ -43,7 +46,8 @@ def s3():
 def deployment(s3, tmp_path_factory):
     """The Celery deployment, started once for this module and stopped after it, with every
     process it started. Its tasks fire the faults listed in ``deployment.faults``."""
-    db = Postgres(database="streamslice_celery").start().recreate()
+    # a database of its own: another test session on the machine may run this module too
+    db = Postgres(database=f"streamslice_celery_{os.getpid()}").start().recreate()
     root = tmp_path_factory.mktemp("celery")
     dags = root / "dags"
     (dags / "pipelines").mkdir(parents=True)
@@ -76,22 +80,27 @@ def celery(deployment):
     Path(f"{deployment.faults}.paused").unlink(missing_ok=True)
 
 
-def pipeline(celery, broker, spark_connect, s3, topic, name, **settings):
-    """A pipeline over ``topic`` reading on the Spark Connect server, its output and staging
-    on S3 (no worker's disk), in the deployment's DAGs folder."""
+def on_s3(s3, name, **output):
+    """Output (and so staging) on S3, reached with the processes' own keys."""
+    return {"path": f"s3://{BUCKET}/{name}",
+            "aws": {"region": "us-east-1", "endpoint_url": s3.endpoint}, **output}
+
+
+def pipeline(celery, broker, spark_connect, s3, topic, name, output=None, **settings):
+    """A pipeline over ``topic`` reading on the Spark Connect server (unless ``spark`` says
+    otherwise), its output and staging on S3 (no worker's disk), in the deployment's DAGs
+    folder."""
+    settings.setdefault("spark", {"runner": "connect", "remote": spark_connect.remote})
     cfg = kafka_pipeline(broker.bootstrap, topic, name=name, folder=celery.pipelines,
-                         spark={"runner": "connect", "remote": spark_connect.remote},
                          kafka={"max_records_per_split": 20}, retries=2, retry_delay="1s",
-                         output={"path": f"s3://{BUCKET}/{name}",
-                                 "aws": {"region": "us-east-1", "endpoint_url": s3.endpoint}},
-                         **settings)
+                         output=output or on_s3(s3, name), **settings)
     celery.wait_for_dag(name)
     return cfg
 
 
-def hourly(**settings):
+def hourly(hours=4, **settings):
     return dict(mode="interval", schedule="@hourly", start_date="2024-05-01T00:00:00Z",
-                end_date="2024-05-01T03:00:00Z", **settings)
+                end_date=f"2024-05-01T{hours - 1:02d}:00:00Z", **settings)
 
 
 def hour(h):
@@ -135,7 +144,7 @@ def test_intervals_and_increments_run_across_two_workers_exactly_once(celery, br
                    partitions=2)
     inc_sent = produce(broker.bootstrap, inc_topic, trips(T0, 1, 50, seed=22), partitions=2)
     interval = pipeline(celery, broker, spark_connect, s3, topic, unique("celery_iv"),
-                        tasks="separate", **hourly())
+                        tasks="separate", **hourly(2))
     incremental = pipeline(celery, broker, spark_connect, s3, inc_topic,
                            unique("celery_inc"), mode="incremental")
     runs = [Run(celery, interval.name, *hour(h)) for h in (0, 1)]
@@ -164,7 +173,7 @@ def test_a_worker_killed_mid_read_and_mid_commit_is_retried_on_the_other(celery,
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, 2, 60, seed=24, late_share=0),
                    partitions=2)
-    cfg = pipeline(celery, broker, spark_connect, s3, topic, name, **hourly())
+    cfg = pipeline(celery, broker, spark_connect, s3, topic, name, **hourly(2))
     task = "plan_read_commit"  # plan, read and commit in one task (the default on Connect)
     paused = Path(f"{celery.faults}.paused")
 
@@ -187,4 +196,115 @@ def test_a_worker_killed_mid_read_and_mid_commit_is_retried_on_the_other(celery,
     dead = [w for w in WORKERS if not celery.alive(w)]
     assert len(dead) == 1 and run.tries(task) == ["failed", "success"]
     assert hosts(run, task)[0] == dead[0] != hosts(run, task)[1]
+    exactly_once(s3, cfg, sent)
+
+
+def test_a_backfill_reads_ahead_and_its_runs_commit_on_either_worker(celery, broker,
+                                                                     spark_connect, s3):
+    """``streamslice backfill`` of four intervals against the Celery deployment: the first
+    run's task reads the other runs' intervals in its own job on the Connect server, each
+    into that run's staging area on S3, and each run commits its own on whichever worker
+    takes it."""
+    topic, name = unique("celery-ahead"), unique("celery_ahead")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 4, 20, seed=25, late_share=0),
+                   partitions=2)
+    cfg = pipeline(celery, broker, spark_connect, s3, topic, name, max_active_runs=1,
+                   **hourly(4))
+    code, result = backfill(celery, name, hours=4)
+    assert code == 0 and result["state"] == "success", result
+    exactly_once(s3, cfg, sent)
+    runs = list(plans_and_starts(celery, name).values())
+    assert runs[0]["returned"]["read_ahead"] == [
+        f"interval=20240501T{h:02d}0000Z" for h in (1, 2, 3)]
+    assert all(run["state"] == "success" for run in runs)
+
+
+def test_an_iceberg_table_on_s3_with_its_catalog_in_postgres(celery, broker, spark_connect,
+                                                             s3):
+    """Iceberg output: staged on S3 by the Connect server's readers, committed by the
+    workers to a table whose warehouse is on S3 and whose SQL catalog is in the deployment's
+    PostgreSQL (as docker-compose keeps it)."""
+    from pyiceberg.catalog import load_catalog
+    topic, name = unique("celery-ice"), unique("celery_ice")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 2, 30, seed=26, late_share=0),
+                   partitions=2)
+    catalog = {"type": "sql", "uri": celery.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"],
+               "warehouse": f"s3://{BUCKET}/warehouse"}
+    table = f"lake.{name.replace('-', '_')}"
+    cfg = pipeline(celery, broker, spark_connect, s3, topic, name, tasks="separate",
+                   output=on_s3(s3, name, format="iceberg", table=table, catalog=catalog),
+                   **hourly(2))
+    runs = [Run(celery, cfg.name, *hour(h)) for h in (0, 1)]
+    for run in runs:
+        assert run.wait() == "success", run.describe()
+    rows = load_catalog("streamslice", **catalog, **{
+        "s3.endpoint": s3.endpoint, "s3.access-key-id": "test", "s3.secret-access-key": "test",
+        "s3.region": "us-east-1"}).load_table(table).scan().to_arrow()
+    assert sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist())) \
+        == sorted((p, o) for p, o, _ in sent)
+
+
+def test_kinesis_efo_consumers_are_set_up_and_torn_down_by_the_workers(celery, kinesis,
+                                                                      spark_connect, s3):
+    """A Kinesis pipeline read over Enhanced Fan-Out: a worker registers the run's consumer,
+    the read subscribes to the shards from the Connect server, a worker deregisters it;
+    every record is read once."""
+    client = kinesis.client()
+    stream, name = unique("celery-efo"), unique("celery_efo")
+    arn = create_stream(client, stream, 2)
+    sent = put(client, stream, [b'{"n": %d}' % i for i in range(200)])
+    cfg = kinesis_pipeline(stream, name=name, folder=celery.pipelines, retries=2,
+                           retry_delay="1s", output=on_s3(s3, name),
+                           spark={"runner": "connect", "remote": spark_connect.remote},
+                           kinesis={"region": "us-east-1", "endpoint_url": kinesis.endpoint,
+                                    "credentials": {"access_key_id": "test",
+                                                    "secret_access_key": "test"},
+                                    "reader": "efo", "efo": {"consumer_name": "ss-celery",
+                                                             "registration": "per_run"}})
+    run = Run(celery, name)
+    assert run.wait() == "success", run.describe()
+    assert {task: run.tries(task) for task in ("efo_register", "efo_deregister")} == {
+        "efo_register": ["success"], "efo_deregister": ["success"]}
+    assert client.list_stream_consumers(StreamARN=arn)["Consumers"] == []
+    fs = pafs.S3FileSystem(endpoint_override=s3.endpoint, access_key="test",
+                           secret_key="test", region="us-east-1", scheme="http")
+    got = ds.dataset(cfg.output.dataset(cfg.name).split("://", 1)[1], filesystem=fs,
+                     format="parquet", partitioning="hive").to_table(
+        columns=["shardId", "sequenceNumber"])
+    assert sorted(zip(got.column("shardId").to_pylist(),
+                      got.column("sequenceNumber").to_pylist())) == sorted(sent)
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """A Spark standalone master and worker; its executors reach S3 with keys of their own,
+    as a cluster's hosts have an identity of their own."""
+    from devtools.services import SparkStandalone
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                           "AWS_DEFAULT_REGION": "us-east-1"}.items():
+            env.setenv(key, value)
+        cluster = SparkStandalone(tmp_path_factory.mktemp("standalone"), cores=1,
+                                  memory="1g").start()
+    yield cluster
+    cluster.stop()
+
+
+def test_reads_submitted_to_a_standalone_cluster_from_the_workers(celery, broker, standalone,
+                                                                  spark_connect, s3):
+    """``spark.runner: spark-submit``: the worker that runs the read submits the job to the
+    standalone master (the driver on the worker, the executors on the cluster), which
+    stages on S3; the commit, a task of its own, publishes it from S3."""
+    topic, name = unique("celery-submit"), unique("celery_submit")
+    create_topic(broker.bootstrap, topic, 2)
+    sent = produce(broker.bootstrap, topic, trips(T0, 1, 40, seed=27, late_share=0),
+                   partitions=2)
+    cfg = pipeline(celery, broker, spark_connect, s3, topic, name, tasks="separate",
+                   spark={"runner": "spark-submit", "master": standalone.master,
+                          "conf": {"spark.executor.memory": "512m", "spark.cores.max": "1"}},
+                   **hourly(2))
+    run = Run(celery, name, *hour(0))
+    assert run.wait() == "success", run.describe()
     exactly_once(s3, cfg, sent)

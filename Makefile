@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 NODE_TOOLS := .tools/node/node_modules/kinesis-local/main.js
 
-.PHONY: ui services demo test test-fast test-chaos lint docs docs-build venv tools lock bench clean
+.PHONY: ui services demo test test-fast test-chaos test-deploy lint docs docs-build venv tools lock bench clean
 
 demo: venv $(NODE_TOOLS)
 	$(BIN)/python -m devtools.demo
@@ -40,6 +40,12 @@ test-fast: venv
 test-chaos: venv
 	$(BIN)/python -m pytest -q -m chaos $(XDIST)
 
+# Airflow deployed as teams run it (tests/integration/test_celery_deployment.py): the
+# CeleryExecutor with Redis, PostgreSQL, two workers that share no disk, output on S3, worker
+# kills (also part of `make test`).
+test-deploy: venv tools
+	$(BIN)/python -m pytest -q -m deploy $(XDIST)
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -56,13 +62,15 @@ docs-build: venv
 	  status=$$?; rm -rf "$$site"; exit $$status
 
 # Debian packages the tests and the benchmark use (a headless browser for the UI test, kcat
-# as a benchmark baseline, PostgreSQL for the Iceberg catalog test), and the pinned Node
-# packages (the local Kinesis server).
+# as a benchmark baseline, PostgreSQL for the Iceberg catalog test and the Celery deployment
+# test, Redis as that test's Celery broker), and the pinned Node packages (the local Kinesis
+# server).
 tools: $(NODE_TOOLS)
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	command -v pg_lsclusters >/dev/null || missing="$$missing postgresql"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  apt-get install -y -q $$missing >/dev/null 2>&1 || \

@@ -68,9 +68,12 @@ def pytest_collection_modifyitems(session, config, items):
     """The tests on the shared Airflow components run first, one after another, and the
     components stop after the last of them (``pytest_runtest_teardown``): they start once,
     the longest group of tests starts first (so no worker ends the run alone on it) and they
-    do not poll their database beside the other tests. First of the hooks: an xdist worker
-    reads the groups in a hook of its own."""
-    items.sort(key=lambda item: not _uses_airflow(item))
+    do not poll their database beside the other tests. The Celery deployment's tests
+    (marker ``deploy``, the next longest group, with Airflow components of their own) come
+    right after them, so another worker starts them early. First of the hooks: an xdist
+    worker reads the groups in a hook of its own."""
+    items.sort(key=lambda item: (not _uses_airflow(item),
+                                 item.get_closest_marker("deploy") is None))
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
             item.add_marker(pytest.mark.xdist_group(_worker_group(item)))

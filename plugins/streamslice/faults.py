@@ -18,7 +18,10 @@ in a session of its own (``start_new_session``); never set it in an interactive 
 Spark JVM (the Python workers then exit), leaving the scheduler and the task's supervisor
 alive, so Airflow retries the task. ``kill_jvm`` (in a Spark Python worker) SIGKILLs the Spark
 JVM alone, as an out-of-memory killer would. Spark executors inherit the environment, so a
-test can make a read fail where a real crash would.
+test can make a read fail where a real crash would. ``pause`` (``@FILE`` specs only) writes
+``FILE.paused`` (this process's id) and waits until the test removes it, at most 15 minutes:
+the test then knows where the run is and does what it came for (SIGKILLs the Celery worker
+whose task waits on a read that runs on a Spark Connect server, say).
 """
 from __future__ import annotations
 
@@ -51,6 +54,9 @@ def check(point: str, split: int | None = None, records: int = 0,
     if path and not _claim(path, line):
         return  # another process fired this one
     action = opts.get("action")
+    if action == "pause" and path:
+        _pause(f"{path}.paused")
+        return
     if action == "kill":
         kill_session()
     if action in ("kill_task", "kill_jvm"):
@@ -83,6 +89,15 @@ def _claim(path: str, line: str) -> bool:
         f.truncate()
         f.write("".join(f"{x}\n" for x in lines[1:]))
         return True
+
+
+def _pause(marker: str, limit_s: float = 900.0) -> None:
+    import time
+    with open(marker, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    deadline = time.monotonic() + limit_s
+    while os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _spark_jvm() -> int | None:

@@ -38,12 +38,14 @@ def airflow(airflow_services):
 class Run:
     """One DAG run triggered through the REST API, and what Airflow says about it."""
 
-    def __init__(self, airflow, dag_id, start, end):
+    def __init__(self, airflow, dag_id, start=None, end=None):
+        """The run of the interval [start, end), or without them a manual run (incremental)."""
         self.airflow, self.dag_id = airflow, dag_id
         airflow.wait_for_dag(dag_id)
         airflow.airflow("dags", "unpause", dag_id)
-        self.info = airflow.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {
-            "logical_date": start, "data_interval_start": start, "data_interval_end": end})
+        body = {"logical_date": start, "data_interval_start": start,
+                "data_interval_end": end} if start else {"logical_date": None}
+        self.info = airflow.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", body)
         self.path = f"/api/v2/dags/{dag_id}/dagRuns/{self.info['dag_run_id']}"
 
     def task(self, task_id):

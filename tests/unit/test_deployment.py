@@ -1,5 +1,8 @@
-"""docker-compose.yml parses and provides every service, volume, connection and setting the
-DAGs need (there is no Docker engine here, so this reads the file rather than running it)."""
+"""docker-compose.yml is a valid Compose file (the Compose specification's JSON schema, vendored
+in tests/support/compose_spec/) in Airflow's own Celery layout, and provides every service,
+volume, connection and setting the DAGs need; every file, folder, build context and command it
+names exists in the project (there is no Docker engine here, so this reads the file rather
+than running it)."""
 import json
 import re
 from pathlib import Path
@@ -13,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 AIRFLOW = ["airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
-           "airflow-triggerer"]
+           "airflow-triggerer", "airflow-worker"]
 
 
 def env(service):
@@ -21,11 +24,14 @@ def env(service):
 
 
 def test_every_component_is_there():
-    assert set(AIRFLOW + ["airflow-init", "postgres", "kafka", "kinesis", "kinesis-proxy",
-                          "spark-master", "spark-worker"]) <= set(SERVICES)
+    assert set(AIRFLOW + ["airflow-init", "postgres", "redis", "kafka", "schema-registry",
+                          "kinesis", "kinesis-proxy", "spark-master", "spark-worker",
+                          "spark-connect"]) <= set(SERVICES)
     commands = {s: " ".join(SERVICES[s]["command"]) for s in AIRFLOW}
     assert commands["airflow-apiserver"].startswith("airflow api-server")
     assert commands["airflow-dag-processor"] == "airflow dag-processor"
+    assert commands["airflow-worker"] == "airflow celery worker"
+    assert SERVICES["airflow-worker"]["deploy"]["replicas"] >= 2
     assert "airflow db migrate" in " ".join(SERVICES["airflow-init"]["command"])
     assert set(COMPOSE["volumes"]) == {"postgres", "kafka", "lake"}
 
@@ -37,8 +43,12 @@ def test_airflow_services_mount_the_repo_and_share_settings(service):
         assert f"./{folder}:/opt/streamslice/{folder}" in mounts
     assert "lake:/opt/streamslice/output" in mounts
     e = env(service)
-    assert e["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+    assert e["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
     assert "@postgres:5432/" in e["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    assert e["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://") and \
+        "@redis:6379/" in e["AIRFLOW__CELERY__BROKER_URL"]
+    assert e["AIRFLOW__CELERY__RESULT_BACKEND"].startswith("db+postgresql://")
+    assert SERVICES[service]["depends_on"]["redis"]["condition"] == "service_healthy"
     assert e["AIRFLOW__CORE__DAGS_FOLDER"] == "/opt/streamslice/dags"
     assert e["AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME"] == "0.2"  # docs/performance.md
     assert e["STREAMSLICE_HOME"] == "/opt/streamslice"
@@ -68,17 +78,22 @@ def test_connections_cover_every_pipeline_and_point_at_services():
                        for s in env("kinesis")["INITIALIZE_STREAMS"].split(","))
 
 
-def test_registry_connections_point_at_the_compose_registry():
+def test_registry_connections_point_at_confluents_schema_registry():
+    """The registry is Confluent's own image (not the project's test server), keeping its
+    schemas in the compose Kafka, on the port the connection names."""
     e = env("airflow-scheduler")
     configs, _ = load_pipelines(ROOT / "dags" / "pipelines")
     registries = [c.decode.value.options["registry"] for c in configs
                   if "registry" in c.decode.value.options]
     assert registries
-    for registry in registries:
-        conn = json.loads(e[f"AIRFLOW_CONN_{registry['conn_id'].upper()}"])
-        cmd = SERVICES[conn["host"]]["command"]
-        assert cmd[cmd.index("--port") + 1] == str(conn["port"])
-        assert cmd[:3] == ["python", "-m", "devtools.schema_registry"]
+    registry = SERVICES["schema-registry"]
+    assert registry["image"].startswith("confluentinc/cp-schema-registry:")
+    for options in registries:
+        conn = json.loads(e[f"AIRFLOW_CONN_{options['conn_id'].upper()}"])
+        assert conn["host"] == "schema-registry"
+        assert env("schema-registry")["SCHEMA_REGISTRY_LISTENERS"].endswith(f":{conn['port']}")
+    assert env("schema-registry")["SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS"] == \
+        "PLAINTEXT://kafka:9092"
 
 
 def test_spark_cluster_is_what_the_pipelines_submit_to(monkeypatch):
@@ -139,3 +154,99 @@ def test_spark_processes_that_read_aws_sources_have_an_identity_of_their_own(mon
             service
         assert identity.get("AWS_DEFAULT_REGION") == json.loads(
             e["AIRFLOW_CONN_STREAMSLICE_AWS"])["extra"]["region_name"]
+
+
+SPEC = ROOT / "tests" / "support" / "compose_spec" / "compose-spec.json"
+
+
+def compose_errors(document):
+    import jsonschema
+    validator = jsonschema.Draft7Validator(json.loads(SPEC.read_text()))
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(document)]
+
+
+def test_the_file_is_valid_by_the_compose_specification():
+    assert compose_errors(COMPOSE) == []
+    broken = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    broken["services"]["airflow-worker"]["comand"] = ["airflow", "celery", "worker"]
+    broken["volumes"]["lake"] = {"drive": "local"}
+    assert len(compose_errors(broken)) == 2  # the schema is strict where Compose is
+
+
+def test_every_local_file_and_build_context_exists():
+    for name, service in SERVICES.items():
+        build = service.get("build")
+        if build is not None:
+            context = ROOT / (build if isinstance(build, str) else build["context"])
+            assert (context / "Dockerfile").is_file(), name
+        else:  # an image from a registry: pinned to a version
+            image = service["image"]
+            assert ":" in image and not image.endswith(":latest"), name
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            assert not source.startswith(("/", "~")), f"{name}: a host path {volume}"
+            if source.startswith("."):
+                assert (ROOT / source).exists(), f"{name}: {volume}"
+            else:
+                assert source in COMPOSE["volumes"], f"{name}: {volume}"
+
+
+def commands():
+    """Every command line a service runs: (service, argv), ``bash -c`` scripts split at
+    ``&&``."""
+    import shlex
+    for name, service in SERVICES.items():
+        cmd = service.get("command")
+        if not cmd:
+            continue
+        if cmd[:2] == ["bash", "-c"]:
+            for part in cmd[2].split("&&"):
+                yield name, shlex.split(part)
+        else:
+            yield name, list(cmd)
+
+
+def airflow_commands():
+    """Airflow's CLI as the image runs it: its core commands and the Celery executor's."""
+    from airflow.cli.cli_config import core_commands
+    from airflow.providers.celery.cli.definition import get_celery_cli_commands
+    return {c.name: c for c in [*core_commands, *get_celery_cli_commands()]}
+
+
+def test_every_command_exists_in_the_project_and_its_tools():
+    import zipfile
+
+    import pyspark
+    jars = [zipfile.ZipFile(j) for j in (Path(pyspark.__file__).parent / "jars").glob("spark-*")]
+    cli = airflow_commands()
+    seen = set()
+    for name, argv in commands():
+        tool = argv[0]
+        seen.add(tool)
+        if tool == "airflow":
+            command = cli[argv[1]]
+            while hasattr(command, "subcommands"):  # a group: celery worker, db migrate
+                argv = argv[1:]
+                command = {c.name: c for c in command.subcommands}[argv[1]]
+            flags = {f for arg in command.args for f in arg.flags}
+            assert {a for a in argv if a.startswith("--")} <= flags, (name, argv)
+        elif tool == "python":
+            assert argv[1] == "-m"
+            module = ROOT / argv[2].replace(".", "/")
+            assert module.with_suffix(".py").is_file() or module.is_dir(), (name, argv)
+        elif tool in ("spark-class", "spark-submit"):
+            assert (Path(pyspark.__file__).parent / "bin" / tool).is_file()
+            main = argv[1] if tool == "spark-class" else argv[argv.index("--class") + 1]
+            entry = main.replace(".", "/") + ".class"
+            assert any(entry in jar.NameToInfo for jar in jars), (name, main)
+        else:
+            assert tool == "echo", (name, argv)
+    assert {"airflow", "python", "spark-class", "spark-submit"} <= seen
+
+
+def test_the_image_is_the_airflow_the_project_pins():
+    pinned = re.search(r"^apache-airflow\[\w+\]==([\d.]+)$",
+                       (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    assert f"FROM apache/airflow:{pinned}-python" in (ROOT / "Dockerfile").read_text()
+    assert "apache-airflow-providers-celery==" in (ROOT / "requirements.txt").read_text()

@@ -354,7 +354,12 @@ def test_the_compose_deployment_is_what_the_docs_say():
     env = compose["services"]["airflow-scheduler"]["environment"]
     preset = {k.removeprefix("AIRFLOW_CONN_").lower() for k in env if k.startswith("AIRFLOW_CONN_")}
     assert set(re.findall(r"`(streamslice_\w+)`", text)) == preset
-    assert "schema-registry" in compose["services"] and "schema registry" in text
+    assert "schema-registry" in compose["services"] and "schema registry" in text.lower()
+    image = compose["services"]["schema-registry"]["image"]
+    assert image.startswith("confluentinc/cp-schema-registry:")
+    assert f"`{image.split(':')[0]}`" in text
+    assert "CeleryExecutor" in compose["services"]["airflow-worker"]["environment"].values()
+    assert "Celery layout" in text and "`airflow-worker`" in text
     assert "http://localhost:8080 (admin/admin)" in " ".join(text.split())
     assert "8080:8080" in compose["services"]["airflow-apiserver"]["ports"]
     assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].startswith("admin:")

@@ -33,3 +33,23 @@ def test_a_plain_spec_fires_every_time(monkeypatch):
             faults.check("before_publish")
     monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")
     faults.check("before_publish")
+
+
+def test_a_pause_waits_until_its_marker_is_removed(tmp_path, monkeypatch):
+    """``action=pause``: the process writes ``FILE.paused`` and waits there until the test
+    removes it, then goes on without raising (the test did what it paused for meanwhile)."""
+    import os
+    import threading
+
+    from tests.support.wait import wait_for
+    spec = tmp_path / "faults"
+    spec.write_text("read:split=0:action=pause\n")
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", f"@{spec}")
+    marker = tmp_path / "faults.paused"
+    reader = threading.Thread(target=faults.check, args=("read", 0, 1))
+    reader.start()
+    wait_for(marker.exists, 30, "the reader to pause")
+    assert marker.read_text().strip() == str(os.getpid()) and reader.is_alive()
+    marker.unlink()
+    reader.join(30)
+    assert not reader.is_alive() and spec.read_text() == ""

@@ -59,6 +59,13 @@ REFUSED = {
 _JAAS = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 
 
+class StreamOnlyError(ConfigError):
+    """A start a streaming query takes and a batch read refuses (``latest``): the data
+    source's schema, asked for both alike, is the stream's then (``spark.datasource``)."""
+
+    stream_only = True
+
+
 @dataclass(frozen=True)
 class Side:
     """One end of the range as the options give it (Spark's OffsetRangeLimit)."""
@@ -178,11 +185,11 @@ def side(opts: dict[str, str], ts_name: str, by_ts_name: str, offsets_name: str,
 def check_start(start: Side) -> None:
     """Spark's ``validateBatchOptions``, starting side."""
     if start.kind == "latest":
-        raise ConfigError("starting offset can't be latest for batch queries on Kafka")
+        raise StreamOnlyError("starting offset can't be latest for batch queries on Kafka")
     for key, off in start.offsets.items():
         if start.kind == "offsets" and off == LATEST:
-            raise ConfigError(f"startingOffsets for {spark_tp(key)} can't be latest for batch "
-                              "queries on Kafka")
+            raise StreamOnlyError(f"startingOffsets for {spark_tp(key)} can't be latest for "
+                                  "batch queries on Kafka")
 
 
 def check_stop(stop: Side) -> None:

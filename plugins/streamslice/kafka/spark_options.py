@@ -228,7 +228,8 @@ def _tp_set(offsets: dict[str, int]) -> str:
 
 
 def kafka_properties(opts: dict[str, str]) -> dict[str, str]:
-    """``kafka.*`` options as librdkafka properties; Spark's refusals with Spark's reasons."""
+    """``kafka.*`` options as librdkafka properties, ``isolation.level`` read_uncommitted
+    unless given (Spark's default); Spark's refusals with Spark's reasons."""
     raw = client_properties(opts, "kafka.")
     out: dict[str, str] = {}
     for name, value in raw.items():
@@ -248,6 +249,9 @@ def kafka_properties(opts: dict[str, str]) -> dict[str, str]:
     if "bootstrap.servers" not in out:
         raise ConfigError("Option 'kafka.bootstrap.servers' must be specified for configuring "
                           "Kafka consumer")
+    # Spark's consumers read what is not committed yet too, unless told otherwise (the Java
+    # client's default); librdkafka's default is read_committed
+    out.setdefault("isolation.level", "read_uncommitted")
     return out
 
 

@@ -306,3 +306,26 @@ def test_lag_in_the_query_progress(spark, broker, tmp_path):
     first = next(p for p in run.query.recentProgress if p["numInputRows"])
     assert json.loads(first["sources"][0]["endOffset"]) == {topic: {"0": 5}}
     assert json.loads(first["sources"][0]["latestOffset"]) == {topic: {"0": 20}}
+
+
+def test_a_topic_matching_the_pattern_later_is_read_from_its_start(spark, broker, tmp_path):
+    prefix = unique("pattern")
+    create_topic(broker.bootstrap, f"{prefix}-a", 1)
+    send(broker, f"{prefix}-a", range(3), 0)
+    df = stream(spark, broker, subscribePattern=f"{prefix}-.*", startingOffsets="earliest")
+    assert available_now(spark, df, tmp_path / "cp").values() == [0, 1, 2]
+    create_topic(broker.bootstrap, f"{prefix}-b", 2)
+    send(broker, f"{prefix}-b", range(3, 6), 1)
+    df = stream(spark, broker, subscribePattern=f"{prefix}-.*", startingOffsets="earliest")
+    assert available_now(spark, df, tmp_path / "cp").values() == list(range(6))
+
+
+def test_sources_without_a_stream_say_so(spark, tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
+    df = spark.readStream.format("streamslice-files").option("pattern", "*.jsonl") \
+        .option("valueFormat", "string").load(str(tmp_path))
+    with pytest.raises(Exception, match="streamslice-files cannot be read with "
+                                        "spark.readStream yet") as failed:
+        Run(spark, df.selectExpr("value", "file AS topic", "0 AS partition", "line AS offset"),
+            tmp_path / "cp").query.awaitTermination(180)
+    assert "Traceback" not in str(failed.value)

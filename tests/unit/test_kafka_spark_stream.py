@@ -127,3 +127,13 @@ def test_a_stream_ships_to_executors_without_its_connection():
     s = stream()
     s._admin = object()
     assert pickle.loads(pickle.dumps(s))._admin is None
+
+
+def test_minOffsetsPerTrigger_holds_nothing_back_under_Trigger_AvailableNow():
+    """Nothing more will come: the last, small batch is read at once."""
+    s = stream(minOffsetsPerTrigger="100", maxTriggerDelay="1h")
+    s.__class__ = Latest
+    s.prepare_available_now()
+    s.last_trigger_ms = 10 ** 15  # a batch has just run
+    s.end = {"t:0": 3}
+    assert s.next_end({"t:0": 0}, all_available=False) == {"t:0": 3}

@@ -1,8 +1,10 @@
-"""Chaos for ``spark.readStream``: a Trigger.AvailableNow query into Spark's file sink is
-SIGKILLed (its process, Spark JVM and Python workers) in the middle of a batch, after earlier
-batches of the same checkpoint have committed, and started again: the output, read as Spark
-reads a file sink's output (through its ``_spark_metadata`` log), holds every record of the
-topic exactly once. Real broker, real Spark local[2] in a process of its own."""
+"""Chaos for ``spark.readStream``: a Trigger.AvailableNow query is SIGKILLed (its process,
+Spark JVM and Python workers) in the middle of a batch, after earlier batches of the same
+checkpoint have committed, and started again: the output holds every record of the topic
+exactly once. Into Spark's file sink, read as Spark reads its output (through its
+``_spark_metadata`` log); through ``foreachBatch`` into a Delta table by streamslice's
+publisher, killed in a read, before the table's commit and after it (before Spark's). Real
+broker, real Spark local[2] in a process of its own."""
 import os
 import signal
 import subprocess
@@ -18,13 +20,13 @@ from tests.support.pipelines import unique
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 
-def query(broker, topic, tmp_path, fault=None):
+def query(broker, topic, tmp_path, fault=None, sink="files"):
     env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
     env.pop("STREAMSLICE_INJECT_FAULT", None)
     if fault:
         env["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"
     args = [sys.executable, "-m", "tests.chaos.stream_query", broker.bootstrap, topic,
-            str(tmp_path / "checkpoint"), str(tmp_path / "out"), "40"]
+            str(tmp_path / "checkpoint"), str(tmp_path / "out"), "40", sink]
     return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600, start_new_session=True)
 
@@ -52,3 +54,22 @@ def test_kill_a_query_mid_batch_then_restart_exactly_once_with_the_file_sink(spa
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted(int(r.v) for r in rows) == list(range(300))
     assert len({(r.partition, r.offset) for r in rows}) == 300
+
+
+@pytest.mark.parametrize("point", ["read:split=1:after=5", "table_commit", "after_publish"])
+def test_kill_a_foreachBatch_into_delta_then_restart_exactly_once(broker, tmp_path, point):
+    from deltalake import DeltaTable
+    topic = unique("stream-delta")
+    create_topic(broker.bootstrap, topic, 2)
+    send(broker, topic, range(100))
+    first = query(broker, topic, tmp_path, sink="delta")
+    assert first.returncode == 0, first.stderr[-3000:]
+    send(broker, topic, range(100, 300))
+    killed = query(broker, topic, tmp_path, fault=point, sink="delta")
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
+    again = query(broker, topic, tmp_path, sink="delta")
+    assert again.returncode == 0, again.stderr[-3000:]
+    table = DeltaTable(str(tmp_path / "out" / "pipeline=stream")).to_pyarrow_table()
+    assert sorted(int(v) for v in table.column("value").to_pylist()) == list(range(300))
+    pairs = set(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+    assert len(pairs) == 300

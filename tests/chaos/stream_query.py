@@ -22,10 +22,25 @@ def main(bootstrap, topic, checkpoint, output, max_offsets, sink="files"):
         from streamslice.config.pipeline import Output
         from streamslice.spark.stream_publish import publish_batches
         writer = df.writeStream.foreachBatch(
-            publish_batches("kafka", options, Output(output, format=sink)))
+            publish_batches("kafka", options, Output(output, format=sink,
+                                                     settings=table_settings(sink, output))))
     query = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     query.awaitTermination()
     spark.stop()
+
+
+def table_settings(sink, output):
+    """Delta's defaults; an Iceberg table in a SQLite catalog beside it."""
+    from streamslice.commit.publishers.delta import DeltaSettings
+    from streamslice.commit.publishers.iceberg import IcebergSettings
+    if sink == "delta":
+        return DeltaSettings()
+    return IcebergSettings(catalog=iceberg_catalog(output))
+
+
+def iceberg_catalog(output):
+    return {"type": "sql", "uri": f"sqlite:///{output}/iceberg.db",
+            "warehouse": f"file://{output}"}
 
 
 if __name__ == "__main__":

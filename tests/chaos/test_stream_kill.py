@@ -56,20 +56,33 @@ def test_kill_a_query_mid_batch_then_restart_exactly_once_with_the_file_sink(spa
     assert len({(r.partition, r.offset) for r in rows}) == 300
 
 
-@pytest.mark.parametrize("point", ["read:split=1:after=5", "table_commit", "after_publish"])
-def test_kill_a_foreachBatch_into_delta_then_restart_exactly_once(broker, tmp_path, point):
-    from deltalake import DeltaTable
-    topic = unique("stream-delta")
+@pytest.mark.parametrize(("sink", "point"), [
+    ("delta", "read:split=1:after=5"), ("delta", "table_commit"), ("delta", "after_publish"),
+    ("iceberg", "after_publish")])
+def test_kill_a_foreachBatch_into_a_table_then_restart_exactly_once(broker, tmp_path, sink,
+                                                                     point):
+    topic = unique("stream-table")
     create_topic(broker.bootstrap, topic, 2)
     send(broker, topic, range(100))
-    first = query(broker, topic, tmp_path, sink="delta")
+    first = query(broker, topic, tmp_path, sink=sink)
     assert first.returncode == 0, first.stderr[-3000:]
     send(broker, topic, range(100, 300))
-    killed = query(broker, topic, tmp_path, fault=point, sink="delta")
+    killed = query(broker, topic, tmp_path, fault=point, sink=sink)
     assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
-    again = query(broker, topic, tmp_path, sink="delta")
+    again = query(broker, topic, tmp_path, sink=sink)
     assert again.returncode == 0, again.stderr[-3000:]
-    table = DeltaTable(str(tmp_path / "out" / "pipeline=stream")).to_pyarrow_table()
+    table = read_table(sink, tmp_path / "out")
     assert sorted(int(v) for v in table.column("value").to_pylist()) == list(range(300))
     pairs = set(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
     assert len(pairs) == 300
+
+
+def read_table(sink, output):
+    if sink == "delta":
+        from deltalake import DeltaTable
+        return DeltaTable(str(output / "pipeline=stream")).to_pyarrow_table()
+    from pyiceberg.catalog import load_catalog
+
+    from tests.chaos.stream_query import iceberg_catalog
+    catalog = load_catalog("streamslice", **iceberg_catalog(str(output)))
+    return catalog.load_table("streamslice.stream").scan().to_arrow()

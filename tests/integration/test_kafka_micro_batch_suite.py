@@ -329,3 +329,27 @@ def test_sources_without_a_stream_say_so(spark, tmp_path):
         Run(spark, df.selectExpr("value", "file AS topic", "0 AS partition", "line AS offset"),
             tmp_path / "cp").query.awaitTermination(180)
     assert "Traceback" not in str(failed.value)
+
+
+def test_read_committed_stops_at_an_open_transaction(spark, broker, tmp_path):
+    """With kafka.isolation.level read_committed a batch ends where the open transaction
+    begins (the last stable offset), and aborted records are never read; the default,
+    read_uncommitted as Spark's, reads them all."""
+    topic = new_topic(broker, 1)
+    with producer(broker.bootstrap, **{"transactional.id": unique("tx")}) as p:
+        p.init_transactions(30)
+        send(broker, topic, range(3), 0)
+        p.begin_transaction()
+        for v in range(3, 6):
+            p.produce(topic, value=str(v).encode(), partition=0)
+        p.flush(30)
+        committed = stream(spark, broker, topic, startingOffsets="earliest",
+                           **{"kafka.isolation.level": "read_committed"})
+        assert available_now(spark, committed, tmp_path / "a").values() == [0, 1, 2]
+        everything = stream(spark, broker, topic, startingOffsets="earliest")
+        assert available_now(spark, everything, tmp_path / "b").values() == list(range(6))
+        p.abort_transaction(30)
+        send(broker, topic, [6], 0)
+        committed = stream(spark, broker, topic, startingOffsets="earliest",
+                           **{"kafka.isolation.level": "read_committed"})
+        assert available_now(spark, committed, tmp_path / "a").values() == [0, 1, 2, 6]

@@ -2,9 +2,11 @@
 (connector/kafka-0-10-sql), named after it and run the way it runs them, against
 ``format("streamslice-kafka")``, the real broker and Spark: the same rows, and for a bad read
 Spark's error text, raised where Spark raises it (options: when the DataFrame is defined,
-before any broker is asked, without a Python traceback in the message). Not here: the two
-transactional-producer tests (read_committed / read_uncommitted)."""
+before any broker is asked, without a Python traceback in the message). The transactional
+cases run on the broker's transactions: Spark reads read_uncommitted unless
+``kafka.isolation.level`` says otherwise."""
 import json
+from contextlib import contextmanager
 
 import pytest
 from confluent_kafka import TopicPartition
@@ -295,3 +297,60 @@ def planning_fails(df, message):
         assert message in text, text
         assert "Failed to generate Python data source read partitions" in text, text
         assert "Traceback" not in text and "stage failure" not in text, text
+
+
+@contextmanager
+def transactional_producer(broker):
+    """Spark's ``withTransactionalProducer``: a producer with a transactional id, ready, and
+    closed when the block ends."""
+    with producer(broker.bootstrap, **{"transactional.id": unique("tx")}) as p:
+        p.init_transactions(30)
+        yield p
+
+
+def in_transaction(p, topic, values, commit):
+    p.begin_transaction()
+    for v in values:
+        p.produce(topic, value=str(v).encode())
+    p.flush(30)
+    if commit is not None:
+        (p.commit_transaction if commit else p.abort_transaction)(30)
+
+
+def test_read_Kafka_transactional_messages_read_committed(spark, broker):
+    topic = new_topic(broker, 1)
+    with transactional_producer(broker) as p:
+        read_committed(spark, broker, topic, p)
+
+
+def read_committed(spark, broker, topic, p):
+    df = reader(spark, broker, topic, **{"kafka.isolation.level": "read_committed"}).load()
+    in_transaction(p, topic, range(1, 6), commit=None)
+    assert values(df) == []  # nothing before it is committed
+    p.commit_transaction(30)
+    assert values(df) == list(range(1, 6))
+    in_transaction(p, topic, range(6, 11), commit=False)
+    assert values(df) == list(range(1, 6))  # aborted records are not read
+    in_transaction(p, topic, range(11, 16), commit=True)
+    assert values(df) == [*range(1, 6), *range(11, 16)]
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", None])
+def test_read_Kafka_transactional_messages_read_uncommitted(spark, broker, isolation):
+    """Spark reads read_uncommitted unless told otherwise (librdkafka's own default is
+    read_committed): ``None`` is the option left out."""
+    topic = new_topic(broker, 1)
+    options = {"kafka.isolation.level": isolation} if isolation else {}
+    with transactional_producer(broker) as p:
+        read_uncommitted(reader(spark, broker, topic, **options).load(), topic, p)
+
+
+def read_uncommitted(df, topic, p):
+    in_transaction(p, topic, range(1, 6), commit=None)
+    assert values(df) == list(range(1, 6))  # uncommitted records are read
+    p.commit_transaction(30)
+    assert values(df) == list(range(1, 6))
+    in_transaction(p, topic, range(6, 11), commit=False)
+    assert values(df) == list(range(1, 11))  # and aborted ones
+    in_transaction(p, topic, range(11, 16), commit=True)
+    assert values(df) == list(range(1, 16))

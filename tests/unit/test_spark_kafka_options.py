@@ -126,7 +126,8 @@ def test_java_client_properties_become_librdkafka_ones():
                               'required username="u" password="p";'})
     assert props == {"bootstrap.servers": "b:9092", "socket.receive.buffer.bytes": "65536",
                      "sasl.mechanisms": "PLAIN", "group.id": "mine",
-                     "metadata.max.age.ms": "500", "sasl.username": "u", "sasl.password": "p"}
+                     "metadata.max.age.ms": "500", "sasl.username": "u", "sasl.password": "p",
+                     "isolation.level": "read_uncommitted"}  # Spark's default, not librdkafka's
     kafka_python_kwargs(props)  # planning accepts every one of them
     with pytest.raises(ConfigError, match="Option 'kafka.bootstrap.servers' must be specified"):
         KafkaSource.from_options({"subscribe": "t"})

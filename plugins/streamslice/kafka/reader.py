@@ -61,7 +61,10 @@ class KafkaReaders(ReaderFactory["KafkaSplit"]):
 
     def open_reader(self, split: KafkaSplit, request: ReadRequest) -> KafkaSplitReader:
         client = request.options.get("client") or request.plan.source_info.get("client")
-        return KafkaSplitReader(split, properties=request.properties,
+        properties = request.properties
+        if "isolation.level" in request.options:  # a read given as Spark's options
+            properties = {"isolation.level": request.options["isolation.level"], **properties}
+        return KafkaSplitReader(split, properties=properties,
                                 client=client or "confluent-kafka", decoder=request.decoder,
                                 interval=request.plan.interval, staging=request.staging,
                                 fault=request.fault,
@@ -69,8 +72,14 @@ class KafkaReaders(ReaderFactory["KafkaSplit"]):
                                                                              True))
 
     def spark_read_options(self, options: dict[str, str]) -> dict[str, Any]:
-        """A Spark user may choose the client beside a plan (``.option("client", …)``)."""
-        return {"client": options["client"]} if "client" in options else {}
+        """A Spark user may choose the client beside a plan (``.option("client", …)``). A
+        read given as Spark's options (no ``plan``) reads ``read_uncommitted`` unless
+        ``kafka.isolation.level`` says otherwise, as Spark's consumers do (librdkafka's own
+        default is read_committed, which a DAG's plan keeps)."""
+        out = {"client": options["client"]} if "client" in options else {}
+        if "plan" not in options:
+            out["isolation.level"] = options.get("kafka.isolation.level", "read_uncommitted")
+        return out
 
     def resolve_splits(self, splits: list[KafkaSplit],
                        properties: Callable[[], dict[str, Any]]) -> list[KafkaSplit]:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .positions import Position as KafkaPosition
     from .reader import KafkaReaders
     from .spark_options import SparkRead
+    from .spark_stream import KafkaStream
     from .subscriber import Subscriber
 
 
@@ -65,6 +66,14 @@ class KafkaSource(Source[KafkaSplit]):
         from .spark_options import kafka_from_options
         fields, properties = kafka_from_options(options)
         return cls(**fields), properties
+
+    @classmethod
+    def stream(cls, options: dict[str, str]) -> KafkaStream:
+        """A ``spark.readStream`` query's offsets and limits from Spark's Kafka streaming
+        options (lower-cased keys; ``spark_stream``)."""
+        from .spark_stream import KafkaStream, stream_from_options
+        fields, properties, limits = stream_from_options(options)
+        return KafkaStream(cls(**fields), properties, limits)
 
     def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
         props = dict(resolved or {})

@@ -59,6 +59,13 @@ REFUSED = {
 _JAAS = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 
 
+class StreamOnlyError(ConfigError):
+    """A start a streaming query takes and a batch read refuses (``latest``): the data
+    source's schema, asked for both alike, is the stream's then (``spark.datasource``)."""
+
+    stream_only = True
+
+
 @dataclass(frozen=True)
 class Side:
     """One end of the range as the options give it (Spark's OffsetRangeLimit)."""
@@ -178,11 +185,11 @@ def side(opts: dict[str, str], ts_name: str, by_ts_name: str, offsets_name: str,
 def check_start(start: Side) -> None:
     """Spark's ``validateBatchOptions``, starting side."""
     if start.kind == "latest":
-        raise ConfigError("starting offset can't be latest for batch queries on Kafka")
+        raise StreamOnlyError("starting offset can't be latest for batch queries on Kafka")
     for key, off in start.offsets.items():
         if start.kind == "offsets" and off == LATEST:
-            raise ConfigError(f"startingOffsets for {spark_tp(key)} can't be latest for batch "
-                              "queries on Kafka")
+            raise StreamOnlyError(f"startingOffsets for {spark_tp(key)} can't be latest for "
+                                  "batch queries on Kafka")
 
 
 def check_stop(stop: Side) -> None:
@@ -221,7 +228,8 @@ def _tp_set(offsets: dict[str, int]) -> str:
 
 
 def kafka_properties(opts: dict[str, str]) -> dict[str, str]:
-    """``kafka.*`` options as librdkafka properties; Spark's refusals with Spark's reasons."""
+    """``kafka.*`` options as librdkafka properties, ``isolation.level`` read_uncommitted
+    unless given (Spark's default); Spark's refusals with Spark's reasons."""
     raw = client_properties(opts, "kafka.")
     out: dict[str, str] = {}
     for name, value in raw.items():
@@ -241,6 +249,9 @@ def kafka_properties(opts: dict[str, str]) -> dict[str, str]:
     if "bootstrap.servers" not in out:
         raise ConfigError("Option 'kafka.bootstrap.servers' must be specified for configuring "
                           "Kafka consumer")
+    # Spark's consumers read what is not committed yet too, unless told otherwise (the Java
+    # client's default); librdkafka's default is read_committed
+    out.setdefault("isolation.level", "read_uncommitted")
     return out
 
 

@@ -1,0 +1,47 @@
+"""A team's bounded-stream job in its own process: ``spark.readStream`` of a Kafka topic with
+Trigger.AvailableNow into Spark's Parquet file sink (``files``) or, through ``foreachBatch``,
+into a Delta table by streamslice's publisher (``delta``), offsets in ``CHECKPOINT``. The
+chaos tests start it in a new session and let a fault SIGKILL it (the process, its Spark JVM
+and Python workers) in the middle of a batch.
+
+  python -m tests.chaos.stream_query BOOTSTRAP TOPIC CHECKPOINT OUTPUT MAX_OFFSETS SINK
+"""
+import sys
+
+
+def main(bootstrap, topic, checkpoint, output, max_offsets, sink="files"):
+    from streamslice.spark.session import spark_session
+    spark = spark_session("local[2]")
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+               "startingOffsets": "earliest", "maxOffsetsPerTrigger": max_offsets}
+    df = spark.readStream.format("streamslice-kafka").options(**options).load()
+    if sink == "files":
+        writer = df.selectExpr("CAST(value AS STRING) AS v", "partition", "offset") \
+            .writeStream.format("parquet").option("path", output)
+    else:
+        from streamslice.config.pipeline import Output
+        from streamslice.spark.stream_publish import publish_batches
+        writer = df.writeStream.foreachBatch(
+            publish_batches("kafka", options, Output(output, format=sink,
+                                                     settings=table_settings(sink, output))))
+    query = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    query.awaitTermination()
+    spark.stop()
+
+
+def table_settings(sink, output):
+    """Delta's defaults; an Iceberg table in a SQLite catalog beside it."""
+    from streamslice.commit.publishers.delta import DeltaSettings
+    from streamslice.commit.publishers.iceberg import IcebergSettings
+    if sink == "delta":
+        return DeltaSettings()
+    return IcebergSettings(catalog=iceberg_catalog(output))
+
+
+def iceberg_catalog(output):
+    return {"type": "sql", "uri": f"sqlite:///{output}/iceberg.db",
+            "warehouse": f"file://{output}"}
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

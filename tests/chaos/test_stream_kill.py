@@ -1,0 +1,88 @@
+"""Chaos for ``spark.readStream``: a Trigger.AvailableNow query is SIGKILLed (its process,
+Spark JVM and Python workers) in the middle of a batch, after earlier batches of the same
+checkpoint have committed, and started again: the output holds every record of the topic
+exactly once. Into Spark's file sink, read as Spark reads its output (through its
+``_spark_metadata`` log); through ``foreachBatch`` into a Delta table by streamslice's
+publisher, killed in a read, before the table's commit and after it (before Spark's). Real
+broker, real Spark local[2] in a process of its own."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from devtools.services import create_topic
+from tests.conftest import ROOT
+from tests.support.kafka import producer
+from tests.support.pipelines import unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+
+
+def query(broker, topic, tmp_path, fault=None, sink="files"):
+    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
+    env.pop("STREAMSLICE_INJECT_FAULT", None)
+    if fault:
+        env["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"
+    args = [sys.executable, "-m", "tests.chaos.stream_query", broker.bootstrap, topic,
+            str(tmp_path / "checkpoint"), str(tmp_path / "out"), "40", sink]
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600, start_new_session=True)
+
+
+def send(broker, topic, values):
+    with producer(broker.bootstrap) as p:
+        for v in values:
+            p.produce(topic, value=str(v).encode(), partition=v % 2)
+
+
+def test_kill_a_query_mid_batch_then_restart_exactly_once_with_the_file_sink(spark, broker,
+                                                                                tmp_path):
+    topic = unique("stream-chaos")
+    create_topic(broker.bootstrap, topic, 2)
+    send(broker, topic, range(100))
+    first = query(broker, topic, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    send(broker, topic, range(100, 300))
+    killed = query(broker, topic, tmp_path, fault="read:split=1:after=5")
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
+    committed = spark.read.parquet(str(tmp_path / "out")).count()
+    assert 100 <= committed < 300, "the kill came in a batch of the second run"
+    again = query(broker, topic, tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(int(r.v) for r in rows) == list(range(300))
+    assert len({(r.partition, r.offset) for r in rows}) == 300
+
+
+@pytest.mark.parametrize(("sink", "point"), [
+    ("delta", "read:split=1:after=5"), ("delta", "table_commit"), ("delta", "after_publish"),
+    ("iceberg", "after_publish")])
+def test_kill_a_foreachBatch_into_a_table_then_restart_exactly_once(broker, tmp_path, sink,
+                                                                     point):
+    topic = unique("stream-table")
+    create_topic(broker.bootstrap, topic, 2)
+    send(broker, topic, range(100))
+    first = query(broker, topic, tmp_path, sink=sink)
+    assert first.returncode == 0, first.stderr[-3000:]
+    send(broker, topic, range(100, 300))
+    killed = query(broker, topic, tmp_path, fault=point, sink=sink)
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
+    again = query(broker, topic, tmp_path, sink=sink)
+    assert again.returncode == 0, again.stderr[-3000:]
+    table = read_table(sink, tmp_path / "out")
+    assert sorted(int(v) for v in table.column("value").to_pylist()) == list(range(300))
+    pairs = set(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+    assert len(pairs) == 300
+
+
+def read_table(sink, output):
+    if sink == "delta":
+        from deltalake import DeltaTable
+        return DeltaTable(str(output / "pipeline=stream")).to_pyarrow_table()
+    from pyiceberg.catalog import load_catalog
+
+    from tests.chaos.stream_query import iceberg_catalog
+    catalog = load_catalog("streamslice", **iceberg_catalog(str(output)))
+    return catalog.load_table("streamslice.stream").scan().to_arrow()

@@ -16,10 +16,11 @@ from tests.conftest import (
 )
 
 
-def item(nodeid, airflow=False, config=None):
+def item(nodeid, airflow=False, config=None, marker=None):
     """A stand-in test item; its ``funcargs`` are empty, as a skipped test's are."""
     names = ["airflow_services", "airflow"] if airflow else ["broker"]
-    return SimpleNamespace(nodeid=nodeid, fixturenames=names, config=config, funcargs={})
+    return SimpleNamespace(nodeid=nodeid, fixturenames=names, config=config, funcargs={},
+                           get_closest_marker=lambda name: name if name == marker else None)
 
 
 def test_airflow_tests_first_and_each_in_its_group():
@@ -27,15 +28,16 @@ def test_airflow_tests_first_and_each_in_its_group():
              item("tests/integration/test_b.py::test_two"),
              item("tests/integration/test_c.py::test_backfill", airflow=True),
              item("tests/chaos/test_d.py::test_kill"),
-             item("tests/chaos/test_e.py::test_retry", airflow=True)]
+             item("tests/chaos/test_e.py::test_retry", airflow=True),
+             item("tests/integration/test_f.py::test_celery", marker="deploy")]
     # (without xdist: its marker is known only where it is loaded; the groups are its names)
     config = SimpleNamespace(pluginmanager=SimpleNamespace(hasplugin=lambda name: False))
     pytest_collection_modifyitems(None, config, items)
     assert [i.nodeid.split("::")[1] for i in items] == [
-        "test_backfill", "test_retry", "test_one", "test_two", "test_kill"]
+        "test_backfill", "test_retry", "test_celery", "test_one", "test_two", "test_kill"]
     assert [_worker_group(i) for i in items] == [
-        "airflow", "airflow", "tests/unit/test_a.py::test_one", "tests/integration/test_b.py",
-        "tests/chaos/test_d.py::test_kill"]
+        "airflow", "airflow", "tests/integration/test_f.py", "tests/unit/test_a.py::test_one",
+        "tests/integration/test_b.py", "tests/chaos/test_d.py::test_kill"]
 
 
 def test_the_airflow_services_stop_after_the_last_test_on_them():

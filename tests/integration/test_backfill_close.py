@@ -130,6 +130,57 @@ def test_the_intervals_a_backfill_made_half_way_does_not_hold(airflow_db):
         _uncovered(unique("bf"), intervals, first_try)
 
 
+def add_run(dag_id, logical, interval_start, run_type="manual"):
+    """A finished run dated ``logical`` that read the hour from ``interval_start``."""
+    from airflow.models.dag import DagModel
+    from airflow.models.dagbundle import DagBundleModel
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    with create_session() as session:
+        if session.get(DagBundleModel, "dags-folder") is None:
+            session.add(DagBundleModel(name="dags-folder"))
+            session.flush()
+        if session.get(DagModel, dag_id) is None:
+            session.add(DagModel(dag_id=dag_id, bundle_name="dags-folder", is_paused=True))
+            session.flush()
+        session.add(DagRun(dag_id=dag_id, run_id=f"{run_type}__{logical.isoformat()}",
+                           logical_date=logical, run_after=logical, state="success",
+                           data_interval=(interval_start, interval_start + timedelta(hours=1)),
+                           run_type=run_type))
+
+
+def test_a_manual_run_holding_an_intervals_logical_date_is_named_before_a_backfill(
+        airflow_db, tmp_path):
+    """``airflow dags test DAG 01:00`` makes a manual run of 00:00-01:00 dated 01:00, the
+    logical date the 01:00-02:00 interval's run needs: Airflow's backfill then never makes
+    that run, and a backfill waiting for it waited for ever. Refused at once, naming the run;
+    one dated inside the next hour (01:30, as getting started dates it) holds no such date."""
+    from streamslice.airflow.backfill import backfill
+    from streamslice.errors import ConfigError
+    utc = timezone.utc
+    held = kafka_pipeline("127.0.0.1:1", "t", name=unique("held"), folder=tmp_path / "p",
+                          mode="interval", schedule="@hourly",
+                          start_date="2024-05-01T00:00:00Z", output=tmp_path)
+    add_run(held.name, datetime(2024, 5, 1, 1, tzinfo=utc), datetime(2024, 5, 1, 0, tzinfo=utc))
+    t1, t3 = 1_714_525_200_000, 1_714_532_400_000  # 2024-05-01 01:00 and 03:00 UTC
+    with pytest.raises(ConfigError) as err:
+        backfill(held, t1, t3, wait=False)
+    assert str(err.value) == (
+        f"run manual__2024-05-01T01:00:00+00:00 of {held.name} is dated "
+        "2024-05-01T01:00:00.000Z but reads the interval from 2024-05-01T00:00:00.000Z: it "
+        "holds the logical date that the interval 2024-05-01T01:00:00.000Z → "
+        "2024-05-01T02:00:00.000Z needs, so Airflow cannot make that interval's run. Delete "
+        f"that run (the Airflow UI, or DELETE /api/v2/dags/{held.name}/dagRuns/RUN_ID) and "
+        "backfill again; date manual runs inside an interval, not at its start")
+    inside = kafka_pipeline("127.0.0.1:1", "t", name=unique("inside"), folder=tmp_path / "p",
+                            mode="interval", schedule="@hourly",
+                            start_date="2024-05-01T00:00:00Z", output=tmp_path)
+    add_run(inside.name, datetime(2024, 5, 1, 1, 30, tzinfo=utc),
+            datetime(2024, 5, 1, 0, tzinfo=utc))
+    with pytest.raises(ConfigError, match="is paused"):  # the next check: nothing held
+        backfill(inside, t1, t3, wait=False)
+
+
 def test_a_backfill_create_failing_half_way_commits_no_run_unlike_airflows_own(airflow_db):
     """Airflow's ``backfill create`` on SQLite commits each run it clears or makes (a savepoint
     that begins the transaction commits it on release), so a failure at the third of four
@@ -192,3 +243,5 @@ def test_a_backfill_create_failing_half_way_commits_no_run_unlike_airflows_own(a
     finally:
         with db:
             db.execute("DROP TRIGGER IF EXISTS refuse_third")
+        db.close()  # a connection left open kept a lock the module's next writer met
+

@@ -67,6 +67,7 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
         intervals = intervals_between(cfg, start_ms, end_ms)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    _check_held_dates(cfg.name, intervals)
     _check_dag(cfg.name, unpause, wait)
     runs = _run(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs,
                 wait=wait, poll_s=poll_s, timeout_s=timeout_s, on_progress=on_progress, say=say)
@@ -133,6 +134,32 @@ def _check_dag(dag_id: str, unpause: bool, wait: bool = False) -> None:
             raise ConfigError(f"DAG {dag_id} is paused, so its backfill runs would wait forever: "
                               f"unpause it (airflow dags unpause {dag_id}) or pass --unpause")
         _unpause(dag_id)
+
+
+def _check_held_dates(dag_id: str, intervals: list[Interval]) -> None:
+    """A run dated at an interval's start that reads another interval (a manual run: Airflow
+    gives it the interval that ends at its date) holds the logical date the interval's own
+    run needs. Airflow's backfill takes that run for the interval's, and the interval's run
+    would never come: refused, naming the run, before anything is created."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+    starts = {iv.start: iv for iv in intervals}
+    query = select(DagRun.run_id, DagRun.logical_date, DagRun.data_interval_start).where(
+        DagRun.dag_id == dag_id, DagRun.logical_date.in_([from_ms(s) for s in starts]))
+    with create_session() as session:
+        rows = session.execute(query).all()
+    for run_id, logical, start in rows:
+        if start is None or logical is None or to_ms(start) == to_ms(logical):
+            continue
+        iv = starts[to_ms(logical)]
+        raise ConfigError(
+            f"run {run_id} of {dag_id} is dated {iso(to_ms(logical))} but reads the interval "
+            f"from {iso(to_ms(start))}: it holds the logical date that the interval "
+            f"{iso(iv.start)} → {iso(iv.end)} needs, so Airflow cannot make that interval's "
+            "run. Delete that run (the Airflow UI, or DELETE /api/v2/dags/"
+            f"{dag_id}/dagRuns/RUN_ID) and backfill again; date manual runs inside an "
+            "interval, not at its start")
 
 
 def _check_scheduler(dag_id: str) -> None:

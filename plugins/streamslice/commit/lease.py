@@ -22,7 +22,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -129,7 +129,7 @@ class Lease:
             self._break(held)
 
     def _try_take(self) -> bool:
-        self.me = Holder(self.run_id, self.me.token, _now())
+        self.me = replace(self.me, since=_now())
         mine = f"{self.folder}/.{self.me.token}"
         self.fs.create_dir(mine, recursive=True)
         with self.fs.open_output_stream(f"{mine}/{HOLDER}") as out:

@@ -51,6 +51,7 @@ def alive(context: dict[str, Any]) -> Callable[[str], bool]:
     ti = context["ti"]
 
     def ask(run_id: str) -> bool:
-        tasks = ti.get_task_states(dag_id=ti.dag_id, run_ids=[run_id]).get(run_id)
+        tasks = ti.get_task_states(dag_id=ti.dag_id, task_ids=None,
+                                   run_ids=[run_id]).get(run_id)
         return not tasks or any(s == "running" for s in tasks.values())
     return ask

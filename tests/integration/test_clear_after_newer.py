@@ -86,3 +86,39 @@ def test_combined_task_cleared_after_a_newer_run_plans_again(broker, spark, airf
     assert (checkpoint.batch, checkpoint.run_id) == (2, run_a.run_id)
     _exactly_once(cfg, sent)
 
+
+
+def test_a_manual_run_of_an_interval_beside_its_failed_run_stays_exact(broker, spark, airflow_db,
+                                                                       monkeypatch):
+    """The interval's own run fails in its read; a manual run of the same interval publishes
+    it and removes the failed run's staging area (that run is done, Airflow says); clearing
+    the failed run then publishes the interval again, whole: each record once."""
+    from streamslice.config.schedule import interval_containing
+    from streamslice.timeutil import from_ms
+    from tests.support.pipelines import run_interval
+    topic = unique("clear_iv")
+    create_topic(broker.bootstrap, topic, 2)
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("clear_iv"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
+                         spark={"runner": "local"}, kafka={"max_records_per_split": 40})
+    sent = produce(broker.bootstrap, topic, trips(T0, 1, 120, seed=25, late_share=0))
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "read:after=1")
+    own = run_interval(cfg, utc(2024, 5, 1, 0), expect="failed")
+    monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")
+    work = f"{cfg.output.path}/_streamslice/pipeline={cfg.name}/staging"
+    assert os.listdir(work), "the failed read left no staging area"
+    iv = interval_containing(cfg, T0)
+    manual = run_dag(cfg, logical_date=from_ms(iv.end))
+    assert manual.run_id != own.run_id
+    assert (to_ms(manual.data_interval_start), to_ms(manual.data_interval_end)) == \
+        (iv.start, iv.end)
+    assert not os.path.exists(work) or os.listdir(work) == []
+    _exactly_once(cfg, sent)
+
+    clear_and_rerun(cfg, own, expect="success")
+    _exactly_once(cfg, sent)
+    assert list(_published(cfg)) == ["interval=20240501T000000Z"]
+
+
+def to_ms(date):
+    return int(date.timestamp() * 1000)

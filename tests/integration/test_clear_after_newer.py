@@ -122,3 +122,38 @@ def test_a_manual_run_of_an_interval_beside_its_failed_run_stays_exact(broker, s
 
 def to_ms(date):
     return int(date.timestamp() * 1000)
+
+
+def test_a_manual_run_keeps_the_staging_area_of_a_run_waiting_to_commit(broker, spark,
+                                                                        airflow_db,
+                                                                        monkeypatch):
+    """The interval's own run has read and its commit waits for a retry; a manual run of the
+    same interval commits meanwhile. It must leave the waiting run's read in place, which
+    that run's commit then publishes (the same records: the partition stays exact)."""
+    from airflow.utils.session import create_session
+    from airflow.utils.state import TaskInstanceState
+
+    from streamslice.config.schedule import interval_containing
+    from streamslice.timeutil import from_ms
+    from tests.support.pipelines import run_interval
+    topic = unique("wait_iv")
+    create_topic(broker.bootstrap, topic, 2)
+    cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("wait_iv"), mode="interval",
+                         schedule="@hourly", start_date="2024-05-01T00:00:00Z", retries=0,
+                         spark={"runner": "local"})
+    sent = produce(broker.bootstrap, topic, trips(T0, 1, 80, seed=26, late_share=0))
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "before_publish")
+    own = run_interval(cfg, utc(2024, 5, 1, 0), expect="failed")
+    monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")
+    with create_session() as session:  # as Airflow leaves it while the retry's delay runs
+        (commit,) = [ti for ti in own.get_task_instances(session=session)
+                     if ti.task_id == "commit"]
+        commit.state = TaskInstanceState.UP_FOR_RETRY
+        session.merge(commit)
+    iv = interval_containing(cfg, T0)
+    run_dag(cfg, logical_date=from_ms(iv.end))  # the manual run of the same interval
+    _exactly_once(cfg, sent)
+    again = clear_and_rerun(cfg, own, expect="success")  # its commit publishes its read
+    reads = [ti for ti in again.get_task_instances() if ti.task_id == "read"]
+    assert [ti.try_number for ti in reads] == [1], "the waiting run read again"
+    _exactly_once(cfg, sent)

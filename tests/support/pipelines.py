@@ -107,7 +107,7 @@ def clear_and_rerun(cfg, run, *, only_failed=True, expect=None):
     from sqlalchemy import select
 
     from streamslice.airflow.factory import build_dag
-    finished_badly = {"failed", "upstream_failed"}
+    finished_badly = {"failed", "upstream_failed", "up_for_retry"}
     with create_session() as session:
         found = session.scalar(select(DagRun).where(DagRun.dag_id == cfg.name,
                                                     DagRun.run_id == run.run_id))

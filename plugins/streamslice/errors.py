@@ -103,6 +103,15 @@ class CommitError(StreamsliceError):
               "plan again and replaces the partition.")
 
 
+class StalePlanError(CommitError):
+    """A saved incremental plan no longer holds: the checkpoint it was planned from has moved
+    (another run committed since), so reading or publishing it would replace newer data."""
+
+    kind = "stale_plan"
+    advice = ("Another run committed since this run planned: clear the whole run (its plan "
+              "task too) to plan again from the current checkpoint.")
+
+
 class DecodeError(StreamsliceError):
     """A record could not be decoded and the pipeline is set to fail on decode errors."""
 
@@ -133,7 +142,7 @@ class InjectedFault(StreamsliceError):
 KINDS: dict[str, type[StreamsliceError]] = {
     cls.kind: cls for cls in (StreamsliceError, ConfigError, SourceError, DataLossError,
                               PlanError, PlanVersionError, RecordError, RecordVersionError,
-                              CommitError, DecodeError,
+                              CommitError, StalePlanError, DecodeError,
                               AllDeadLettersError, InjectedFault)}
 _LINE = re.compile(r"streamslice\[(\w+)(?:@(\d+))?\]: (.*?)(?:\\n|\n|$)")
 

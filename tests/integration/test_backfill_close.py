@@ -181,6 +181,27 @@ def test_a_manual_run_holding_an_intervals_logical_date_is_named_before_a_backfi
         backfill(inside, t1, t3, wait=False)
 
 
+@pytest.mark.parametrize("own, manual", [("failed", "running"), ("running", "failed")])
+def test_a_backfill_follows_its_own_runs_not_a_manual_run_of_the_same_interval(airflow_db,
+                                                                               own, manual):
+    """An operator's manual run of an interval the backfill is running (its data interval
+    the same, its logical date another) neither answers for the backfill's run nor hides it."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    from streamslice.airflow.backfill import _states
+    from streamslice.timeutil import from_ms
+    hour, t0 = 3_600_000, 1_714_521_600_000
+    dag_id = unique("bf")
+    add_backfill(dag_id, [own, "success"], starts=[from_ms(t0), from_ms(t0 + hour)])
+    with create_session() as session:
+        at = from_ms(t0 + 30 * 60_000)
+        session.add(DagRun(dag_id=dag_id, run_id=f"manual__{dag_id}", logical_date=at,
+                           run_after=at, data_interval=(from_ms(t0), from_ms(t0 + hour)),
+                           state=manual, run_type="manual"))
+    assert _states(dag_id, [t0, t0 + hour]) == {t0: own, t0 + hour: "success"}
+
+
 def test_a_backfill_create_failing_half_way_commits_no_run_unlike_airflows_own(airflow_db):
     """Airflow's ``backfill create`` on SQLite commits each run it clears or makes (a savepoint
     that begins the transaction commits it on release), so a failure at the third of four

@@ -92,6 +92,45 @@ def run_dag(cfg, logical_date=None, expect="success"):
     return run
 
 
+def clear_and_rerun(cfg, run, *, only_failed=True, expect=None):
+    """Clear ``run``'s failed tasks (``only_failed``) or all its tasks, as an operator does in
+    the UI (Airflow's ``clear_task_instances``: task state and XComs of the run stay), then
+    run them with ``dag.test()``'s loop in this process; returns the DagRun. ``dag.test()``
+    alone would delete the run and start a new one with nothing saved."""
+    from unittest import mock
+
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import clear_task_instances
+    from airflow.serialization.definitions.dag import SerializedDAG
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+    from sqlalchemy import select
+
+    from streamslice.airflow.factory import build_dag
+    finished_badly = {"failed", "upstream_failed", "up_for_retry"}
+    with create_session() as session:
+        found = session.scalar(select(DagRun).where(DagRun.dag_id == cfg.name,
+                                                    DagRun.run_id == run.run_id))
+        tis = [ti for ti in found.get_task_instances(session=session)
+               if not only_failed or str(ti.state) in finished_badly]
+        assert tis, f"nothing to clear in {run.run_id}"
+        clear_task_instances(tis, session, dag_run_state=DagRunState.RUNNING)
+
+    def same_run(*, dag, session, **_):
+        found = session.scalar(select(DagRun).where(DagRun.dag_id == cfg.name,
+                                                    DagRun.run_id == run.run_id))
+        found.dag = dag
+        return found
+    with mock.patch("airflow.models.dagrun.get_or_create_dagrun", same_run), \
+            mock.patch.object(SerializedDAG, "clear_dags", lambda *a, **k: 0):
+        again = build_dag(cfg).test(logical_date=run.logical_date)
+    if expect and str(again.state) != expect:
+        states = {ti.task_id: ti.state for ti in again.get_task_instances()}
+        raise AssertionError(f"run {again.run_id} ended {again.state}, expected {expect}: "
+                             f"{states}")
+    return again
+
+
 def utc(*args):
     return datetime(*args, tzinfo=timezone.utc)
 

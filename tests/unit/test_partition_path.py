@@ -173,3 +173,27 @@ def test_without_a_template_publish_is_as_before(tmp_path):
     manifest = publish_once(plan, stage(tmp_path, plan), run_id="r1", now_ms=1)
     assert manifest.published == {"uri": str(ds / "interval=20240501T010000Z")}
     assert [p.name for p in ds.iterdir()] == ["interval=20240501T010000Z"]
+
+
+
+def test_the_trash_of_a_templated_folder_in_place_again_is_removed(tmp_path, monkeypatch):
+    """A publish killed after its rename leaves what it replaced in the trash; the next
+    publish of any partition removes it once the partition is in place, found by its
+    templated folder's manifest (not a folder named like the partition)."""
+    from streamslice.errors import InjectedFault
+    ds = tmp_path / "ds"
+    plan = make_plan(str(ds), "dt=%Y-%m-%d/hour=%H")
+    publish_once(plan, stage(tmp_path, plan), run_id="r1", now_ms=1)
+    again = make_plan(str(ds), "dt=%Y-%m-%d/hour=%H")
+    again.planned_at = 5
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "publish_renamed")
+    with pytest.raises(InjectedFault):  # the new folder in place, the old one in the trash
+        publish_once(again, stage(tmp_path, again, "s2"), run_id="r2", now_ms=2)
+    monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")
+    trash = tmp_path / "_streamslice" / "ds" / "trash"
+    assert len(list(trash.iterdir())) == 1
+    later = make_plan(str(ds), "dt=%Y-%m-%d/hour=%H", start=T0 + 2 * HOUR)
+    later.partition = "interval=20240501T020000Z"
+    publish_once(later, stage(tmp_path, later, "s3"), run_id="r3", now_ms=3)
+    assert list(trash.iterdir()) == []
+    assert sorted(p.name for p in (ds / "dt=2024-05-01").iterdir()) == ["hour=01", "hour=02"]

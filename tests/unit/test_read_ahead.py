@@ -2,6 +2,7 @@
 task claims, when a run adopts, waits for or drops a claim, and what the pipeline file allows.
 Airflow's task SDK (task states, an asset's state) is faked here, to cover our logic alone;
 tests/integration/test_read_ahead.py runs it through Airflow's scheduler and Spark Connect."""
+import threading
 from datetime import datetime, timezone
 
 import pytest
@@ -60,9 +61,12 @@ class FakeTI:
 SPARK = {"runner": "connect", "remote": "sc://localhost:15002"}
 
 
+LAKE = {}  # the test's output folder (the claims' lease is in its work area)
+
+
 def pipeline(**fields):
     base = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z",
-            "spark": SPARK, "output": "/lake"}
+            "spark": SPARK, "output": LAKE.get("path", "/lake")}
     return parsed("kafka", {"bootstrap_servers": "localhost:9092", "topics": ["t"]},
                   **{**base, **fields})
 
@@ -80,9 +84,50 @@ def run(hour, kind="backfill"):
 
 
 @pytest.fixture(autouse=True)
-def now(monkeypatch):
+def now(monkeypatch, tmp_path):
     monkeypatch.setattr(ahead, "now_ms", lambda: NOW)
     monkeypatch.setattr(ahead.time, "sleep", lambda s: None)
+    monkeypatch.setitem(LAKE, "path", str(tmp_path / "lake"))
+
+
+def test_two_runs_claiming_at_once_never_claim_one_interval_twice():
+    """Each run's task reads the claims before either writes (a barrier holds the first
+    reads): without the claims' lease both would claim the same queued runs."""
+    runs = {run(h): None for h in range(2, 8)}
+    runs.update({run(0): "running", run(1): "running"})
+    state = BlockingState(threading.Barrier(2, timeout=3))
+    both = {me: claims(runs, read_ahead=2, state=state, run_id=run(me))[0] for me in (0, 1)}
+    got = {}
+
+    def claim(me):
+        c = both[me]
+        got[me] = [r for r, _ in c.claim(c.cfg.interval(T0 + me * HOUR,
+                                                        T0 + (me + 1) * HOUR))]
+    threads = [threading.Thread(target=claim, args=(me,)) for me in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got[0] and got[1] == [] or got[1] and got[0] == [], got
+    assert len({r for rs in got.values() for r in rs}) == sum(map(len, got.values()))
+
+
+class BlockingState(FakeState):
+    """The first read of each thread returns only once the other thread has read too."""
+
+    def __init__(self, barrier):
+        super().__init__()
+        self.barrier, self.waited = barrier, set()
+
+    def get(self, k, default=None):
+        value, me = super().get(k, default), threading.get_ident()
+        if me not in self.waited:
+            self.waited.add(me)
+            try:
+                self.barrier.wait()
+            except threading.BrokenBarrierError:
+                pass  # the other is held off by the lease
+        return value
 
 
 def test_a_run_claims_the_next_queued_runs_up_to_read_ahead():

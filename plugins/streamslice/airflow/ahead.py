@@ -6,11 +6,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..commit.lease import Lease
 from ..config.schedule import interval_containing
 from ..errors import RecordError
 from ..planning.planner import partition_name
 from ..reading.ahead import ReadAhead, key
 from ..timeutil import from_ms
+from .runs import alive
 from .store import output_asset
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ TASK = "plan_read_commit"
 POLL_S = 1.0
 # A task instance in these states has not run yet, so its run has not looked for a claim.
 NOT_STARTED = (None, "scheduled", "queued")
+LEASE = "read_ahead"  # the work area's lease on the pipeline's claims
 
 
 def now_ms() -> int:
@@ -34,6 +37,14 @@ class Claims:
     def __init__(self, cfg: PipelineConfig, context: dict[str, Any]) -> None:
         self.cfg, self.ti, self.run_id = cfg, context["ti"], context["run_id"]
         self.state = context["asset_state_store"][output_asset(cfg)]
+        self.alive = alive(context)
+
+    def lease(self) -> Lease:
+        """Held while claims are read and written: Airflow's asset state has no
+        compare-and-set for a task, so two runs' tasks never claim, complete or drop at
+        once."""
+        return Lease(self.cfg.output.target(self.cfg.name), LEASE, self.run_id,
+                     alive=self.alive)
 
     def get(self, partition: str) -> ReadAhead | None:
         raw = self.state.get(key(partition))
@@ -68,10 +79,13 @@ class Claims:
                     waited = True
                 time.sleep(POLL_S)
                 continue
-            log.info("Not using the read-ahead claim of run %s on %s (%s).", claim.by,
-                     partition, "stale or for another run" if claim.read else
-                     "its reader stopped")
-            self.drop(partition)
+            with self.lease():
+                if self.get(partition) != claim:
+                    continue  # completed or taken over meanwhile: look again
+                log.info("Not using the read-ahead claim of run %s on %s (%s).", claim.by,
+                         partition, "stale or for another run" if claim.read else
+                         "its reader stopped")
+                self.drop(partition)
             return None
 
     def _reading(self, run_id: str) -> bool:
@@ -86,6 +100,10 @@ class Claims:
         first interval without a run or claimed by another run's task (a claim an earlier
         try of this run made is taken again, so its runs do not wait it out). (run id,
         interval) of each."""
+        with self.lease():
+            return self._claim(after)
+
+    def _claim(self, after: Interval) -> list[tuple[str, Interval]]:
         claimed: list[tuple[str, Interval]] = []
         interval = after
         for _ in range(self.cfg.read_ahead + self.cfg.max_active_runs):
@@ -113,10 +131,11 @@ class Claims:
     def complete(self, partition: str, plan: dict[str, Any], staging: str) -> None:
         """Record what was read for a claimed interval, unless the claim is no longer this
         run's (its own run stopped waiting and dropped it)."""
-        claim = self.get(partition)
-        if claim is None or claim.by != self.run_id:
-            log.info("The claim on %s was dropped meanwhile; its run reads for itself.",
-                     partition)
-            return
-        claim.plan, claim.staging = plan, staging
-        self.put(partition, claim)
+        with self.lease():
+            claim = self.get(partition)
+            if claim is None or claim.by != self.run_id:
+                log.info("The claim on %s was dropped meanwhile; its run reads for itself.",
+                         partition)
+                return
+            claim.plan, claim.staging = plan, staging
+            self.put(partition, claim)

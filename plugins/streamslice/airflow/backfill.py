@@ -385,13 +385,25 @@ def _unpause(dag_id: str) -> None:
 
 
 def _states(dag_id: str, starts: list[int]) -> dict[int, str]:
+    """The state of the backfill's own run of each interval starting at ``starts``: the run
+    the DAG's latest backfill holds for that logical date, else (an interval the backfill
+    left as it was, a run that exists already) the DAG's run at that logical date. Never a
+    run found by its data interval alone: a manual run of the same interval is not the
+    backfill's, and must not answer for it."""
+    from airflow.models.backfill import Backfill, BackfillDagRun
     from airflow.models.dagrun import DagRun
-    from sqlalchemy import select
-    wanted = {from_ms(s): s for s in starts}
-    query = select(DagRun.data_interval_start, DagRun.state).where(
-        DagRun.dag_id == dag_id, DagRun.data_interval_start.in_(list(wanted)))
-    rows: list[Any] = _read_db(lambda session: session.execute(query).all(), [])
-    return {wanted[start]: str(state) for start, state in rows if start in wanted}
+    from sqlalchemy import func, select
+    dates = [from_ms(s) for s in starts]
+    latest = select(func.max(Backfill.id)).where(Backfill.dag_id == dag_id).scalar_subquery()
+    own = select(BackfillDagRun.logical_date, DagRun.state).join(
+        DagRun, DagRun.id == BackfillDagRun.dag_run_id).where(
+        BackfillDagRun.backfill_id == latest, BackfillDagRun.logical_date.in_(dates))
+    at = select(DagRun.logical_date, DagRun.state).where(DagRun.dag_id == dag_id,
+                                                         DagRun.logical_date.in_(dates))
+    rows: list[Any] = _read_db(
+        lambda session: [*session.execute(at).all(), *session.execute(own).all()], [])
+    found = {to_ms(date): str(state) for date, state in rows}  # the backfill's own last
+    return {s: found[s] for s in starts if s in found}
 
 
 def _read_db(ask: Callable[[Any], T], default: T) -> T:

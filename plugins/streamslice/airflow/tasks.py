@@ -6,26 +6,25 @@ what the plan recorded, so an edit between the steps cannot change where a run p
 from __future__ import annotations
 
 import logging
-import re
 import time
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
-from ..commit.checkpoint import advance
 from ..commit.manifest import plan_id
-from ..commit.protocol import publish_once, staging_for
+from ..commit.protocol import attempt_name, staging_for
 from ..config import load_pipeline
 from ..errors import CommitError, StreamsliceError
 from ..metrics import RunMetrics, run_figures, step_timing
 from ..planning.planner import partition_name, plan_run
 from ..reading.sink import direct_codec
 from ..reading.staging import Staging
-from ..sources import CommitListener, lifecycle_tasks, read_plan, source_class
+from ..sources import CommitListener, lifecycle_tasks, read_plan
 from ..timeutil import from_ms, iso, to_ms
 from .ahead import Claims
 from .errors import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
 from .metrics import emit
+from .runs import run_cycle
 from .store import TaskCheckpointStore, TaskMarks, output_asset
 
 if TYPE_CHECKING:
@@ -48,10 +47,10 @@ def _plan(cfg: PipelineConfig, context: dict[str, Any]) -> dict[str, Any]:
     saved before it is returned."""
     started = time.monotonic()
     saved = context["task_state_store"].get("plan")
-    if saved:
-        # Read it as read and commit will (an upgrade since may have to migrate or
-        # refuse it): a plan this release cannot read fails here, naming why.
-        reused = read_plan(saved)
+    # Read as read and commit will (an upgrade since may have to migrate or refuse it: a
+    # plan this release cannot read fails here, naming why), and reused while it holds.
+    reused = run_cycle(cfg, context).saved_plan(saved)
+    if saved and reused is not None:
         log.info("Reusing the plan saved by an earlier try of this run (version %d, "
                  "%d splits).", saved.get("version"), len(reused.splits))
         return dict(saved)
@@ -95,8 +94,10 @@ def read_task(pipeline_file: str, **context: Any) -> str:
     """Runs the read job and returns the staging URI; a job that runs elsewhere and is waited
     for by a trigger (EMR Serverless) defers instead, and ``read_done`` returns it."""
     with operator_errors(context):
+        cfg = load_pipeline(pipeline_file)
         plan = read_plan(context["ti"].xcom_pull(task_ids="plan"))
-        return _read(load_pipeline(pipeline_file), plan, context)
+        run_cycle(cfg, context).check_holds(plan)  # a cleared read of a stale plan
+        return _read(cfg, plan, context)
 
 
 def _read(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any],
@@ -160,7 +161,7 @@ def _plan_ahead(cfg: PipelineConfig, plan: ReadPlan, context: dict[str, Any],
             log.warning("Not reading %s ahead: %s", partition_name("interval", interval), exc)
             claims.drop(partition_name("interval", interval))
             continue
-        ahead.append((other, staging_for(other, f"{_safe(run_id)}-ahead").uri))
+        ahead.append((other, staging_for(other, attempt_name(run_id, "ahead")).uri))
     log.info("Reading %d queued runs' intervals with this one (claimed in %.1fs, planned in "
              "%.1fs).", len(ahead), claimed_in, time.monotonic() - started - claimed_in)
     return ahead
@@ -193,7 +194,7 @@ def _job_started(context: dict[str, Any], job: dict[str, str]) -> None:
 
 def _read_staging(plan: ReadPlan, context: dict[str, Any]) -> Staging:
     """This try's staging area: a retry reads into an area of its own."""
-    return staging_for(plan, f"{_safe(context['run_id'])}-try{context['ti'].try_number}")
+    return staging_for(plan, attempt_name(context["run_id"], f"try{context['ti'].try_number}"))
 
 
 def commit_task(pipeline_file: str, **context: Any) -> dict[str, Any]:
@@ -212,20 +213,9 @@ def _commit(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
     remember(context, plan=plan)
     staging = Staging(staging_uri, plan.output.auth if plan.output else None)
     asset = output_asset(cfg)
-    now = int(time.time() * 1000)
-    manifest = publish_once(plan, staging, run_id=context["run_id"], now_ms=now)
-    remember(context, manifest=manifest)
-    faults.check("after_publish")
-    store = TaskCheckpointStore(context, asset)
-    current = store.get()
-    summaries = {s.split: s for s in manifest.splits}
-    positions = source_class(plan.source).readers().next_positions(
-        plan, summaries, current.positions if current else {})
-    checkpoint = advance(current, plan, now_ms=now, run_id=context["run_id"],
-                         positions=positions)
-    assert checkpoint is not None
-    store.put(checkpoint)
-    faults.check("after_checkpoint")
+    manifest, checkpoint = run_cycle(cfg, context).commit(
+        plan, staging, now_ms=int(time.time() * 1000),
+        published=lambda m: remember(context, manifest=m))
     if isinstance(cfg.source, CommitListener):
         source = cfg.source
         source.after_commit(checkpoint.positions, lambda: source_properties(source))
@@ -343,10 +333,6 @@ def run_metrics(manifest: Manifest,
                 positions: dict[str, Any] | None = None) -> RunMetrics:
     """What downstream DAGs and the Streamslice page see as the asset event's extra."""
     return RunMetrics.of(manifest, positions)
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
 def remember(context: Any, **facts: Any) -> None:

@@ -52,15 +52,11 @@ def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
     if plan.source_info.get("initial_position") and "initial_position" not in state:
         state["initial_position"] = plan.source_info["initial_position"]
     if plan.mode == "incremental":
-        base = Checkpoint.saved(plan.base_checkpoint)
-        if (current is not None and run_id is not None and current.run_id == run_id
-                and current.partition == plan.partition and current.batch == plan.batch):
+        if advanced_by(plan, current, run_id):
             return current  # an earlier try of this run advanced it before a crash
-        if _identity(current) != _identity(base):
-            raise CommitError(
-                f"the checkpoint moved since this run was planned (planned from batch "
-                f"{base.batch if base else 0}, now at batch {current.batch if current else 0}); "
-                "nothing was advanced. Re-run to plan from the new checkpoint.")
+        if not holds(plan, current, run_id):
+            raise CommitError(f"{moved(plan, current)}; nothing was advanced. Re-run to plan "
+                              "from the new checkpoint.")
         return Checkpoint(positions=_merge(current, plan, positions), batch=plan.batch or 0,
                           run_id=run_id, committed_at=now_ms, partition=plan.partition,
                           source_state=state)
@@ -73,6 +69,30 @@ def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
                           committed_at=now_ms, partition=plan.partition,
                           interval_end=plan.interval.end, source_state=state)
     return current
+
+
+def advanced_by(plan: ReadPlan, current: Checkpoint | None, run_id: str | None) -> bool:
+    """Whether ``current`` is the checkpoint ``plan``'s own commit by ``run_id`` left."""
+    return (current is not None and run_id is not None and current.run_id == run_id
+            and current.partition == plan.partition and current.batch == plan.batch)
+
+
+def holds(plan: ReadPlan, current: Checkpoint | None, run_id: str | None) -> bool:
+    """Whether ``plan`` may still be read and published with the checkpoint at ``current``:
+    an interval plan always (runs are independent); an incremental one while the checkpoint
+    is the one it was planned from, or the one its own commit left (a retry after a crash)."""
+    if plan.mode != "incremental" or advanced_by(plan, current, run_id):
+        return True
+    return _identity(current) == _identity(Checkpoint.saved(plan.base_checkpoint))
+
+
+def moved(plan: ReadPlan, current: Checkpoint | None) -> str:
+    """Why an incremental ``plan`` no longer holds, in the operator's words."""
+    base = Checkpoint.saved(plan.base_checkpoint)
+    by = f" by run {current.run_id}" if current and current.run_id else ""
+    return (f"the checkpoint moved since this run was planned (planned from batch "
+            f"{base.batch if base else 0}, now at batch {current.batch if current else 0}"
+            f"{by})")
 
 
 def reset(current: Checkpoint | None, target: ResetTarget, note: str = "reset") -> Checkpoint:

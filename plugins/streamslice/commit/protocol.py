@@ -4,6 +4,7 @@ manifest, clean up. The checkpoint advances only after this returns (``checkpoin
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -15,9 +16,12 @@ from ..errors import CommitError
 from ..reading.staging import Staging
 from .manifest import Manifest, build_manifest, plan_id
 from .publishers import publisher_for
+from .publishers.files import delete_if_there
 from .verify import verify
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..planning.plan import OutputTarget, ReadPlan
 
 log = logging.getLogger("streamslice")
@@ -36,14 +40,30 @@ def staging_for(plan: ReadPlan, attempt: str) -> Staging:
     return Staging(f"{target.work}/staging/{plan.partition}/{attempt}", target.auth)
 
 
-def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
-                 now_ms: int) -> Manifest:
+def attempt_name(run_id: str, what: str) -> str:
+    """A staging area's name: the run that commits it, then which read (``try3``, ``ahead``),
+    so the area's owner is known from its name (``owner_of``)."""
+    return f"{safe_name(run_id)}-{what}"
+
+
+def owner_of(area: str) -> str:
+    """The (``safe_name``) run an ``attempt_name`` area belongs to."""
+    return area.rpartition("-")[0]
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None, now_ms: int,
+                 removable: Callable[[str], bool] | None = None) -> Manifest:
     """Publish the staged output and return its manifest with where it landed
     (``published``: the partition's URI, a table's snapshot or version), or recognise that an
     earlier try of the same plan already published it. A complete staging area is always
     published (a cleared or reprocessed run replaces its partition); one a crash left
     incomplete after the publish yields to the manifest that try published, and the clean-up
-    that try did not reach (``Publisher.finish``) is done now."""
+    that try did not reach (``Publisher.finish``) is done now. Then the staging areas of the
+    partition that ``removable`` (an area's name) allows are removed (``clean_attempts``)."""
     publisher = publisher_for(target_of(plan))
 
     def ours() -> Manifest | None:  # looked up only when the staging area cannot publish
@@ -61,28 +81,38 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None,
             log.info("%s was published by an earlier try of this run; its staging area was "
                      "left incomplete by a crash.", plan.partition)
             publisher.finish(plan)
-            clean_attempts(plan)
+            clean_attempts(plan, removable)
             return earlier
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
         faults.check("before_publish")
         published = publisher.publish(plan, staging, manifest.to_dict())
-        clean_attempts(plan)
+        clean_attempts(plan, removable)
         return replace(manifest, published=published)
     earlier = ours()
     if earlier is not None:
         log.info("%s was already published by an earlier try of this run.", plan.partition)
         publisher.finish(plan)
-        clean_attempts(plan)
+        clean_attempts(plan, removable)
         return earlier
     raise CommitError(f"the staged output {staging.uri} is gone and {plan.partition} was not "
                       "published from this plan; clear the read task (or the run, with tasks: "
                       "combined) to read it again")
 
 
-def clean_attempts(plan: ReadPlan) -> None:
-    """Staging left by failed tries of the same partition."""
+def clean_attempts(plan: ReadPlan, removable: Callable[[str], bool] | None = None) -> None:
+    """Staging left by failed tries of the same partition: the areas ``removable`` allows
+    (by name), never another run's that may still be read or committed (the default: all
+    of them, for a caller that alone commits the partition). The partition's folder goes
+    once it is empty."""
     target = target_of(plan)
     fs, work = filesystem(target.work, target.auth)
     path = f"{work}/staging/{plan.partition}"
-    if fs.get_file_info(path).type == pafs.FileType.Directory:
-        fs.delete_dir(path)
+    areas = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    kept = False
+    for area in areas:
+        if removable is None or removable(area.base_name):
+            delete_if_there(fs, area.path)
+        else:
+            kept = True
+    if not kept and fs.get_file_info(path).type == pafs.FileType.Directory:
+        delete_if_there(fs, path)

@@ -12,8 +12,9 @@ after it. The run it names adopts a completed claim (``adoptable``) instead of p
 reading, waits for a claim still being read while its reader lives (``LEASE_MS`` at most),
 and reads for itself otherwise. Nothing depends on a claim for exactly once: what a run
 commits is verified against the plan it commits, as any staged read is, and a run that reads
-for itself publishes its own read (its publish clears every other staging area of its
-partition, a reader's too).
+for itself publishes its own read (its publish removes its run's staging areas, the one read
+ahead for it too). Claims are read and written under a lease in the output's work area
+(``commit.lease``), so two runs' tasks never claim one interval at once.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from ...aws.storage import delta_storage_options
 from ...errors import CommitError
 from ...lineage import location_dataset
 from . import PARTITION_COLUMN, OutputSettings
-from .files import publish_dead_letters, staged_files
+from .files import publish_dead_letters, require_staged, staged_files
 from .tables import (
     TableSettings,
     check_compatible,
@@ -103,6 +103,7 @@ class DeltaPublisher:
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+        require_staged(staging, manifest)
         schema = table_schema(plan)
         by = self.output.partition_by
         if by:

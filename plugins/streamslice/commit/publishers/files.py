@@ -23,11 +23,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import quote, unquote
 
 import pyarrow.fs as pafs
 
 from ... import faults
 from ...aws.storage import filesystem
+from ...errors import CommitError
 from ...lineage import location_dataset
 from ...reading.staging import DATA, DEAD_LETTER
 from ..manifest import MANIFEST, manifest_bytes, plan_id, read_manifest
@@ -59,6 +61,7 @@ class DirectoryRename:
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
         fs = staging.fs
+        require_staged(staging, manifest)
         publish_dead_letters(self.output, plan, staging)
         data = f"{staging.root}/{DATA}"
         if fs.get_file_info(data).type == pafs.FileType.NotFound:
@@ -67,7 +70,7 @@ class DirectoryRename:
             out.write(manifest_bytes(manifest))
         target = f"{self.root}/{folder_of(plan)}"
         fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        name = plan.partition.replace("/", "_")
+        name = trash_name(plan)
         trash_dir = f"{self.work}/trash"
         fs.create_dir(trash_dir, recursive=True)
         self.empty_trash(trash_dir, name)  # what a crash during an earlier publish left
@@ -77,14 +80,14 @@ class DirectoryRename:
             faults.check("publish_swap")
         fs.move(data, target)
         faults.check("publish_renamed")
-        _delete(fs, trash)  # (a concurrent publish's sweep may have done it)
+        delete_if_there(fs, trash)  # (a concurrent publish's sweep may have done it)
         fs.delete_dir(staging.root)
         return {"uri": self.uri(plan)}
 
     def finish(self, plan: ReadPlan) -> None:
         """The clean-up of a publish a crash interrupted after the new partition was in
         place: the partition's trash."""
-        self.empty_trash(f"{self.work}/trash", plan.partition.replace("/", "_"))
+        self.empty_trash(f"{self.work}/trash", trash_name(plan))
 
     def empty_trash(self, trash_dir: str, name: str) -> None:
         """``name``'s trash, and the trash of every partition that is in place again (its
@@ -93,11 +96,11 @@ class DirectoryRename:
         for info in self.fs.get_file_info(pafs.FileSelector(trash_dir, allow_not_found=True)):
             owner = info.base_name.rpartition("-")[0]
             if owner == name or (owner and self.fs.get_file_info(
-                    f"{self.root}/{owner}/{MANIFEST}").type == pafs.FileType.File):
-                _delete(self.fs, info.path)
+                    f"{self.root}/{unquote(owner)}/{MANIFEST}").type == pafs.FileType.File):
+                delete_if_there(self.fs, info.path)
 
 
-def _delete(fs: pafs.FileSystem, path: str) -> None:
+def delete_if_there(fs: pafs.FileSystem, path: str) -> None:
     """A directory, if it is (still) there."""
     try:
         fs.delete_dir(path)
@@ -113,6 +116,7 @@ class ObjectStoreCopy(DirectoryRename):
         again go first, then the new ones are copied in and the manifest last: a reader
         sees the old records or the new, possibly only some of them, never one twice."""
         fs = staging.fs
+        require_staged(staging, manifest)
         publish_dead_letters(self.output, plan, staging)
         target = f"{self.root}/{folder_of(plan)}"
         sub = f"{staging.root}/{DATA}"
@@ -160,7 +164,7 @@ def _remove_other_objects(fs: pafs.FileSystem, target: str, keep: set[str]) -> N
         fs.delete_file(f"{target}/{MANIFEST}")
     gone = held - keep - {MANIFEST}
     if gone and gone == held - {MANIFEST}:
-        _delete(fs, target)  # all of them (in batches)
+        delete_if_there(fs, target)  # all of them (in batches)
     else:
         for name in sorted(gone):
             fs.delete_file(f"{target}/{name}")
@@ -212,6 +216,13 @@ class FilesPublisher:
         return self.how.lineage_dataset()
 
 
+def trash_name(plan: ReadPlan) -> str:
+    """What the trash of the plan's partition is named by: its folder under the dataset
+    (``output.partition_path`` may nest it), quoted into one name that ``unquote`` gives
+    back, so a sweep finds the folder whose manifest says the partition is in place."""
+    return quote(folder_of(plan), safe="=")
+
+
 def folder_of(plan: ReadPlan) -> str:
     """The partition's folder under the dataset: its name, or ``output.partition_path``."""
     assert plan.output is not None
@@ -229,6 +240,22 @@ def publish_dead_letters(output: OutputTarget, plan: ReadPlan, staging: Staging)
         if info.type == pafs.FileType.File:
             fs.create_dir(dest, recursive=True)
             fs.copy_file(info.path, f"{dest}/{info.base_name}")
+
+
+def require_staged(staging: Staging, manifest: dict[str, Any]) -> None:
+    """The staged read is there to publish: a staging area that is gone, or that holds no
+    data file while the manifest counts records, is an error, never an empty partition
+    published over data (a folder replaced by nothing, a table's rows deleted)."""
+    records = int(manifest.get("records") or 0)
+    fs = staging.fs
+    if fs.get_file_info(staging.root).type == pafs.FileType.NotFound:
+        raise CommitError(f"the staged output {staging.uri} is gone; nothing was published. "
+                          "Re-run to read the plan again.")
+    if records and not any(i.type == pafs.FileType.File for i in fs.get_file_info(
+            pafs.FileSelector(f"{staging.root}/{DATA}", recursive=True, allow_not_found=True))):
+        raise CommitError(f"the staged output {staging.uri} holds no data, but {records} "
+                          "records were verified in it; nothing was published. Re-run to "
+                          "read the plan again.")
 
 
 def staged_files(staging: Staging) -> list[str]:

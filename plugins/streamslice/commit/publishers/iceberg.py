@@ -24,7 +24,7 @@ from ...aws.storage import filesystem, iceberg_properties
 from ...errors import CommitError
 from ...lineage import DatasetName, location_dataset
 from . import PARTITION_COLUMN, OutputSettings
-from .files import publish_dead_letters, staged_files
+from .files import publish_dead_letters, require_staged, staged_files
 from .tables import (
     TableSettings,
     check_compatible,
@@ -186,6 +186,7 @@ class IcebergPublisher:
         """Nothing: the table's commit is the publish's last step."""
 
     def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+        require_staged(staging, manifest)
         table = self._table(plan, create=True)
         assert table is not None  # created when missing
         self._check_spec(table)

@@ -36,7 +36,7 @@ class FileSource(Source[FileSplit]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> FileSource:
         from .config import parse_files
-        return cls(**parse_files(f, mode, pipeline))
+        return parse_files(f, mode, pipeline)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[FileSource, dict[str, Any]]:

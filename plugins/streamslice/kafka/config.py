@@ -12,13 +12,15 @@ from .subscriber import PartitionSet, Subscriber, TopicList, TopicPattern, parse
 
 if TYPE_CHECKING:
     from ..config.fields import Fields
+    from .source import KafkaSource
 
 CLIENTS = ("confluent-kafka", "kafka-python")
 AUTHS = ("msk_iam",)  # else the client properties' own SASL/SSL settings
 
 
-def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:  # noqa: C901 - the kafka section's keys, one check each
-    """``f`` is a Fields over the kafka mapping. Returns the KafkaSource's fields."""
+def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> KafkaSource:  # noqa: C901 - the kafka section's keys, one check each
+    """``f`` is a Fields over the kafka mapping."""
+    from .source import KafkaSource
     servers = f.parse("bootstrap_servers", check_bootstrap_servers, None)
     conn_id = f.str("conn_id", None)
     if not servers and not conn_id:
@@ -77,7 +79,7 @@ def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:  # 
         raise f.error("is only used with auth: msk_iam (the identity that signs the tokens)",
                       "aws")
     _check_offsets(f, start, stop)
-    fields = dict(
+    source = KafkaSource(
         subscriber=subscriber, start=start, stop=stop,
         bootstrap_servers=servers, conn_id=conn_id, properties=props,
         client=f.str("client", "confluent-kafka", choices=CLIENTS),
@@ -86,7 +88,7 @@ def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:  # 
         commit_group=_commit_group(f, pipeline_name), auth=auth, aws=aws,
     )
     f.done()
-    return fields
+    return source
 
 
 def _commit_group(f: Fields, pipeline_name: str) -> str | None:

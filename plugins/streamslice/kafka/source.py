@@ -58,7 +58,7 @@ class KafkaSource(Source[KafkaSplit]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KafkaSource:
         from .config import parse_kafka
-        return cls(**parse_kafka(f, mode, pipeline))
+        return parse_kafka(f, mode, pipeline)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, dict[str, Any]]:

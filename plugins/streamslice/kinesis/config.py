@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..aws import parse_auth
 from ..aws.auth import endpoint_url, region_name
@@ -31,6 +31,9 @@ from .positions import (
     TrimHorizon,
 )
 
+if TYPE_CHECKING:
+    from .source import KinesisSource
+
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER",
              "AFTER_SEQUENCE_NUMBER")
 REGISTRATIONS = ("per_run", "keep", "none")
@@ -41,8 +44,8 @@ AUTH_KEYS = ("profile", "role_arn", "external_id", "session_name", "session_dura
              "sts_endpoint_url")
 
 
-def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
-    """``f`` is a Fields over the kinesis mapping. Returns the KinesisSource's fields."""
+def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> KinesisSource:
+    """``f`` is a Fields over the kinesis mapping."""
     flink = f.raw("flink_properties", None)
     try:
         return _parse_kinesis(f, mode, pipeline_name, flink)
@@ -60,7 +63,8 @@ def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
                           field=f"{f.path}.flink_properties") from None
 
 
-def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict[str, Any]:  # noqa: C901 - the kinesis section's keys, one check each
+def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> KinesisSource:  # noqa: C901 - the kinesis section's keys, one check each
+    from .source import KinesisSource
     if flink is not None:
         from .flink import flink_to_native
         try:
@@ -124,7 +128,7 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
         if missing:
             raise efo.error(f"registration none needs a consumer ARN for stream {missing[0]!r}",
                             "consumer_arn")
-    fields = dict(
+    source = KinesisSource(
         streams=tuple(streams), start=start, stop=stop,
         region=f.parse("region", region_name, None),
         endpoint_url=f.parse("endpoint_url", endpoint_url, None),
@@ -138,7 +142,7 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
         on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")))
     efo.done()
     f.done()
-    return fields
+    return source
 
 
 def parse_start(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Position:

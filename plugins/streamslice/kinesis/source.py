@@ -62,7 +62,7 @@ class KinesisSource(Source[KinesisSplit]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KinesisSource:
         from .config import parse_kinesis
-        return cls(**parse_kinesis(f, mode, pipeline))
+        return parse_kinesis(f, mode, pipeline)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:

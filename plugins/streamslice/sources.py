@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
+OnDataLoss = Literal["fail", "skip"]  # records gone before a run read them: fail, or skip
+ON_DATA_LOSS: tuple[OnDataLoss, ...] = ("fail", "skip")
 
 # kind → "module:Class"; imported on first use, so a Kafka run never loads boto3.
 SOURCES: dict[str, str] = {

@@ -4,7 +4,7 @@ Each accessor returns the checked value, or ``default`` (of whatever type the ca
 when the key is absent; without a default the key is required."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigError
 from .yamlfile import line_of
@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 _MISSING: Any = object()
+_D = TypeVar("_D")  # a default, of whatever type the caller gives
+_T = TypeVar("_T")
+_S = TypeVar("_S", bound=str)  # one of the choices given (a Literal where they are typed so)
 
 
 class Fields:
@@ -52,6 +55,22 @@ class Fields:
             return default
         return self.mapping[key]
 
+    @overload
+    def str(self, key: Any) -> builtins.str:
+        ...
+
+    @overload
+    def str(self, key: Any, *, choices: Sequence[_S]) -> _S:
+        ...
+
+    @overload
+    def str(self, key: Any, default: _D) -> builtins.str | _D:
+        ...
+
+    @overload
+    def str(self, key: Any, default: _D, choices: Sequence[_S]) -> _S | _D:
+        ...
+
     def str(self, key: Any, default: Any = _MISSING,
             choices: Sequence[builtins.str] | None = None) -> Any:
         value = self.raw(key, default)
@@ -62,6 +81,16 @@ class Fields:
         if choices and value not in choices:
             raise self.error(f"{value!r} is not one of: {', '.join(choices)}", key)
         return value
+
+    @overload
+    def int(self, key: Any, *, minimum: builtins.int | None = None,
+            maximum: builtins.int | None = 2**63 - 1) -> builtins.int:
+        ...
+
+    @overload
+    def int(self, key: Any, default: _D, minimum: builtins.int | None = None,
+            maximum: builtins.int | None = 2**63 - 1) -> builtins.int | _D:
+        ...
 
     def int(self, key: Any, default: Any = _MISSING, minimum: builtins.int | None = None,
             maximum: builtins.int | None = 2**63 - 1) -> Any:
@@ -76,11 +105,19 @@ class Fields:
             raise self.error(f"must be at most {maximum}, got {value}", key)
         return value
 
-    def bool(self, key: Any, default: Any = _MISSING) -> Any:
+    def bool(self, key: Any, default: builtins.bool = _MISSING) -> builtins.bool:
         value = self.raw(key, default)
         if not isinstance(value, bool):
             raise self.error(f"must be true or false, got {_kind(value)}", key)
         return value
+
+    @overload
+    def list(self, key: Any) -> builtins.list[Any]:
+        ...
+
+    @overload
+    def list(self, key: Any, default: _D) -> builtins.list[Any] | _D:
+        ...
 
     def list(self, key: Any, default: Any = _MISSING) -> Any:
         value = self.raw(key, default)
@@ -96,6 +133,14 @@ class Fields:
         value = self.raw(key, _MISSING if required else None)
         return Fields(value, file=self.file, path=self.name(key),
                       parent_line=line_of(self.mapping, key))
+
+    @overload
+    def parse(self, key: Any, parser: Callable[[Any], _T]) -> _T:
+        ...
+
+    @overload
+    def parse(self, key: Any, parser: Callable[[Any], _T], default: _D) -> _T | _D:
+        ...
 
     def parse(self, key: Any, parser: Callable[[Any], Any], default: Any = _MISSING) -> Any:
         """Apply ``parser`` (which raises ValueError with a reason) to a value."""

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..aws import parse_auth
+from ..sources import ON_DATA_LOSS
 from ..timeutil import INTERVAL_START
 from .positions import Committed, IntervalEnd, Latest, Position, Timestamp, parse_position
 from .properties import check_bootstrap_servers
@@ -14,8 +15,10 @@ if TYPE_CHECKING:
     from ..config.fields import Fields
     from .source import KafkaSource
 
-CLIENTS = ("confluent-kafka", "kafka-python")
-AUTHS = ("msk_iam",)  # else the client properties' own SASL/SSL settings
+Client = Literal["confluent-kafka", "kafka-python"]
+Auth = Literal["msk_iam"]  # else the client properties' own SASL/SSL settings
+CLIENTS: tuple[Client, ...] = ("confluent-kafka", "kafka-python")
+AUTHS: tuple[Auth, ...] = ("msk_iam",)
 
 
 def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> KafkaSource:  # noqa: C901 - the kafka section's keys, one check each
@@ -83,7 +86,7 @@ def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> KafkaSource:  # noq
         subscriber=subscriber, start=start, stop=stop,
         bootstrap_servers=servers, conn_id=conn_id, properties=props,
         client=f.str("client", "confluent-kafka", choices=CLIENTS),
-        on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")),
+        on_data_loss=f.str("on_data_loss", "fail", choices=ON_DATA_LOSS),
         max_records_per_split=f.int("max_records_per_split", 1_000_000, minimum=1),
         commit_group=_commit_group(f, pipeline_name), auth=auth, aws=aws,
     )

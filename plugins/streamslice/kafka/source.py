@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
+    from ..sources import OnDataLoss
+    from .config import Auth, Client
     from .planner import KafkaPlanner
     from .positions import Position as KafkaPosition
     from .reader import KafkaReaders
@@ -32,12 +34,12 @@ class KafkaSource(Source[KafkaSplit]):
     bootstrap_servers: str | None = None
     conn_id: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
-    client: str = "confluent-kafka"
-    on_data_loss: str = "fail"
+    client: Client = "confluent-kafka"
+    on_data_loss: OnDataLoss = "fail"
     max_records_per_split: int = 1_000_000
     commit_group: str | None = None  # mirrors progress for lag monitors; never read back
     spark: SparkRead | None = None  # a read given as Spark's Kafka options (kafka.options)
-    auth: str | None = None  # "msk_iam": Amazon MSK IAM (SASL/OAUTHBEARER, AWS-signed)
+    auth: Auth | None = None  # "msk_iam": Amazon MSK IAM (SASL/OAUTHBEARER, AWS-signed)
     aws: AwsAuth = field(default_factory=AwsAuth)  # the identity MSK IAM tokens are signed by
 
     kind = "kafka"

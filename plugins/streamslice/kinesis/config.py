@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..aws import parse_auth
 from ..aws.auth import endpoint_url, region_name
 from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
 from ..errors import ConfigError
+from ..sources import ON_DATA_LOSS
 from ..timeutil import (
     DEFAULT_JAVA_DATE_FORMAT,
     INTERVAL_END,
@@ -36,7 +37,10 @@ if TYPE_CHECKING:
 
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER",
              "AFTER_SEQUENCE_NUMBER")
-REGISTRATIONS = ("per_run", "keep", "none")
+Reader = Literal["polling", "efo"]
+Registration = Literal["per_run", "keep", "none"]
+READERS: tuple[Reader, ...] = ("polling", "efo")
+REGISTRATIONS: tuple[Registration, ...] = ("per_run", "keep", "none")
 CONSUMER_ARN = re.compile(r"arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d+:stream/[\w.-]+/"
                           r"consumer/[\w.-]+:\d+")
 # Besides region and endpoint_url: how the process that calls Kinesis gets its identity.
@@ -103,9 +107,9 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> Kine
             raise f.error(f"AT_TIMESTAMP {start.timestamp} needs mode interval", "start")
         if isinstance(stop, ArrivedBefore) and isinstance(stop.timestamp, str):
             raise f.error(f"{stop.timestamp} needs mode interval", "stop")
-    reader = f.str("reader", "polling", choices=("polling", "efo"))
+    reader: Reader = f.str("reader", "polling", choices=READERS)
     efo = f.child("efo")
-    registration = efo.str("registration", "per_run", choices=REGISTRATIONS)
+    registration: Registration = efo.str("registration", "per_run", choices=REGISTRATIONS)
     arns = efo.raw("consumer_arn", {}) or {}
     if isinstance(arns, str):
         if len(streams) != 1:
@@ -139,7 +143,7 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> Kine
         efo_consumer_arns=dict(arns),
         efo_sweep_after_ms=efo.parse("sweep_older_than", parse_duration_ms, 3_600_000),
         polling=_polling(f.child("polling"), f.child("retries")),
-        on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")))
+        on_data_loss=f.str("on_data_loss", "fail", choices=ON_DATA_LOSS))
     efo.done()
     f.done()
     return source

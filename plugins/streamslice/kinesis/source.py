@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
-    from ..sources import CommandKit, PageSection
+    from ..sources import CommandKit, OnDataLoss, PageSection
+    from .config import Reader, Registration
     from .planner import KinesisPlanner
     from .positions import Position, Stop
     from .reader import KinesisReaders
@@ -37,13 +38,13 @@ class KinesisSource(Source[KinesisSplit]):
     conn_id: str | None = None
     credentials: dict[str, str] = field(default_factory=dict)  # static keys (Flink BASIC)
     aws: AwsAuth = field(default_factory=AwsAuth)  # profile, role to assume (no secrets)
-    reader: str = "polling"  # or "efo"
-    efo_registration: str = "per_run"
+    reader: Reader = "polling"
+    efo_registration: Registration = "per_run"
     efo_consumer_name: str | None = None
     efo_consumer_arns: dict[str, str] = field(default_factory=dict)  # registration none
     efo_sweep_after_ms: int = 3_600_000
     polling: PollingSettings = field(default_factory=PollingSettings)
-    on_data_loss: str = "fail"
+    on_data_loss: OnDataLoss = "fail"
 
     kind = "kinesis"
     option_prefix = "aws."

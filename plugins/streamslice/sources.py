@@ -20,13 +20,12 @@ checkpoint advanced). Nothing outside the source packages branches on the source
 """
 from __future__ import annotations
 
-import importlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, runtime_checkable
 
-from .registered import registered_class
+from .registered import load, registered_class
 from .splits import SplitT
 
 if TYPE_CHECKING:
@@ -175,9 +174,8 @@ class LifecycleRun:
 
 
 def call(dotted: str) -> Callable[..., Any]:
-    """The function at ``package.module.function``."""
-    module, _, name = dotted.rpartition(".")
-    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    """The function at ``package.module.function`` (or ``module:function``)."""
+    fn: Callable[..., Any] = load(dotted)
     return fn
 
 

@@ -11,7 +11,7 @@ from .yamlfile import line_of
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Container, Sequence
 
 _MISSING: Any = object()
 _D = TypeVar("_D")  # a default, of whatever type the caller gives
@@ -151,6 +151,23 @@ class Fields:
             return parser(value)
         except ValueError as exc:
             raise self.error(str(exc), key) from None
+
+    def others_keys(self, told: Callable[[Any], builtins.str | None],
+                    skip: Container[Any] = (), nothing: Container[Any] = (None, {})) -> None:
+        """The keys not read yet (nor in ``skip``) that belong to another choice (another
+        runner, another output format): ``told(key)`` says what its user is told, or None
+        for a key no other choice takes (``done`` names those). Set to ``nothing`` such a
+        key is taken as read, as nothing is set and nothing ignored; else it is refused."""
+        for key, value in self.mapping.items():
+            if key in self.seen or key in skip:
+                continue
+            message = told(key)
+            if message is None:
+                continue
+            if value in nothing:
+                self.seen.add(key)
+                continue
+            raise self.error(message, key)
 
     def done(self) -> None:
         unknown = [k for k in self.mapping if k not in self.seen]

@@ -17,12 +17,13 @@ if TYPE_CHECKING:
 
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import ReadPlan
+    from ..sources import Properties
 
 log = logging.getLogger("streamslice")
 
 
 def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
-                   properties: dict[str, Any],
+                   properties: Properties,
                    options: dict[str, Any], started: Any = None,
                    ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
     """Secret properties never become Spark options or job arguments (``secrets``): local
@@ -55,7 +56,7 @@ def _own_identity(cfg: PipelineConfig, where: str, secrets: dict[str, Any],
                  " and assumes the pipeline's role" if assumes_role else "")
 
 
-def _run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str, properties: dict[str, Any],
+def _run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str, properties: Properties,
          options: dict[str, Any], secrets_path: str | None, started: Any = None,
          ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
     cfg.spark.run(RunRequest(cfg, plan, staging_uri, properties, options, secrets_path,

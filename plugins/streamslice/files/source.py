@@ -16,6 +16,7 @@ from .split import FileSplit, FileSplitSerializer
 
 if TYPE_CHECKING:
     from ..config.fields import Fields
+    from ..sources import Properties
     from .planner import FilePlanner
     from .reader import FileReaders
 
@@ -50,7 +51,7 @@ class FileSource(Source[FileSplit]):
         return cls(path=options["path"].rstrip("/") or "/",
                    pattern=options.get("pattern", "*"), start=start), {}
 
-    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    def client_properties(self, resolved: Properties | None = None) -> Properties:
         return dict(resolved or {})
 
     def describe(self) -> str:

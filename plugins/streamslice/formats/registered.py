@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from ..codecs.framed import Codec, Framed
     from ..config.fields import Fields
+    from ..sources import Properties
 
 REGISTRY_KEYS = ("kind", "url", "conn_id", "registry_name", "region", "endpoint_url",
                  "aws_conn_id")
@@ -150,7 +151,7 @@ class RegisteredFormat(BaseFormat):
     registry_format: ClassVar[str | None] = None  # what Confluent's schema fetch asks for
 
     def __init__(self, spec: FormatSpec, role: Role = "value",
-                 properties: dict[str, Any] | None = None) -> None:
+                 properties: Properties | None = None) -> None:
         super().__init__(spec, role)
         self.properties = split_properties(properties or {})[1]
         self.codec = self.cached_codec(spec)
@@ -179,7 +180,7 @@ class RegisteredFormat(BaseFormat):
         raise NotImplementedError
 
     @classmethod
-    def prepare(cls, spec: FormatSpec, properties: dict[str, Any] | None = None) -> FormatSpec:
+    def prepare(cls, spec: FormatSpec, properties: Properties | None = None) -> FormatSpec:
         """Pin the reader schema (a registry's version, the latest now by default) into the
         spec the plan records, with the fields it makes as Spark DDL."""
         options = dict(spec.options)

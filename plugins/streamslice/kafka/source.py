@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
-    from ..sources import OnDataLoss
+    from ..sources import OnDataLoss, Properties
     from .config import Auth, Client
     from .planner import KafkaPlanner
     from .positions import Position as KafkaPosition
@@ -68,7 +68,7 @@ class KafkaSource(Source[KafkaSplit]):
         fields, properties = kafka_from_options(options)
         return cls(**fields), properties
 
-    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    def client_properties(self, resolved: Properties | None = None) -> Properties:
         props = dict(resolved or {})
         props.update(self.properties)
         if self.bootstrap_servers:
@@ -98,7 +98,7 @@ class KafkaSource(Source[KafkaSplit]):
         return {"client": self.client}
 
     def after_commit(self, positions: dict[str, Any],
-                     properties: Callable[[], dict[str, Any]]) -> None:
+                     properties: Callable[[], Properties]) -> None:
         if not self.commit_group:
             return
         from .groups import commit_to_group

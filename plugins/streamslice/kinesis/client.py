@@ -14,6 +14,8 @@ from ..errors import SourceError
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
 
+    from ..sources import Properties
+
 
 @dataclass(frozen=True)
 class Backoff:
@@ -44,7 +46,7 @@ RETRYABLE = {"ProvisionedThroughputExceededException", "LimitExceededException",
              "InternalFailureException", "ThrottlingException"}
 
 
-def make_client(props: dict[str, Any] | None = None, *, utc_timestamps: bool = False) -> Any:
+def make_client(props: Properties | None = None, *, utc_timestamps: bool = False) -> Any:
     """A Kinesis client for client properties: the ``AwsAuth`` keys (region, endpoint_url,
     profile, role_arn, external_id, session_name, session_duration, sts_endpoint_url) and,
     where static keys were handed over privately, access_key_id / secret_access_key /

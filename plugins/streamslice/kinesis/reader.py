@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
     from ..reading.stats import SplitSummary
-    from ..sources import ReadRequest
+    from ..sources import Properties, ReadRequest
     from .split import KinesisSplit
 
 _META = [("stream", pa.string()), ("shardId", pa.string()), ("sequenceNumber", pa.string()),
@@ -77,7 +77,7 @@ class KinesisReaders(ReaderFactory["KinesisSplit"]):
 class KinesisSplitReader(SplitReader["KinesisSplit"]):
     dead_letter_schema = DEAD_LETTER_SCHEMA
 
-    def __init__(self, split: KinesisSplit, *, properties: dict[str, Any] | None = None,
+    def __init__(self, split: KinesisSplit, *, properties: Properties | None = None,
                  decoder: Decoder | None = None, staging: Staging | None = None,
                  settings: PollingSettings | None = None, consumer_arn: str | None = None,
                  client: Any = None, fault: str | None = None,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
-    from ..sources import CommandKit, OnDataLoss, PageSection
+    from ..sources import CommandKit, OnDataLoss, PageSection, Properties
     from .config import Reader, Registration
     from .planner import KinesisPlanner
     from .positions import Position, Stop
@@ -72,7 +72,7 @@ class KinesisSource(Source[KinesisSplit]):
         source = cls(**fields)
         return source, source.client_properties(given)
 
-    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    def client_properties(self, resolved: Properties | None = None) -> Properties:
         props = dict(resolved or {})
         for key, value in (("region", self.region), ("endpoint_url", self.endpoint_url)):
             if value:
@@ -116,14 +116,14 @@ class KinesisSource(Source[KinesisSplit]):
     def asset_extra(self) -> dict[str, Any]:
         return {"efo": self.reader == "efo"}
 
-    def page_sections(self, properties: Callable[[], dict[str, Any]],
+    def page_sections(self, properties: Callable[[], Properties],
                       running: frozenset[str] = frozenset()) -> list[PageSection]:
         if self.reader != "efo":
             return []
         from .lifecycle import consumers_section
         return [consumers_section(self, properties, running)]
 
-    def page_action(self, name: str, target: str, properties: Callable[[], dict[str, Any]],
+    def page_action(self, name: str, target: str, properties: Callable[[], Properties],
                     running: frozenset[str] = frozenset()) -> str:
         if self.reader == "efo" and name == "deregister":
             from .lifecycle import deregister_leaked

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -19,7 +19,7 @@ from .plan import Interval, OutputTarget, ReadPlan
 if TYPE_CHECKING:
     from ..commit.checkpoint import Checkpoint
     from ..config.pipeline import Decoding
-    from ..sources import Mode, Source
+    from ..sources import Mode, Properties, Source
 
 
 def partition_name(mode: str, interval: Interval | None = None, batch: int | None = None,
@@ -36,7 +36,7 @@ def partition_name(mode: str, interval: Interval | None = None, batch: int | Non
 def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | None = None,
              output: OutputTarget | None = None, interval: Interval | None = None,
              checkpoint: Checkpoint | None = None, run_id: str | None = None,
-             properties: dict[str, Any] | None = None, now_ms: int | None = None) -> ReadPlan:
+             properties: Properties | None = None, now_ms: int | None = None) -> ReadPlan:
     """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     props = properties if properties is not None else source.client_properties()

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..sources import Properties
+
 KINDS = ("confluent", "glue")
 SCHEMA_TYPES = ("AVRO", "PROTOBUF", "JSON")
 
@@ -97,7 +99,7 @@ def cached_client(key: tuple[Any, ...], make: Callable[[], Registry]) -> Registr
 PREFIX = "schema.registry."
 
 
-def split_properties(props: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_properties(props: Properties) -> tuple[Properties, Properties]:
     """Client properties → (the source client's, the registry's with the prefix stripped)."""
     client = {k: v for k, v in props.items() if not k.startswith(PREFIX)}
     registry = {k[len(PREFIX):]: v for k, v in props.items() if k.startswith(PREFIX)}

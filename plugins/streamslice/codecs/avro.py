@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from . import AvroSchemaError
 from .avro_defaults import bytes_defaults  # a bytes default is ISO-8859-1 text
-from .avro_walk import SchemaWalk, Scope, fullname
+from .avro_walk import Named, Node, SchemaWalk, Scope, fullname
 from .framed import Codec, Refused
 from .stored import decimal_text, finish
 
@@ -52,7 +52,7 @@ _IGNORED = frozenset({"time-millis", "time-micros"})
 MAX_DECIMAL = 38  # Spark's DecimalType
 
 
-def parse(text: str | dict | list, named: dict[str, Any] | None = None) -> Any:
+def parse(text: str | dict | list, named: Named | None = None) -> Any:
     """Avro schema JSON → the schema as plain data, checked by fastavro."""
     import fastavro
     from fastavro.schema import SchemaParseException
@@ -66,7 +66,7 @@ def parse(text: str | dict | list, named: dict[str, Any] | None = None) -> Any:
     return schema
 
 
-def arrow_type(schema: Any, named: dict[str, Any] | None = None) -> pa.DataType:
+def arrow_type(schema: Any, named: Named | None = None) -> pa.DataType:
     """An Avro schema (plain data) → its Arrow type; as stored: timestamps in their own
     unit (``to_columns`` casts them to microseconds)."""
     return _Types(dict(named or {})).of(schema)
@@ -89,7 +89,7 @@ def final_type(stored: pa.DataType) -> pa.DataType:
 class _Types(SchemaWalk[None, pa.DataType]):
     """The Arrow type of each Avro type."""
 
-    def __init__(self, named: dict[str, Any], decimal_bytes: bool = False) -> None:
+    def __init__(self, named: Named, decimal_bytes: bool = False) -> None:
         super().__init__(named)
         self.decimal_bytes = decimal_bytes  # decimals as stored (binary), not decimal128
         self.complex = False  # a union became struct<member0, …>: values need rewriting
@@ -100,12 +100,12 @@ class _Types(SchemaWalk[None, pa.DataType]):
     def primitive(self, kind: str, arg: None) -> pa.DataType:
         return _PRIMITIVES[kind]
 
-    def logical(self, s: dict[str, Any], arg: None, scope: Scope) -> pa.DataType:
+    def logical(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
         if s["logicalType"] in _AS_STORED and s["type"] in ("int", "long", "string"):
             return _AS_STORED[s["logicalType"]]
         return _PRIMITIVES[s["type"]]
 
-    def decimal(self, s: dict[str, Any], arg: None, scope: Scope) -> pa.DataType:
+    def decimal(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
         precision, scale = s.get("precision"), s.get("scale", 0)
         if not isinstance(precision, int) or not 0 < precision <= MAX_DECIMAL or \
                 not isinstance(scale, int) or not 0 <= scale <= precision:
@@ -113,7 +113,7 @@ class _Types(SchemaWalk[None, pa.DataType]):
                                   f"most {MAX_DECIMAL} digits (Spark's widest)")
         return pa.binary() if self.decimal_bytes else pa.decimal128(precision, scale)
 
-    def record(self, s: dict[str, Any], arg: None, inner: Scope) -> pa.DataType:
+    def record(self, s: Node, arg: None, inner: Scope) -> pa.DataType:
         return pa.struct([pa.field(f["name"], self.walk(f["type"], None, inner))
                           for f in s.get("fields", [])])
 
@@ -121,16 +121,16 @@ class _Types(SchemaWalk[None, pa.DataType]):
         raise AvroSchemaError(f"recursive type {name!r} ({' > '.join((*scope.above, name))}) "
                               "cannot become columns")
 
-    def enum(self, s: dict[str, Any], arg: None) -> pa.DataType:
+    def enum(self, s: Node, arg: None) -> pa.DataType:
         return pa.string()
 
-    def fixed(self, s: dict[str, Any], arg: None) -> pa.DataType:
+    def fixed(self, s: Node, arg: None) -> pa.DataType:
         return pa.binary()
 
-    def array(self, s: dict[str, Any], arg: None, scope: Scope) -> pa.DataType:
+    def array(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
         return pa.list_(self.walk(s["items"], None, scope))
 
-    def map(self, s: dict[str, Any], arg: None, scope: Scope) -> pa.DataType:
+    def map(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
         return pa.map_(pa.string(), self.walk(s["values"], None, scope))
 
     def union(self, branches: list[Any], arg: None, scope: Scope) -> pa.DataType:
@@ -202,7 +202,7 @@ class AvroCodec(Codec):
     schema_type = "AVRO"
     reads_at_offset = True  # its readers take (data, start): Framed skips the header in place
 
-    def __init__(self, reader_text: str, references: dict[str, Any] | None = None) -> None:
+    def __init__(self, reader_text: str, references: Named | None = None) -> None:
         import fastavro
         self.named = dict(references or {})
         self.schema = parse(reader_text, self.named)
@@ -212,7 +212,7 @@ class AvroCodec(Codec):
         self.scales = decimal_scales(self.schema, self.named)
         self.record = pa.types.is_struct(self.type) and isinstance(self.schema, dict) and \
             self.schema.get("type") in ("record", "error")
-        self._reader_named: dict[str, Any] = {}
+        self._reader_named: Named = {}
         for ref in self.named.values():
             fastavro.parse_schema(as_stored(ref), named_schemas=self._reader_named)
         self.parsed_reader = fastavro.parse_schema(as_stored(self.schema),
@@ -231,7 +231,7 @@ class AvroCodec(Codec):
         return [pa.field("value", self.type)]
 
     def reader_for(self, key: Any, writer_text: str | None,
-                   references: dict[str, Any] | None = None) -> Reader:
+                   references: Named | None = None) -> Reader:
         """The reader of records written with ``writer_text`` (None: the reader schema)."""
         with self._lock:
             got = self._readers.get(key)
@@ -241,7 +241,7 @@ class AvroCodec(Codec):
         if writer_text is None:
             got = Reader(self.parsed_reader, None, self.fix)
         else:
-            named: dict[str, Any] = {}
+            named: Named = {}
             writer = parse(writer_text, references)
             for ref in (references or {}).values():
                 fastavro.parse_schema(as_stored(ref), named_schemas=named)
@@ -306,7 +306,7 @@ def _misfit(value: Any, stored: pa.DataType, final: pa.DataType, exc: Exception)
     return f"value does not fit {final}: {text}"
 
 
-def decimal_scales(schema: Any, named: dict[str, Any] | None = None
+def decimal_scales(schema: Any, named: Named | None = None
                    ) -> dict[tuple[str, ...], tuple[int, int]]:
     """Where a schema holds decimals: field path (aliases too; ``[]`` an array's items,
     ``{}`` a map's values) → (precision, scale)."""
@@ -316,25 +316,25 @@ def decimal_scales(schema: Any, named: dict[str, Any] | None = None
 
 
 class _Decimals(SchemaWalk[tuple[str, ...], None]):
-    def __init__(self, named: dict[str, Any]) -> None:
+    def __init__(self, named: Named) -> None:
         super().__init__(named)
         self.found: dict[tuple[str, ...], tuple[int, int]] = {}
 
     def leaf(self, s: Any, path: tuple[str, ...]) -> None:
         return None
 
-    def decimal(self, s: dict[str, Any], path: tuple[str, ...], scope: Scope) -> None:
+    def decimal(self, s: Node, path: tuple[str, ...], scope: Scope) -> None:
         self.found[path] = (s.get("precision", 0), s.get("scale", 0))
 
-    def record(self, s: dict[str, Any], path: tuple[str, ...], inner: Scope) -> None:
+    def record(self, s: Node, path: tuple[str, ...], inner: Scope) -> None:
         for f in s.get("fields", []):
             for field_name in (f["name"], *f.get("aliases", ())):
                 self.walk(f["type"], (*path, field_name), inner)
 
-    def array(self, s: dict[str, Any], path: tuple[str, ...], scope: Scope) -> None:
+    def array(self, s: Node, path: tuple[str, ...], scope: Scope) -> None:
         self.walk(s.get("items"), (*path, "[]"), scope)
 
-    def map(self, s: dict[str, Any], path: tuple[str, ...], scope: Scope) -> None:
+    def map(self, s: Node, path: tuple[str, ...], scope: Scope) -> None:
         self.walk(s.get("values"), (*path, "{}"), scope)
 
     def union(self, branches: list[Any], path: tuple[str, ...], scope: Scope) -> None:
@@ -355,9 +355,9 @@ def _check_scales(writer: dict[tuple[str, ...], tuple[int, int]],
                           "reads a decimal as another of the same scale only")
 
 
-def named_types(registered: Registered) -> dict[str, Any]:
+def named_types(registered: Registered) -> Named:
     """The named types a schema's references define (Confluent schema references)."""
-    named: dict[str, Any] = {}
+    named: Named = {}
     for _, ref in registered.references:
         named.update(named_types(ref))
         schema = parse(ref.text, named)
@@ -370,7 +370,7 @@ def _canonical(schema: Any) -> str:
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
-def _union_fixer(schema: Any, t: pa.DataType, named: dict[str, Any]) -> Callable[[Any], Any]:
+def _union_fixer(schema: Any, t: pa.DataType, named: Named) -> Callable[[Any], Any]:
     """A function that rewrites the values of complex unions as {memberN: value}, choosing
     the branch by the value's kind (records come as (name, value) from fastavro)."""
     fixer = _UnionFixer(dict(named)).walk(schema, t)
@@ -394,7 +394,7 @@ class _UnionFixer(SchemaWalk["pa.DataType", "Callable[[Any], Any] | None"]):
             return self.walk(real[0], t, scope)
         return None
 
-    def record(self, s: dict[str, Any], t: pa.DataType,
+    def record(self, s: Node, t: pa.DataType,
                inner: Scope) -> Callable[[Any], Any] | None:
         subs: list[tuple[str, Callable[[Any], Any]]] = []
         for f, ft in zip(s["fields"], t):
@@ -415,14 +415,14 @@ class _UnionFixer(SchemaWalk["pa.DataType", "Callable[[Any], Any] | None"]):
             return out
         return record
 
-    def array(self, s: dict[str, Any], t: pa.DataType,
+    def array(self, s: Node, t: pa.DataType,
               scope: Scope) -> Callable[[Any], Any] | None:
         item = self.walk(s["items"], t.value_type, scope)
         if item is None:
             return None
         return lambda v: None if v is None else [item(x) for x in v]
 
-    def map(self, s: dict[str, Any], t: pa.DataType,
+    def map(self, s: Node, t: pa.DataType,
             scope: Scope) -> Callable[[Any], Any] | None:
         value = self.walk(s["values"], t.item_type, scope)
         if value is None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from . import AvroSchemaError
-from .avro_walk import SchemaWalk, Scope
+from .avro_walk import Named, Node, SchemaWalk, Scope
 
 _NUMBERS = {"int", "long", "float", "double"}
 
 
-def bytes_defaults(schema: Any, named: dict[str, Any]) -> None:
+def bytes_defaults(schema: Any, named: Named) -> None:
     """Every field default of a parsed reader ``schema`` (fastavro's ``parse_schema`` output:
     full names, ``named`` its named types) with bytes where the spec means bytes."""
     _Fields(named).walk(schema, "")
@@ -31,7 +31,7 @@ def bytes_defaults(schema: Any, named: dict[str, Any]) -> None:
 class _Fields(SchemaWalk[str, None]):
     """Walks the types for the records whose fields carry defaults (``arg``: the path)."""
 
-    def __init__(self, named: dict[str, Any]) -> None:
+    def __init__(self, named: Named) -> None:
         super().__init__(named)
         self.walked: set[int] = set()
         self.value = _Value(named)
@@ -39,7 +39,7 @@ class _Fields(SchemaWalk[str, None]):
     def leaf(self, s: Any, path: str) -> None:
         return None
 
-    def record(self, s: dict[str, Any], path: str, inner: Scope) -> None:
+    def record(self, s: Node, path: str, inner: Scope) -> None:
         if id(s) in self.walked:
             return
         self.walked.add(id(s))
@@ -49,10 +49,10 @@ class _Fields(SchemaWalk[str, None]):
                 f["default"] = self.value.walk(f["type"], (f["default"], where), inner)
             self.walk(f["type"], where, inner)
 
-    def array(self, s: dict[str, Any], path: str, scope: Scope) -> None:
+    def array(self, s: Node, path: str, scope: Scope) -> None:
         self.walk(s.get("items"), f"{path}[]", scope)
 
-    def map(self, s: dict[str, Any], path: str, scope: Scope) -> None:
+    def map(self, s: Node, path: str, scope: Scope) -> None:
         self.walk(s.get("values"), f"{path}{{}}", scope)
 
     def union(self, branches: list[Any], path: str, scope: Scope) -> None:
@@ -71,14 +71,14 @@ class _Value(SchemaWalk[tuple[Any, str], Any]):
     def primitive(self, kind: str, arg: tuple[Any, str]) -> Any:
         return _bytes(*arg, None) if kind == "bytes" else arg[0]
 
-    def fixed(self, s: dict[str, Any], arg: tuple[Any, str]) -> Any:
+    def fixed(self, s: Node, arg: tuple[Any, str]) -> Any:
         return _bytes(*arg, s.get("size"))
 
     def union(self, branches: list[Any], arg: tuple[Any, str], scope: Scope) -> Any:
         branch = next((b for b in branches if _holds(b, arg[0], self.named)), None)
         return arg[0] if branch is None else self.walk(branch, arg, scope)
 
-    def record(self, s: dict[str, Any], arg: tuple[Any, str], inner: Scope) -> Any:
+    def record(self, s: Node, arg: tuple[Any, str], inner: Scope) -> Any:
         v, path = arg
         if not isinstance(v, dict):
             return v
@@ -92,13 +92,13 @@ class _Value(SchemaWalk[tuple[Any, str], Any]):
                                            inner)
         return out
 
-    def array(self, s: dict[str, Any], arg: tuple[Any, str], scope: Scope) -> Any:
+    def array(self, s: Node, arg: tuple[Any, str], scope: Scope) -> Any:
         v, path = arg
         if not isinstance(v, list):
             return v
         return [self.walk(s["items"], (x, f"{path}[{i}]"), scope) for i, x in enumerate(v)]
 
-    def map(self, s: dict[str, Any], arg: tuple[Any, str], scope: Scope) -> Any:
+    def map(self, s: Node, arg: tuple[Any, str], scope: Scope) -> Any:
         v, path = arg
         if not isinstance(v, dict):
             return v
@@ -121,7 +121,7 @@ def _bytes(v: Any, path: str, size: int | None) -> Any:
     return out
 
 
-def _holds(s: Any, v: Any, named: dict[str, Any]) -> bool:
+def _holds(s: Any, v: Any, named: Named) -> bool:
     """Whether a union branch ``s`` holds the JSON value ``v`` (Avro 1.12: a union's default
     is for the first branch that matches it)."""
     if isinstance(s, str) and s in named:

@@ -17,6 +17,10 @@ from typing import Any, Generic, TypeVar
 
 from . import AvroSchemaError
 
+# An Avro type written as a JSON object ({"type": "record", "name": …}), as json.loads gives
+# it: schemas stay plain data, as fastavro takes them.
+Node = dict[str, Any]
+Named = dict[str, Node]  # full name → the object that defines it
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 A = TypeVar("A")  # what a walk carries down
 R = TypeVar("R")  # what it makes of a type
@@ -37,7 +41,7 @@ class Scope:
 TOP = Scope()
 
 
-def fullname(s: dict[str, Any], namespace: str | None) -> str:
+def fullname(s: Node, namespace: str | None) -> str:
     name = s.get("name", "")
     if "." in name:
         return name
@@ -52,7 +56,7 @@ class SchemaWalk(Generic[A, R]):
     # as a default's value); False: it goes to ``recursive``.
     follows_recursion = False
 
-    def __init__(self, named: dict[str, Any] | None = None) -> None:
+    def __init__(self, named: Named | None = None) -> None:
         self.named = dict(named or {})  # full name → definition, as met so far
 
     def walk(self, s: Any, arg: A, scope: Scope = TOP) -> R:  # noqa: C901 - the one flat dispatch over the Avro spec's types
@@ -88,7 +92,7 @@ class SchemaWalk(Generic[A, R]):
             return self.map(s, arg, scope)
         return self.walk(kind, arg, scope)  # {"type": "string"}, a named reference, a union
 
-    def define(self, s: dict[str, Any], scope: Scope) -> str:
+    def define(self, s: Node, scope: Scope) -> str:
         """A named type's full name, remembered for the references after it."""
         name = fullname(s, scope.namespace)
         self.named.setdefault(name, s)
@@ -112,15 +116,15 @@ class SchemaWalk(Generic[A, R]):
     def primitive(self, kind: str, arg: A) -> R:
         return self.leaf(kind, arg)
 
-    def logical(self, s: dict[str, Any], arg: A, scope: Scope) -> R:
+    def logical(self, s: Node, arg: A, scope: Scope) -> R:
         """A logical type over a primitive (not a decimal): as its primitive by default."""
         return self.primitive(s["type"], arg)
 
-    def decimal(self, s: dict[str, Any], arg: A, scope: Scope) -> R:
+    def decimal(self, s: Node, arg: A, scope: Scope) -> R:
         """A decimal: as the bytes or fixed it is stored in by default."""
         return self.fixed(s, arg) if s["type"] == "fixed" else self.primitive("bytes", arg)
 
-    def record(self, s: dict[str, Any], arg: A, inner: Scope) -> R:
+    def record(self, s: Node, arg: A, inner: Scope) -> R:
         """``inner``: the scope of its fields (its namespace, and itself above them)."""
         return self.leaf(s, arg)
 
@@ -128,16 +132,16 @@ class SchemaWalk(Generic[A, R]):
         """The named type ``name`` met inside itself."""
         return self.leaf(name, arg)
 
-    def enum(self, s: dict[str, Any], arg: A) -> R:
+    def enum(self, s: Node, arg: A) -> R:
         return self.leaf(s, arg)
 
-    def fixed(self, s: dict[str, Any], arg: A) -> R:
+    def fixed(self, s: Node, arg: A) -> R:
         return self.leaf(s, arg)
 
-    def array(self, s: dict[str, Any], arg: A, scope: Scope) -> R:
+    def array(self, s: Node, arg: A, scope: Scope) -> R:
         return self.leaf(s, arg)
 
-    def map(self, s: dict[str, Any], arg: A, scope: Scope) -> R:
+    def map(self, s: Node, arg: A, scope: Scope) -> R:
         return self.leaf(s, arg)
 
     def union(self, branches: list[Any], arg: A, scope: Scope) -> R:

@@ -17,6 +17,7 @@ from .splits import LagUnit, total_lag  # noqa: TC001 - msgspec reads the annota
 
 if TYPE_CHECKING:
     from .commit.manifest import Manifest
+    from .splits import Positions
 
 PREFIX = "streamslice"  # after Airflow's own prefix: airflow.streamslice.records
 Kind = Literal["count", "gauge", "timing"]
@@ -63,14 +64,14 @@ class RunMetrics(Versioned):
     gaps: int
     lag_unit: LagUnit | None = None  # None: the splits' units differ (or an older event)
     lag_by_split: dict[str, int | None] = field(default_factory=dict)
-    positions: dict[str, Any] = field(default_factory=dict)  # the checkpoint's, after it
+    positions: Positions = field(default_factory=dict)  # the checkpoint's, after it
     early_records: int | None = None  # with an event-time field only
     dead_letter_uri: str | None = None  # where a run's dead letters went (when it had any)
     published: dict[str, Any] | None = None  # where the publish landed
     version: int = 1
 
     @classmethod
-    def of(cls, manifest: Manifest, positions: dict[str, Any] | None = None) -> RunMetrics:
+    def of(cls, manifest: Manifest, positions: Positions | None = None) -> RunMetrics:
         splits = manifest.splits
         lag = total_lag(splits)
         units = {s.lag_unit for s in splits}

@@ -35,7 +35,7 @@ def split_secrets(properties: Properties) -> tuple[Properties, Properties]:
 
 
 @contextmanager
-def private_file(secrets: dict[str, Any]) -> Iterator[str | None]:
+def private_file(secrets: Properties) -> Iterator[str | None]:
     """A file holding ``secrets`` that only this user can read, for as long as the block
     runs; None when there are none."""
     if not secrets:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .reading.loop import SplitReader
     from .reading.staging import Staging
     from .reading.stats import SplitSummary
-    from .splits import LagUnit, PositionText, Split
+    from .splits import LagUnit, Positions, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
 # A source's client properties: its connection's settings as its clients take them (Kafka's
@@ -128,7 +128,7 @@ class SourcePlan(Generic[SplitT]):
 
     splits: Sequence[SplitT]
     gaps: list[dict[str, Any]] = field(default_factory=list)
-    next_positions: dict[str, Any] = field(default_factory=dict)  # {} when readers decide
+    next_positions: Positions = field(default_factory=dict)  # {} when readers decide
     info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
 
 
@@ -148,7 +148,7 @@ class ReadRequest:
 class ResetTarget:
     """Where a reset points the checkpoint: positions per split key, and source state."""
 
-    positions: dict[str, Any]
+    positions: Positions
     source_state: dict[str, Any] = field(default_factory=dict)
     # What the reset does beyond what the user named (Kinesis: the shards it does not name
     # start over from the trim horizon), for the user to confirm before it is done.
@@ -231,7 +231,7 @@ class Source(ABC, Generic[SplitT]):
 
     @classmethod
     @abstractmethod
-    def from_options(cls, options: dict[str, str]) -> tuple[Source[SplitT], dict[str, Any]]:
+    def from_options(cls, options: dict[str, str]) -> tuple[Source[SplitT], Properties]:
         """Spark data source options (lower-cased keys) → (source, client properties)."""
 
     @abstractmethod
@@ -427,7 +427,7 @@ class HasCliCommands(Protocol):
 class CommitListener(Protocol):
     """A source that reports a committed checkpoint elsewhere (Kafka: a consumer group)."""
 
-    def after_commit(self, positions: dict[str, Any],
+    def after_commit(self, positions: Positions,
                      properties: Callable[[], Properties]) -> None:
         """After the checkpoint advanced; reporting only, it never fails the run.
         ``properties()`` resolves the client properties, only if they are needed."""

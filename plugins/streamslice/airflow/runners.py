@@ -41,7 +41,7 @@ def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
         _run(cfg, plan, staging_uri, public, options, path, started, ahead)
 
 
-def _own_identity(cfg: PipelineConfig, where: str, secrets: dict[str, Any],
+def _own_identity(cfg: PipelineConfig, where: str, secrets: Properties,
                   assumes_role: bool) -> None:
     other = sorted(k for k in secrets if k not in ambient_secrets(cfg.source))
     if other:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from ..config.fields import Fields
     from ..sources import OnDataLoss, Properties
+    from ..splits import Positions
     from .config import Auth, Client
     from .planner import KafkaPlanner
     from .positions import Position as KafkaPosition
@@ -63,7 +64,7 @@ class KafkaSource(Source[KafkaSplit]):
         return parse_kafka(f, mode, pipeline)
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, dict[str, Any]]:
+    def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, Properties]:
         from .spark_options import kafka_from_options
         fields, properties = kafka_from_options(options)
         return cls(**fields), properties
@@ -97,7 +98,7 @@ class KafkaSource(Source[KafkaSplit]):
     def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
         return {"client": self.client}
 
-    def after_commit(self, positions: dict[str, Any],
+    def after_commit(self, positions: Positions,
                      properties: Callable[[], Properties]) -> None:
         if not self.commit_group:
             return

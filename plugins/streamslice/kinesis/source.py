@@ -66,7 +66,7 @@ class KinesisSource(Source[KinesisSplit]):
         return parse_kinesis(f, mode, pipeline)
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:
+    def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, Properties]:
         from .spark_options import kinesis_from_options
         fields, given = kinesis_from_options(options)
         source = cls(**fields)

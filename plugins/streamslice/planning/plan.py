@@ -24,7 +24,7 @@ from .layout import PartitionPath
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..splits import Split
+    from ..splits import Positions, Split
 
     # (source kind, split JSON) → that source's split (``sources.read_split``)
     SplitFromDict = Callable[[str, dict[str, Any]], Split[Any]]
@@ -180,7 +180,7 @@ class ReadPlan(Generic[SplitT]):
     interval: Interval | None = None
     batch: int | None = None
     base_checkpoint: dict[str, Any] | None = None  # the checkpoint this plan started from
-    next_positions: dict[str, Any] = field(default_factory=dict)  # the checkpoint on commit
+    next_positions: Positions = field(default_factory=dict)  # the checkpoint on commit
     gaps: list[dict[str, Any]] = field(default_factory=list)  # skipped data loss
     decode: dict[str, Any] = field(default_factory=dict)
     source_info: dict[str, Any] = field(default_factory=dict)  # servers, stream ARNs: no secrets

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
     from ..metrics import RunMetrics
-    from ..splits import LagUnit, PositionText, Split
+    from ..splits import LagUnit, Positions, PositionText, Split
 
 # Cell states of the coverage strip, in legend order.
 STATES = ("published", "late", "empty", "failed", "running", "missing")
@@ -365,7 +365,7 @@ def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]
     return out
 
 
-def positions_text(kind: str | None, positions: dict[str, Any],
+def positions_text(kind: str | None, positions: Positions,
                    limit: int | None = None) -> list[tuple[str, PositionText]]:
     """A run's next positions (the first ``limit``), in partition order, each rendered by its
     source."""

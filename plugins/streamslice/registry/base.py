@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -16,6 +16,19 @@ if TYPE_CHECKING:
     from ..sources import Properties
 
 KINDS = ("confluent", "glue")
+
+
+class RegistrySpec(TypedDict, total=False):
+    """A format's ``registry:`` block as the plan keeps it (``format.registry``): no secret;
+    credentials come from the connection, as client properties."""
+
+    kind: Required[str]  # one of KINDS
+    url: str  # confluent: the registry's URL, or
+    conn_id: str  # an Airflow connection holding it
+    registry_name: str  # glue (default: default-registry)
+    region: str
+    endpoint_url: str
+    aws_conn_id: str
 SCHEMA_TYPES = ("AVRO", "PROTOBUF", "JSON")
 
 

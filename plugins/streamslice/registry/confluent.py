@@ -15,6 +15,7 @@ from .base import Registered, Registry, UnknownSchema, cached_client
 
 if TYPE_CHECKING:
     from ..sources import Properties
+    from .base import RegistrySpec
 
 # The client's own names (``url``, ``basic.auth.user.info``, ``ssl.*``…); numbers as numbers.
 _NUMBERS = ("timeout", "max.retries", "retries.wait.ms", "retries.max.wait.ms",
@@ -24,7 +25,7 @@ DEFAULTS = {"timeout": 10, "max.retries": 2, "retries.wait.ms": 200,
             "retries.max.wait.ms": 2000}
 
 
-def confluent_registry(spec: dict[str, Any], properties: Properties) -> Registry:
+def confluent_registry(spec: RegistrySpec, properties: Properties) -> Registry:
     conf: dict[str, Any] = dict(DEFAULTS)
     conf.update({k: v for k, v in properties.items() if v not in (None, "")})
     if spec.get("url"):

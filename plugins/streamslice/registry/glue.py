@@ -14,6 +14,7 @@ from .base import Registered, Registry, UnknownSchema, cached_client
 
 if TYPE_CHECKING:
     from ..sources import Properties
+    from .base import RegistrySpec
 
 _RETRYABLE = {"ThrottlingException", "InternalServiceException", "ServiceUnavailable",
               "InternalFailure", "RequestTimeout", "RequestTimeoutException"}
@@ -21,7 +22,7 @@ _CONFIG = {"AccessDeniedException", "UnrecognizedClientException", "InvalidInput
            "InvalidSignatureException", "ExpiredTokenException", "ValidationException"}
 
 
-def glue_registry(spec: dict[str, Any], properties: Properties) -> Registry:
+def glue_registry(spec: RegistrySpec, properties: Properties) -> Registry:
     props = {k: v for k, v in properties.items() if v not in (None, "")}
     for name in ("region", "endpoint_url"):
         if spec.get(name):

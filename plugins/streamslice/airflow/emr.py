@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("streamslice")
 
 
-def run_emr_serverless(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
+def run_emr_serverless(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str,
                        properties: Properties, options: dict[str, Any] | None = None, *,
                        emr_hook: Any = None, s3_hook: Any = None,
                        started: Callable[[dict[str, str]], None] | None = None) -> None:
@@ -69,7 +69,7 @@ def defer_to(cfg: PipelineConfig, job: dict[str, str]) -> None:
     raise TaskDeferred(trigger=trigger, method_name="read_done", timeout=backstop)
 
 
-def start_job_run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
+def start_job_run(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str,
                   properties: Properties, options: dict[str, Any] | None = None, *,
                   emr_hook: Any = None, s3_hook: Any = None) -> dict[str, str]:
     emr = settings(cfg)
@@ -215,7 +215,7 @@ class _InThread:
         await asyncio.to_thread(self.waiter.wait, **kwargs)
 
 
-def _upload(s3: Any, prefix: str, plan: ReadPlan,
+def _upload(s3: Any, prefix: str, plan: ReadPlan[Any],
             properties: Properties | None) -> dict[str, str]:
     import tempfile
     bucket, key = prefix[len("s3://"):].split("/", 1)

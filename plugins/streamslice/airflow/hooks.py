@@ -135,7 +135,7 @@ def kafka_properties(conn_id: str) -> Properties:
     return KafkaConnectionHook(conn_id).client_properties()
 
 
-def source_properties(source: Source) -> Properties:
+def source_properties(source: Source[Any]) -> Properties:
     """Client properties for a source: its connection's (if it names one), overlaid by the
     YAML's own. Without a connection, the client's defaults apply (boto3's chain for AWS)."""
     if not source.conn_id:

@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("streamslice")
 
 
-def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
+def run_spark_read(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str,
                    properties: Properties,
                    options: dict[str, Any], started: Any = None,
-                   ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
+                   ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> None:
     """Secret properties never become Spark options or job arguments (``secrets``): local
     and spark-submit reads get them through a private file; a Spark Connect server and EMR
     Serverless read with their own identity (``Runner.own_identity``). EMR Serverless defers
@@ -56,8 +56,8 @@ def _own_identity(cfg: PipelineConfig, where: str, secrets: Properties,
                  " and assumes the pipeline's role" if assumes_role else "")
 
 
-def _run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str, properties: Properties,
+def _run(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str, properties: Properties,
          options: dict[str, Any], secrets_path: str | None, started: Any = None,
-         ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
+         ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> None:
     cfg.spark.run(RunRequest(cfg, plan, staging_uri, properties, options, secrets_path,
                              started, tuple(ahead)))

@@ -52,7 +52,7 @@ _IGNORED = frozenset({"time-millis", "time-micros"})
 MAX_DECIMAL = 38  # Spark's DecimalType
 
 
-def parse(text: str | dict | list, named: Named | None = None) -> Any:
+def parse(text: str | dict[str, Any] | list[Any], named: Named | None = None) -> Any:
     """Avro schema JSON → the schema as plain data, checked by fastavro."""
     import fastavro
     from fastavro.schema import SchemaParseException
@@ -443,19 +443,17 @@ def _pick(v: Any, subs: list[tuple[Any, Any, str, pa.DataType]]) -> dict[str, An
     raise ValueError(f"no union branch holds {str(v)[:40]}")
 
 
+# A union's value → the Arrow types of the members that may hold it (bool before int).
+_HOLDS: tuple[tuple[type | tuple[type, ...], Callable[[pa.DataType], Any]], ...] = (
+    (bool, pa.types.is_boolean),
+    (int, lambda t: pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)),
+    (float, pa.types.is_floating), (str, pa.types.is_string),
+    ((bytes, bytearray), pa.types.is_binary), (list, pa.types.is_list),
+    (dict, lambda t: pa.types.is_map(t) or pa.types.is_struct(t)))
+
+
 def _fits(v: Any, t: pa.DataType) -> bool:
-    if isinstance(v, bool):
-        return pa.types.is_boolean(t)
-    if isinstance(v, int):
-        return pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)
-    if isinstance(v, float):
-        return pa.types.is_floating(t)
-    if isinstance(v, str):
-        return pa.types.is_string(t)
-    if isinstance(v, (bytes, bytearray)):
-        return pa.types.is_binary(t)
-    if isinstance(v, list):
-        return pa.types.is_list(t)
-    if isinstance(v, dict):
-        return pa.types.is_map(t) or pa.types.is_struct(t)
-    return pa.types.is_decimal(t)
+    for kind, holds in _HOLDS:
+        if isinstance(v, kind):
+            return bool(holds(t))
+    return bool(pa.types.is_decimal(t))

@@ -42,7 +42,7 @@ TOP = Scope()
 
 
 def fullname(s: Node, namespace: str | None) -> str:
-    name = s.get("name", "")
+    name = str(s.get("name", ""))
     if "." in name:
         return name
     ns = s.get("namespace", namespace)

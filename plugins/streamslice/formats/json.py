@@ -459,7 +459,7 @@ _EXTENDED = re.compile(r"\s*\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}(?::\d{2}(?::\d{2}(?:
                        r"\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?\s*")
 
 
-def _text_time(value: str, decoder: msgspec.json.Decoder) -> datetime:
+def _text_time(value: str, decoder: msgspec.json.Decoder[Any]) -> datetime:
     """RFC 3339 as msgspec reads it (the fast decoder reads those natively, rounding a
     seventh fractional digit), else what ``datetime.fromisoformat`` reads (which truncates
     it) of the shapes Spark reads: one rule for both decoders."""

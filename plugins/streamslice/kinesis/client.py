@@ -27,7 +27,7 @@ class Backoff:
     def delay_s(self, attempt: int, rng: Any = random) -> float:
         """Full jitter: uniform in [0, min(max, base * exponent ** attempt)]."""
         cap = min(self.max_ms, self.base_ms * (self.exponent ** attempt))
-        return rng.uniform(0, cap) / 1000
+        return float(rng.uniform(0, cap)) / 1000
 
 
 # Flink's defaults (ConsumerConfigConstants).
@@ -88,7 +88,8 @@ def utc_timestamp(value: Any) -> datetime:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return datetime.fromtimestamp(value, timezone.utc)
     from botocore.utils import parse_timestamp
-    return parse_timestamp(value)
+    parsed: datetime = parse_timestamp(value)
+    return parsed
 
 
 def error_code(exc: BaseException) -> str:

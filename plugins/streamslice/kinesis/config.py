@@ -181,7 +181,7 @@ def parse_stop(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Stop:
 def parse_kinesis_time(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> int | str:
     """Flink's forms: epoch seconds with a fraction, or a date string in ``date_format``."""
     if value in (INTERVAL_START, INTERVAL_END):
-        return value
+        return str(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return parse_epoch_seconds_ms(value)
     text = str(value).strip()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -33,10 +33,10 @@ def partition_name(mode: str, interval: Interval | None = None, batch: int | Non
     return "run=" + "".join(c if c.isalnum() or c in "-_." else "_" for c in (run_id or "manual"))
 
 
-def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | None = None,
+def plan_run(source: Source[Any], *, pipeline: str, mode: Mode, decode: Decoding | None = None,
              output: OutputTarget | None = None, interval: Interval | None = None,
              checkpoint: Checkpoint | None = None, run_id: str | None = None,
-             properties: Properties | None = None, now_ms: int | None = None) -> ReadPlan:
+             properties: Properties | None = None, now_ms: int | None = None) -> ReadPlan[Any]:
     """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     props = properties if properties is not None else source.client_properties()
@@ -55,7 +55,7 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
     return plan
 
 
-def check_columns(plan: ReadPlan) -> None:
+def check_columns(plan: ReadPlan[Any]) -> None:
     """Each column once: a value's field named like a column the source adds (a JSON field
     ``offset``) would make two, which Spark, Parquet and tables cannot tell apart."""
 
@@ -98,7 +98,7 @@ def check_columns(plan: ReadPlan) -> None:
         EventTime.from_dict(plan.interval.event_time).field_type(decoder)
 
 
-def _check_folder_columns(plan: ReadPlan, names: list[str]) -> None:
+def _check_folder_columns(plan: ReadPlan[Any], names: list[str]) -> None:
     """A partition path's ``key=value`` folders are columns to the engines that read them;
     a record's column of the same name would be two columns to them under one name."""
     if plan.output is None or not plan.output.partition_path:

@@ -352,7 +352,7 @@ def _natural(key: str) -> tuple[str, int]:
     return (head, int(tail)) if tail.isdigit() else (key, 0)
 
 
-def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]:
+def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split[Any]]:
     if kind not in SOURCES:
         return []
     read = source_class(kind).serializer().from_dict

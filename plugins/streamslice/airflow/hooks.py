@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
+from ..registered import load
 from ..sources import Connected
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def connection(conn_id: str, field: str) -> Connection:
     the api-server's page) the SDK looks only in the environment and the secrets backends,
     so Airflow's own lookup is asked next: the same backends and the metadata database, as
     ``airflow connections get`` finds a connection."""
-    from airflow.exceptions import AirflowNotFoundException
+    from airflow.sdk.exceptions import AirflowNotFoundException
     try:
         return BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
@@ -143,8 +144,7 @@ def source_properties(source: Source[Any]) -> Properties:
     if not isinstance(source, Connected):
         from ..errors import ConfigError
         raise ConfigError(f"{source.kind} sources take no conn_id")
-    from airflow.sdk.module_loading import import_string
-    read = import_string(source.connection_hook)
+    read = load(source.connection_hook)
     return source.client_properties(read(source.conn_id, **source.connection_hints()))
 
 

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from .records import RecordKind, Versioned
-from .splits import LagUnit, total_lag  # noqa: TC001 - msgspec reads the annotation
+from .splits import LagUnit, Positions, total_lag  # noqa: TC001 - msgspec reads the annotation
 
 if TYPE_CHECKING:
     from .commit.manifest import Manifest
-    from .splits import Positions
 
 PREFIX = "streamslice"  # after Airflow's own prefix: airflow.streamslice.records
 Kind = Literal["count", "gauge", "timing"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, runtime_checkable
 
 from .registered import load, registered_class
-from .splits import SplitT
+from .splits import Positions, SplitT  # noqa: TC001 - ResetTarget resolves at run time
 
 if TYPE_CHECKING:
     import argparse
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .reading.loop import SplitReader
     from .reading.staging import Staging
     from .reading.stats import SplitSummary
-    from .splits import LagUnit, Positions, PositionText, Split
+    from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
 # A source's client properties: its connection's settings as its clients take them (Kafka's

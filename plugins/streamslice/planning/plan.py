@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Generic
 from ..aws import AwsAuth
 from ..errors import PlanError, PlanVersionError
 from ..records import RecordKind
-from ..splits import SplitT
+from ..splits import Positions, SplitT  # noqa: TC001 - its fields resolve at run time
 from .layout import PartitionPath
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..splits import Positions, Split
+    from ..splits import Split
 
     # (source kind, split JSON) → that source's split (``sources.read_split``)
     SplitFromDict = Callable[[str, dict[str, Any]], Split[Any]]

@@ -13,7 +13,7 @@ from ..sources import SOURCES, lag_unit, position_text, source_class
 from ..splits import lag_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
@@ -26,6 +26,33 @@ STATES = ("published", "late", "empty", "failed", "running", "missing")
 GAPS = ("missing", "failed")
 TOP_SPLITS = 8  # lag lines named in the legend; the rest are one "others" line
 OVERDUE_AFTER = 10 * 60_000  # a scheduled run this late means the scheduler is not running it
+
+
+@dataclass(frozen=True)
+class AssetExtra:
+    """What a pipeline's output asset carries in Airflow (its definition's ``extra``) for the
+    page: the pipeline's file, its source's kind, its freshness limit, and what the source
+    adds (``Source.asset_extra``: Kinesis says whether it reads with EFO). No client
+    settings, no secrets."""
+
+    pipeline_file: str | None = None
+    source: str | None = None
+    freshness_ms: int | None = None  # alerts.freshness: the page marks older data stale
+    source_extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {**self.source_extra, "pipeline_file": self.pipeline_file,
+               "source": self.source}
+        if self.freshness_ms is not None:
+            out["freshness_ms"] = self.freshness_ms
+        return out
+
+    @classmethod
+    def read(cls, extra: Mapping[str, Any] | None) -> AssetExtra:
+        """An asset's extra as Airflow keeps it (anything missing counts as unset)."""
+        rest = dict(extra or {})
+        return cls(pipeline_file=rest.pop("pipeline_file", None), source=rest.pop("source", None),
+                   freshness_ms=rest.pop("freshness_ms", None), source_extra=rest)
 
 
 @dataclass

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 
     from ..sources import Properties
 
+# Botocore's shapes, kept as boto3 gives and takes them: a Kinesis API call's keyword
+# arguments, and one record (Data, SequenceNumber, ApproximateArrivalTimestamp, …).
+ApiArgs = dict[str, Any]
+Record = dict[str, Any]
+
 
 @dataclass(frozen=True)
 class Backoff:

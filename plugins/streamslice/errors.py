@@ -8,6 +8,10 @@ guess an error's kind from its wording.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class StreamsliceError(Exception):
@@ -62,7 +66,8 @@ class DataLossError(StreamsliceError):
               "fails the same way: accept the gap by resetting the checkpoint past it "
               "(streamslice offsets reset), or restore the data.")
 
-    def __init__(self, message: str, gaps: list | tuple = (), *, split: int | None = None):
+    def __init__(self, message: str, gaps: Sequence[Any] = (), *,
+                 split: int | None = None) -> None:
         super().__init__(message, split=split)
         self.gaps = list(gaps)
 

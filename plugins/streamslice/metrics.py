@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from .records import RecordKind, Versioned
-from .splits import LagUnit, total_lag  # noqa: TC001 - msgspec reads the annotation
+from .splits import LagUnit, Positions, total_lag  # noqa: TC001 - msgspec reads the annotation
 
 if TYPE_CHECKING:
     from .commit.manifest import Manifest
@@ -63,14 +63,14 @@ class RunMetrics(Versioned):
     gaps: int
     lag_unit: LagUnit | None = None  # None: the splits' units differ (or an older event)
     lag_by_split: dict[str, int | None] = field(default_factory=dict)
-    positions: dict[str, Any] = field(default_factory=dict)  # the checkpoint's, after it
+    positions: Positions = field(default_factory=dict)  # the checkpoint's, after it
     early_records: int | None = None  # with an event-time field only
     dead_letter_uri: str | None = None  # where a run's dead letters went (when it had any)
     published: dict[str, Any] | None = None  # where the publish landed
     version: int = 1
 
     @classmethod
-    def of(cls, manifest: Manifest, positions: dict[str, Any] | None = None) -> RunMetrics:
+    def of(cls, manifest: Manifest, positions: Positions | None = None) -> RunMetrics:
         splits = manifest.splits
         lag = total_lag(splits)
         units = {s.lag_unit for s in splits}

@@ -91,9 +91,9 @@ def upgrade(data: Any, kind: RecordKind) -> dict[str, Any]:
         raise RecordVersionError(
             f"{kind.name} version {version} is too old for this streamslice (it reads "
             f"versions {kind.readable()}): no migration from it exists")
-    data = kind.migrate(data, version)
-    data["version"] = kind.version
-    return data
+    migrated: dict[str, Any] = kind.migrate(data, version)
+    migrated["version"] = kind.version
+    return migrated
 
 
 def decode(cls: type[R], data: Any) -> R:

@@ -23,17 +23,19 @@ from .aws.auth import is_secret
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from .sources import Properties
+
 SECRETS_FILE = "secrets_file"
 
 
-def split_secrets(properties: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_secrets(properties: Properties) -> tuple[Properties, Properties]:
     """(public, secret) client properties."""
     public = {k: v for k, v in properties.items() if not is_secret(k)}
     return public, {k: v for k, v in properties.items() if is_secret(k)}
 
 
 @contextmanager
-def private_file(secrets: dict[str, Any]) -> Iterator[str | None]:
+def private_file(secrets: Properties) -> Iterator[str | None]:
     """A file holding ``secrets`` that only this user can read, for as long as the block
     runs; None when there are none."""
     if not secrets:
@@ -50,7 +52,7 @@ def private_file(secrets: dict[str, Any]) -> Iterator[str | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def with_secrets(properties: dict[str, Any],
+def with_secrets(properties: Properties,
                  locate: Callable[[str], str | None] | None = None) -> dict[str, Any]:
     """The properties an executor builds its client from: ``secrets_file``'s content merged
     in. ``locate(name)`` finds a file Spark shipped (spark-submit ``--files``) where the path

@@ -20,14 +20,13 @@ checkpoint advanced). Nothing outside the source packages branches on the source
 """
 from __future__ import annotations
 
-import importlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, runtime_checkable
 
-from .registered import registered_class
-from .splits import SplitT
+from .registered import load, registered_class
+from .splits import Positions, SplitT  # noqa: TC001 - ResetTarget resolves at run time
 
 if TYPE_CHECKING:
     import argparse
@@ -48,6 +47,12 @@ if TYPE_CHECKING:
     from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
+# A source's client properties: its connection's settings as its clients take them (Kafka's
+# dotted names, Kinesis's region and endpoint, a registry's URL), plus what a run adds (an
+# MSK IAM token callback); ``secrets`` keeps the secret ones apart.
+Properties = dict[str, Any]
+OnDataLoss = Literal["fail", "skip"]  # records gone before a run read them: fail, or skip
+ON_DATA_LOSS: tuple[OnDataLoss, ...] = ("fail", "skip")
 
 # kind → "module:Class"; imported on first use, so a Kafka run never loads boto3.
 SOURCES: dict[str, str] = {
@@ -112,7 +117,7 @@ class PlanRequest:
     """What one run asks of its source."""
 
     mode: Mode
-    properties: dict[str, Any]
+    properties: Properties
     now_ms: int
     interval: Interval | None = None
     checkpoint: Checkpoint | None = None
@@ -126,7 +131,7 @@ class SourcePlan(Generic[SplitT]):
 
     splits: Sequence[SplitT]
     gaps: list[dict[str, Any]] = field(default_factory=list)
-    next_positions: dict[str, Any] = field(default_factory=dict)  # {} when readers decide
+    next_positions: Positions = field(default_factory=dict)  # {} when readers decide
     info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
 
 
@@ -135,7 +140,7 @@ class ReadRequest:
     """What an executor has for one split: the plan, client properties and read options."""
 
     plan: ReadPlan[Any]
-    properties: dict[str, Any]
+    properties: Properties
     decoder: Decoder
     staging: Staging | None = None
     fault: str | None = None
@@ -146,7 +151,7 @@ class ReadRequest:
 class ResetTarget:
     """Where a reset points the checkpoint: positions per split key, and source state."""
 
-    positions: dict[str, Any]
+    positions: Positions
     source_state: dict[str, Any] = field(default_factory=dict)
     # What the reset does beyond what the user named (Kinesis: the shards it does not name
     # start over from the trim horizon), for the user to confirm before it is done.
@@ -172,13 +177,12 @@ class LifecycleRun:
     (resolved from the source's connection only when called)."""
 
     run_id: str
-    properties: Callable[[], dict[str, Any]]
+    properties: Callable[[], Properties]
 
 
 def call(dotted: str) -> Callable[..., Any]:
-    """The function at ``package.module.function``."""
-    module, _, name = dotted.rpartition(".")
-    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    """The function at ``package.module.function`` (or ``module:function``)."""
+    fn: Callable[..., Any] = load(dotted)
     return fn
 
 
@@ -230,11 +234,11 @@ class Source(ABC, Generic[SplitT]):
 
     @classmethod
     @abstractmethod
-    def from_options(cls, options: dict[str, str]) -> tuple[Source[SplitT], dict[str, Any]]:
+    def from_options(cls, options: dict[str, str]) -> tuple[Source[SplitT], Properties]:
         """Spark data source options (lower-cased keys) → (source, client properties)."""
 
     @abstractmethod
-    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    def client_properties(self, resolved: Properties | None = None) -> Properties:
         """Client properties: ``resolved`` (from a connection) overlaid by the YAML's own."""
 
     def extras(self) -> tuple[str, ...]:
@@ -287,7 +291,7 @@ class Planner(ABC, Generic[SplitT]):
     stop into concrete splits for one run."""
 
     @abstractmethod
-    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+    def split_keys(self, properties: Properties) -> list[str]:
         """Every partition / shard this source reads now, as split keys."""
 
     @abstractmethod
@@ -295,7 +299,7 @@ class Planner(ABC, Generic[SplitT]):
         """Resolve start and stop into concrete splits for one run."""
 
     @abstractmethod
-    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+    def reset_positions(self, to: Any, properties: Properties) -> ResetTarget:
         """A reset target (as the CLI takes it) → the checkpoint it means."""
 
 
@@ -323,7 +327,7 @@ class ReaderFactory(ABC, Generic[SplitT]):
         return {}
 
     def resolve_splits(self, splits: list[SplitT],
-                       properties: Callable[[], dict[str, Any]]) -> list[SplitT]:
+                       properties: Callable[[], Properties]) -> list[SplitT]:
         """Called on Spark's driver when it plans a DataFrame read's input partitions: the
         splits with what the source resolves once per read bound (Kafka: a Spark read's
         timestamps) and checked, so a bad range fails there, as one line, before any task.
@@ -395,14 +399,14 @@ class HasLifecycleTasks(Protocol):
 class HasPageSections(Protocol):
     """A source with parts of the pipeline's page only it can fill."""
 
-    def page_sections(self, properties: Callable[[], dict[str, Any]],
+    def page_sections(self, properties: Callable[[], Properties],
                       running: frozenset[str] = frozenset()) -> list[PageSection]:
         """Asked for when the page is shown. ``properties()`` resolves the client properties,
         only if they are needed; ``running`` holds the ids of the DAG's runs queued or
         running (what they use is not offered for removal)."""
         ...
 
-    def page_action(self, name: str, target: str, properties: Callable[[], dict[str, Any]],
+    def page_action(self, name: str, target: str, properties: Callable[[], Properties],
                     running: frozenset[str] = frozenset()) -> str:
         """Do a section's action (``PageAction``) on ``target`` once it is checked to be
         allowed now; returns what was done, in one sentence. Refusals raise
@@ -426,8 +430,8 @@ class HasCliCommands(Protocol):
 class CommitListener(Protocol):
     """A source that reports a committed checkpoint elsewhere (Kafka: a consumer group)."""
 
-    def after_commit(self, positions: dict[str, Any],
-                     properties: Callable[[], dict[str, Any]]) -> None:
+    def after_commit(self, positions: Positions,
+                     properties: Callable[[], Properties]) -> None:
         """After the checkpoint advanced; reporting only, it never fails the run.
         ``properties()`` resolves the client properties, only if they are needed."""
         ...
@@ -442,9 +446,9 @@ class CommandKit:
     # The pipelines the command sees (``--dir`` …); ConfigError when there is no folder
     pipelines: Callable[[argparse.Namespace], list[PipelineConfig]]
     # A source's client properties through its connection, as the tasks resolve them
-    source_properties: Callable[[Source[Any]], dict[str, Any]]
+    source_properties: Callable[[Source[Any]], Properties]
     # Client properties from an AWS connection: (conn_id, region, option it came from)
-    aws_properties: Callable[[str, str | None, str], dict[str, Any]]
+    aws_properties: Callable[[str, str | None, str], Properties]
 
 
 def lifecycle_tasks(source: Source[Any]) -> list[LifecycleTask]:

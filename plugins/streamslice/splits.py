@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .reading.stats import SplitSummary
 
 LagUnit = Literal["records", "ms"]
+# Where each split goes on: split key → its next position as JSON (an offset, a line number, a
+# Kinesis position object): a checkpoint's, a plan's on commit, a reset's.
+Positions = dict[str, Any]
 LAG_UNITS: tuple[LagUnit, ...] = ("records", "ms")
 
 # A split's position type: a Kafka offset or a line number (``int``), a Kinesis position

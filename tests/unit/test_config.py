@@ -260,3 +260,29 @@ def test_allow_all_dead_letters_reaches_the_plan():
                          default_name="orders")
     assert cfg.decode.to_dict()["allow_all_dead_letters"] is True
     assert cfg.decode.prepared().allow_all_dead_letters is True
+
+
+def test_a_key_of_another_choice_is_refused_in_its_words_unless_it_sets_nothing():
+    """One rule for the keys of another runner or output format (Fields.others_keys)."""
+    from streamslice.config.fields import Fields
+    told = {"remote": "is only used with runner: connect"}.get
+    f = Fields({"remote": {}, "master": "local[2]"}, file="p.yaml", path="spark")
+    f.others_keys(told)
+    f.str("master")
+    f.done()  # an empty block of another runner's: nothing set, nothing ignored
+    for value, nothing in (("sc://host", (None, {})), (None, ({},))):
+        f = Fields({"remote": value}, file="p.yaml", path="spark")
+        with pytest.raises(ConfigError, match="spark.remote: is only used with runner: "):
+            f.others_keys(told, nothing=nothing)
+    f = Fields({"remote": "sc://host", "odd": 1}, file="p.yaml", path="spark")
+    f.others_keys(told, skip=("remote",))  # its own: read by the caller next
+    with pytest.raises(ConfigError, match="unknown key 'remote'"):
+        f.done()
+
+
+def test_one_loader_for_registered_paths_and_lifecycle_functions():
+    from streamslice.registered import load
+    from streamslice.sources import call
+    assert load("streamslice.registered:load") is load
+    assert load("streamslice.registered.load") is load
+    assert call("streamslice.sources.call") is call

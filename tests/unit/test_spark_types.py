@@ -6,6 +6,8 @@ import pytest
 
 from streamslice.formats.types import (
     SchemaError,
+    TypeFold,
+    holds,
     parse_schema,
     parse_type,
     schema_from_mapping,
@@ -110,3 +112,25 @@ def test_the_map_form_takes_spark_types_and_nested_mappings():
         schema_from_mapping({"a": "int64"})
     with pytest.raises(SchemaError, match="field 'r.x'"):
         schema_from_mapping({"r": {"x": 3}})
+
+
+def test_one_fold_reaches_every_type_inside_a_type():
+    """The JSON decoders' views of a schema are folds; ``holds`` asks one question of all."""
+    class Depth(TypeFold[int]):
+        def struct(self, typ, fields):
+            return 1 + max(fields, default=0)
+
+        def array(self, typ, item):
+            return 1 + item
+
+        def map(self, typ, item):
+            return 1 + item
+
+        def leaf(self, typ):
+            return 0
+
+    t = parse_type("struct<a: array<map<string, struct<ts: timestamp>>>, b: int>")
+    assert Depth().of(t) == 4
+    assert holds(t, pa.types.is_timestamp) and not holds(t, pa.types.is_decimal)
+    assert holds(parse_type("array<decimal(5,2)>"), pa.types.is_decimal)
+    assert not holds(parse_type("map<string, int>"), pa.types.is_string)  # keys: not asked

@@ -7,6 +7,7 @@ from streamslice.alerts import SentAlert
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.ui import axis, pages, svg
 from streamslice.ui.model import (
+    AssetExtra,
     Cell,
     Overview,
     Run,
@@ -459,3 +460,23 @@ def test_stale_data_is_said_in_the_headline_after_a_stall():
     assert both.text.startswith("Airflow was due to start the next run at May 1 01:00")
     assert "has not: is its scheduler running (and not out of pool slots)? The newest " \
         "complete data is 3 d old" in both.text
+
+
+def test_the_assets_extra_is_read_as_a_record_and_written_as_before():
+    """The output asset's definition extra (``store.output_asset``; read by the page)."""
+    from streamslice.airflow.store import output_asset
+    from streamslice.config import parse_pipeline
+    extra = {"efo": True, "pipeline_file": "/p/orders.yaml", "source": "kinesis",
+             "freshness_ms": 7_200_000}
+    record = AssetExtra.read(extra)
+    assert record == AssetExtra("/p/orders.yaml", "kinesis", 7_200_000, {"efo": True})
+    assert list(record.to_dict().items()) == list(extra.items())
+    assert AssetExtra.read(None) == AssetExtra()
+    text = ("mode: interval\nschedule: '@hourly'\nstart_date: '2024-05-01T00:00:00Z'\n"
+            "kafka: {bootstrap_servers: 'a:1', topics: [t]}\noutput: {path: /lake}\n")
+    plain = parse_pipeline(text, file="/p/o.yaml", default_name="o")
+    fresh = parse_pipeline(text + "alerts: {freshness: 2h}\n", file="/p/o.yaml",
+                           default_name="o")
+    assert output_asset(plain).extra == {"pipeline_file": "/p/o.yaml", "source": "kafka"}
+    assert output_asset(fresh).extra == {"pipeline_file": "/p/o.yaml", "source": "kafka",
+                                         "freshness_ms": 7_200_000}

@@ -36,12 +36,13 @@ if TYPE_CHECKING:
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import ReadPlan
     from ..runners.emr_serverless import EmrServerlessRunner
+    from ..sources import Properties
 
 log = logging.getLogger("streamslice")
 
 
-def run_emr_serverless(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
-                       properties: dict[str, Any], options: dict[str, Any] | None = None, *,
+def run_emr_serverless(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str,
+                       properties: Properties, options: dict[str, Any] | None = None, *,
                        emr_hook: Any = None, s3_hook: Any = None,
                        started: Callable[[dict[str, str]], None] | None = None) -> None:
     """Start the read job run, then defer to its trigger (raises ``TaskDeferred``).
@@ -68,8 +69,8 @@ def defer_to(cfg: PipelineConfig, job: dict[str, str]) -> None:
     raise TaskDeferred(trigger=trigger, method_name="read_done", timeout=backstop)
 
 
-def start_job_run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
-                  properties: dict[str, Any], options: dict[str, Any] | None = None, *,
+def start_job_run(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str,
+                  properties: Properties, options: dict[str, Any] | None = None, *,
                   emr_hook: Any = None, s3_hook: Any = None) -> dict[str, str]:
     emr = settings(cfg)
     if not staging_uri.startswith("s3://"):
@@ -214,8 +215,8 @@ class _InThread:
         await asyncio.to_thread(self.waiter.wait, **kwargs)
 
 
-def _upload(s3: Any, prefix: str, plan: ReadPlan,
-            properties: dict[str, Any] | None) -> dict[str, str]:
+def _upload(s3: Any, prefix: str, plan: ReadPlan[Any],
+            properties: Properties | None) -> dict[str, str]:
     import tempfile
     bucket, key = prefix[len("s3://"):].split("/", 1)
     uris: dict[str, str] = {}

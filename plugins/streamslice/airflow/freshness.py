@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,27 +48,48 @@ CLAIM = "stale_alert/"  # asset state: + the complete_to value of the stretch; w
 LEASE = timedelta(minutes=10)  # a claim unsent this long was left by a check that died
 
 
+@dataclass(frozen=True)
+class Claim:
+    """Who alerts a stretch (``check``), as kept in the asset's state under ``CLAIM``."""
+
+    by: str  # watchdog | command
+    id: str  # this check's own, to tell its claim from another's
+    at: int  # ms, when it was claimed
+    sent: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def stored(cls, value: Any) -> Claim | None:
+        """The claim as the state holds it (leniently: a field missing counts as unset)."""
+        if value is None:
+            return None
+        return cls(by=str(value.get("by", "")), id=str(value.get("id", "")),
+                   at=int(value.get("at", 0)), sent=bool(value.get("sent")))
+
+
 class Claims(Protocol):
     """How a check claims a stretch before alerting it (``check``): True when this check
     holds the claim now and so sends the alert."""
 
-    def take(self, state: Any, key: str, claim: dict[str, Any]) -> bool: ...
+    def take(self, state: Any, key: str, claim: Claim) -> bool: ...
 
 
-def free(held: Any, now: int) -> bool:
+def free(held: Claim | None, now: int) -> bool:
     """Whether a stretch's claim may be taken: none yet, or one left unsent past ``LEASE``."""
-    return held is None or (not held.get("sent") and
-                            now - int(held.get("at", 0)) >= LEASE.total_seconds() * 1000)
+    return held is None or (not held.sent and
+                            now - held.at >= LEASE.total_seconds() * 1000)
 
 
 class TaskClaims:
     """In the watchdog's task: a read, then a write (the task's asset state store offers no
     more). Runs of the watchdog never overlap, and the command's claim waits out this one."""
 
-    def take(self, state: Any, key: str, claim: dict[str, Any]) -> bool:
-        if not free(state.get(key), claim["at"]):
+    def take(self, state: Any, key: str, claim: Claim) -> bool:
+        if not free(Claim.stored(state.get(key)), claim.at):
             return False
-        state.set(key, claim)
+        state.set(key, claim.to_dict())
         return True
 
 
@@ -83,8 +105,9 @@ class CommandClaims:
         self.wait, self.poll = wait, poll
         self.running = running or watchdog_running
 
-    def take(self, state: Any, key: str, claim: dict[str, Any]) -> bool:
-        if not state.claim(key, claim, lambda held: free(held, claim["at"])):
+    def take(self, state: Any, key: str, claim: Claim) -> bool:
+        if not state.claim(key, claim.to_dict(),
+                           lambda held: free(Claim.stored(held), claim.at)):
             return False
         deadline = time.monotonic() + self.wait
         while self.running():
@@ -93,8 +116,8 @@ class CommandClaims:
                             "%s", WATCHDOG, self.wait, key)
                 return False
             time.sleep(self.poll)
-        held = state.get(key)
-        return held is not None and held.get("id") == claim["id"]
+        held = Claim.stored(state.get(key))
+        return held is not None and held.id == claim.id
 
 
 def watchdog_running() -> bool:
@@ -168,7 +191,7 @@ def check(configs: list[PipelineConfig], context: dict[str, Any],
             verdicts[cfg.name] = "fresh"
         else:
             key = f"{CLAIM}{newest}"
-            claim = {"by": who, "id": uuid.uuid4().hex, "at": now, "sent": False}
+            claim = Claim(by=who, id=uuid.uuid4().hex, at=now)
             if not claims.take(state, key, claim):
                 verdicts[cfg.name] = "alerted"
                 continue
@@ -177,7 +200,7 @@ def check(configs: list[PipelineConfig], context: dict[str, Any],
                           details={"complete_to": iso(newest),
                                    "freshness_ms": cfg.alerts.freshness})
             send(cfg, alert, context)
-            state.set(key, {**claim, "sent": True})
+            state.set(key, replace(claim, sent=True).to_dict())
             verdicts[cfg.name] = "stale"
     log.info("freshness: %s", verdicts)
     return verdicts

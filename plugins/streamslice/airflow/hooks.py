@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
+from ..registered import load
 from ..sources import Connected
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import OutputTarget
-    from ..sources import Source
+    from ..sources import Properties, Source
 
 
 class KafkaConnectionHook(BaseHook):
@@ -40,7 +41,7 @@ class KafkaConnectionHook(BaseHook):
         super().__init__()
         self.kafka_conn_id = kafka_conn_id
 
-    def client_properties(self) -> dict[str, Any]:
+    def client_properties(self) -> Properties:
         conn = connection(self.kafka_conn_id, "kafka.conn_id")
         props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
         if "bootstrap.servers" not in props and conn.host:
@@ -83,7 +84,7 @@ def aws_properties(conn_id: str, region: str | None = None, service: str = "kine
     return {k: v for k, v in props.items() if v}
 
 
-def pipeline_properties(cfg: PipelineConfig) -> dict[str, Any]:
+def pipeline_properties(cfg: PipelineConfig) -> Properties:
     """The client properties a run is planned and read with: the source's connection
     (``source_properties``) and the schema registry's (``registry_properties``)."""
     return {**source_properties(cfg.source), **registry_properties(cfg.decode)}
@@ -108,7 +109,7 @@ def connection(conn_id: str, field: str) -> Connection:
     the api-server's page) the SDK looks only in the environment and the secrets backends,
     so Airflow's own lookup is asked next: the same backends and the metadata database, as
     ``airflow connections get`` finds a connection."""
-    from airflow.exceptions import AirflowNotFoundException
+    from airflow.sdk.exceptions import AirflowNotFoundException
     try:
         return BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
@@ -130,12 +131,12 @@ def airflow_home() -> str:
     return AIRFLOW_HOME
 
 
-def kafka_properties(conn_id: str) -> dict[str, Any]:
+def kafka_properties(conn_id: str) -> Properties:
     """Client properties from an Airflow Kafka connection (``KafkaConnectionHook``)."""
     return KafkaConnectionHook(conn_id).client_properties()
 
 
-def source_properties(source: Source) -> dict[str, Any]:
+def source_properties(source: Source[Any]) -> Properties:
     """Client properties for a source: its connection's (if it names one), overlaid by the
     YAML's own. Without a connection, the client's defaults apply (boto3's chain for AWS)."""
     if not source.conn_id:
@@ -143,12 +144,11 @@ def source_properties(source: Source) -> dict[str, Any]:
     if not isinstance(source, Connected):
         from ..errors import ConfigError
         raise ConfigError(f"{source.kind} sources take no conn_id")
-    from airflow.sdk.module_loading import import_string
-    read = import_string(source.connection_hook)
+    read = load(source.connection_hook)
     return source.client_properties(read(source.conn_id, **source.connection_hints()))
 
 
-def registry_properties(decode: Any) -> dict[str, Any]:
+def registry_properties(decode: Any) -> Properties:
     """A schema registry's client properties (``schema.registry.*``) from the Airflow
     connection its ``format.registry`` names: for Confluent (``conn_id``) the connection's
     host (with scheme) and port as ``url``, login/password as basic auth, and its extra's
@@ -159,7 +159,7 @@ def registry_properties(decode: Any) -> dict[str, Any]:
                      if isinstance(spec.options.get("registry"), dict)), None)
     if registry is None:
         return {}
-    props: dict[str, Any] = {}
+    props: Properties = {}
     if registry.get("kind") == "glue":
         if registry.get("aws_conn_id"):
             props = aws_properties(registry["aws_conn_id"], registry.get("region"), "glue",

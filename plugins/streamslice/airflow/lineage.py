@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 RUN_FACET = "streamslice"
 
 
-def operator_lineage(plan: ReadPlan, summaries: list[SplitSummary] | None = None,
+def operator_lineage(plan: ReadPlan[Any], summaries: list[SplitSummary] | None = None,
                      manifest: Manifest | None = None) -> Any:
     """``OperatorLineage`` of a run: without counts when they are not known yet (a task's
     start), with what the readers saw (``summaries``) or what was published

@@ -17,14 +17,15 @@ if TYPE_CHECKING:
 
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import ReadPlan
+    from ..sources import Properties
 
 log = logging.getLogger("streamslice")
 
 
-def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
-                   properties: dict[str, Any],
+def run_spark_read(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str,
+                   properties: Properties,
                    options: dict[str, Any], started: Any = None,
-                   ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
+                   ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> None:
     """Secret properties never become Spark options or job arguments (``secrets``): local
     and spark-submit reads get them through a private file; a Spark Connect server and EMR
     Serverless read with their own identity (``Runner.own_identity``). EMR Serverless defers
@@ -40,7 +41,7 @@ def run_spark_read(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str,
         _run(cfg, plan, staging_uri, public, options, path, started, ahead)
 
 
-def _own_identity(cfg: PipelineConfig, where: str, secrets: dict[str, Any],
+def _own_identity(cfg: PipelineConfig, where: str, secrets: Properties,
                   assumes_role: bool) -> None:
     other = sorted(k for k in secrets if k not in ambient_secrets(cfg.source))
     if other:
@@ -55,8 +56,8 @@ def _own_identity(cfg: PipelineConfig, where: str, secrets: dict[str, Any],
                  " and assumes the pipeline's role" if assumes_role else "")
 
 
-def _run(cfg: PipelineConfig, plan: ReadPlan, staging_uri: str, properties: dict[str, Any],
+def _run(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str, properties: Properties,
          options: dict[str, Any], secrets_path: str | None, started: Any = None,
-         ahead: Sequence[tuple[ReadPlan, str]] = ()) -> None:
+         ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> None:
     cfg.spark.run(RunRequest(cfg, plan, staging_uri, properties, options, secrets_path,
                              started, tuple(ahead)))

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..commit.checkpoint import Checkpoint
+from ..ui.model import AssetExtra
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,11 +26,11 @@ def output_asset(cfg: PipelineConfig) -> Any:
         uri = "file://" + uri
     # What the Streamslice page needs to find the pipeline, and what its source adds (no
     # client settings, no secrets).
-    extra = {**cfg.source.asset_extra(), "pipeline_file": str(cfg.file),
-             "source": cfg.source.kind}
-    if cfg.alerts is not None and cfg.alerts.freshness is not None:
-        extra["freshness_ms"] = cfg.alerts.freshness  # the page marks the data stale
-    return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice", extra=extra)
+    extra = AssetExtra(str(cfg.file), cfg.source.kind,
+                       cfg.alerts.freshness if cfg.alerts is not None else None,
+                       cfg.source.asset_extra())
+    return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice",
+                 extra=extra.to_dict())
 
 
 class TaskCheckpointStore:

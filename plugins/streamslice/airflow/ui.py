@@ -21,12 +21,12 @@ from ..alerts import complete_to
 from ..sources import HasPageSections, split_noun
 from ..timeutil import parse_iso, to_ms
 from ..ui import axis, pages
-from ..ui.model import coverage, explain_failures, needs_attention
+from ..ui.model import AssetExtra, coverage, explain_failures, needs_attention
 from . import ui_data
 from .alerting import RECENT_ALERTS
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
 
     from airflow.models.asset import AssetModel
     from sqlalchemy.orm import Session
@@ -130,7 +130,7 @@ def overview(request: Request, current: BaseUser = Depends(user)) -> str:
 def _freshness(session: Session, row: Overview, model: AssetModel | None) -> None:
     """Up to when the pipeline's data is complete (its checkpoint), and its limit."""
     row.complete_to = complete_to(ui_data.checkpoint(session, model))
-    row.freshness = (model.extra or {}).get("freshness_ms") if model is not None else None
+    row.freshness = AssetExtra.read(model.extra).freshness_ms if model is not None else None
 
 
 def _attention(session: Session, row: Overview, model: AssetModel | None, now: int) -> None:
@@ -273,19 +273,21 @@ def _when(text: str, tz: tzinfo) -> int:
     return to_ms(at if at.tzinfo else at.replace(tzinfo=tz))
 
 
-def _pipeline_of(extra: dict[str, Any]) -> PipelineConfig | None:
-    """The pipeline's config from its file; None when the file no longer loads."""
+def _pipeline_of(extra: Mapping[str, Any]) -> PipelineConfig | None:
+    """The pipeline's config from its file (its asset's extra names it); None when the file
+    no longer loads."""
     from ..config import load_pipeline
-    if not extra.get("pipeline_file"):
+    file = AssetExtra.read(extra).pipeline_file
+    if not file:
         return None
     try:
-        return load_pipeline(extra["pipeline_file"])
+        return load_pipeline(file)
     except Exception as exc:  # noqa: BLE001 - the page still shows everything else
         log.warning("streamslice page: %s", exc)
         return None
 
 
-def _sections(extra: dict[str, Any],
+def _sections(extra: Mapping[str, Any],
               running: frozenset[str] = frozenset()) -> list[PageSection]:
     """What only the pipeline's source can show (``HasPageSections``), asked with the
     pipeline's own connection. A pipeline file that no longer loads shows none."""

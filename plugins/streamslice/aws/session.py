@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
+    from ..sources import Properties
     from .auth import AwsAuth
 
 _LOCK = threading.Lock()  # boto3 sessions are not thread-safe; clients are
@@ -39,7 +40,7 @@ def stream_region(ref: str) -> str | None:
     return m.group(2) if m else None
 
 
-def boto3_session(auth: AwsAuth, secrets: dict[str, Any] | None = None, *,
+def boto3_session(auth: AwsAuth, secrets: Properties | None = None, *,
                   timestamp_parser: Any = None) -> Any:
     """The process's boto3 session for ``auth`` (made once, then shared). ``secrets``:
     ``access_key_id``/``secret_access_key``/``session_token`` as base credentials instead of
@@ -54,7 +55,7 @@ def boto3_session(auth: AwsAuth, secrets: dict[str, Any] | None = None, *,
         return _SESSIONS[key]
 
 
-def aws_client(service: str, auth: AwsAuth, secrets: dict[str, Any] | None = None, *,
+def aws_client(service: str, auth: AwsAuth, secrets: Properties | None = None, *,
                endpoint_url: str | None = None, config: Any = None,
                timestamp_parser: Any = None) -> Any:
     """A boto3 client of ``service`` for ``auth``; ``endpoint_url`` defaults to the auth's."""
@@ -73,7 +74,7 @@ def aws_client(service: str, auth: AwsAuth, secrets: dict[str, Any] | None = Non
         raise ConfigError(f"{service} endpoint_url: {exc}") from None
 
 
-def frozen_credentials(auth: AwsAuth, secrets: dict[str, Any] | None = None) -> Any:
+def frozen_credentials(auth: AwsAuth, secrets: Properties | None = None) -> Any:
     """The session's current credentials (access_key, secret_key, token), refreshed first if
     they are near expiry: for clients that take keys, not a session (pyarrow's S3, pyiceberg's
     FileIO). They stay valid at least the 10 minutes botocore keeps in hand; take them again
@@ -91,7 +92,7 @@ def no_credentials_message(auth: AwsAuth) -> str:
             "or an Airflow AWS connection")
 
 
-def _new_session(auth: AwsAuth, secrets: dict[str, Any], timestamp_parser: Any) -> Any:
+def _new_session(auth: AwsAuth, secrets: Properties, timestamp_parser: Any) -> Any:
     import boto3
     base = _core_session(auth, secrets, timestamp_parser)
     if not auth.role_arn:
@@ -128,7 +129,7 @@ def _new_session(auth: AwsAuth, secrets: dict[str, Any], timestamp_parser: Any) 
     return boto3.session.Session(botocore_session=core)
 
 
-def _core_session(auth: AwsAuth, secrets: dict[str, Any], timestamp_parser: Any) -> Any:
+def _core_session(auth: AwsAuth, secrets: Properties, timestamp_parser: Any) -> Any:
     import botocore.session
     core = botocore.session.Session()
     if auth.profile:

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from . import AvroSchemaError
 from .avro_defaults import bytes_defaults  # a bytes default is ISO-8859-1 text
+from .avro_walk import Named, Node, SchemaWalk, Scope, fullname
 from .framed import Codec, Refused
 from .stored import decimal_text, finish
 
@@ -51,7 +52,7 @@ _IGNORED = frozenset({"time-millis", "time-micros"})
 MAX_DECIMAL = 38  # Spark's DecimalType
 
 
-def parse(text: str | dict | list, named: dict[str, Any] | None = None) -> Any:
+def parse(text: str | dict[str, Any] | list[Any], named: Named | None = None) -> Any:
     """Avro schema JSON → the schema as plain data, checked by fastavro."""
     import fastavro
     from fastavro.schema import SchemaParseException
@@ -65,10 +66,10 @@ def parse(text: str | dict | list, named: dict[str, Any] | None = None) -> Any:
     return schema
 
 
-def arrow_type(schema: Any, named: dict[str, Any] | None = None) -> pa.DataType:
+def arrow_type(schema: Any, named: Named | None = None) -> pa.DataType:
     """An Avro schema (plain data) → its Arrow type; as stored: timestamps in their own
     unit (``to_columns`` casts them to microseconds)."""
-    return _Types(dict(named or {})).of(schema, (), None)
+    return _Types(dict(named or {})).of(schema)
 
 
 def final_type(stored: pa.DataType) -> pa.DataType:
@@ -85,70 +86,55 @@ def final_type(stored: pa.DataType) -> pa.DataType:
     return stored
 
 
-class _Types:
-    def __init__(self, named: dict[str, Any], decimal_bytes: bool = False) -> None:
-        self.named = named
+class _Types(SchemaWalk[None, pa.DataType]):
+    """The Arrow type of each Avro type."""
+
+    def __init__(self, named: Named, decimal_bytes: bool = False) -> None:
+        super().__init__(named)
         self.decimal_bytes = decimal_bytes  # decimals as stored (binary), not decimal128
         self.complex = False  # a union became struct<member0, …>: values need rewriting
 
-    def of(self, s: Any, path: tuple[str, ...], namespace: str | None) -> pa.DataType:  # noqa: C901 - a flat dispatch over the Avro spec's types
-        if isinstance(s, str):
-            if s in _PRIMITIVES:
-                return _PRIMITIVES[s]
-            full = s if "." in s or not namespace else f"{namespace}.{s}"
-            target = self.named.get(full) or self.named.get(s)
-            if target is None:
-                raise AvroSchemaError(f"unknown type {s!r}")
-            name = _fullname(target, namespace)
-            if name in path:
-                raise AvroSchemaError(f"recursive type {name!r} ({' > '.join((*path, name))}) "
-                                      "cannot become columns")
-            return self.of(target, path, namespace)
-        if isinstance(s, list):
-            return self._union(s, path, namespace)
-        if not isinstance(s, dict):
-            raise AvroSchemaError(f"not an Avro type: {json.dumps(s)[:60]}")
-        kind, logical = s.get("type"), s.get("logicalType")
-        if logical == "decimal" and kind in ("bytes", "fixed"):
-            precision, scale = s.get("precision"), s.get("scale", 0)
-            if not isinstance(precision, int) or not 0 < precision <= MAX_DECIMAL or \
-                    not isinstance(scale, int) or not 0 <= scale <= precision:
-                raise AvroSchemaError(f"decimal({precision}, {scale}) is not a decimal of at "
-                                      f"most {MAX_DECIMAL} digits (Spark's widest)")
-            if kind == "fixed":
-                self._name(s, namespace)
-            return pa.binary() if self.decimal_bytes else pa.decimal128(precision, scale)
-        if logical in _AS_STORED and kind in ("int", "long", "string"):
-            return _AS_STORED[logical]
-        if kind in _PRIMITIVES:
-            return _PRIMITIVES[kind]
-        if kind == "record" or kind == "error":
-            name = self._name(s, namespace)
-            if name in path:
-                raise AvroSchemaError(f"recursive type {name!r} cannot become columns")
-            ns = name.rpartition(".")[0] or None
-            return pa.struct([pa.field(f["name"], self.of(f["type"], (*path, name), ns))
-                              for f in s.get("fields", [])])
-        if kind == "enum":
-            self._name(s, namespace)
-            return pa.string()
-        if kind == "fixed":
-            self._name(s, namespace)
-            return pa.binary()
-        if kind == "array":
-            return pa.list_(self.of(s["items"], path, namespace))
-        if kind == "map":
-            return pa.map_(pa.string(), self.of(s["values"], path, namespace))
-        return self.of(kind, path, namespace)  # {"type": "string"} or a named reference
+    def of(self, s: Any) -> pa.DataType:
+        return self.walk(s, None)
 
-    def _name(self, s: dict[str, Any], namespace: str | None) -> str:
-        name = _fullname(s, namespace)
-        self.named.setdefault(name, s)
-        return name
+    def primitive(self, kind: str, arg: None) -> pa.DataType:
+        return _PRIMITIVES[kind]
 
-    def _union(self, branches: list[Any], path: tuple[str, ...],
-               namespace: str | None) -> pa.DataType:
-        kinds = [self.of(b, path, namespace) for b in branches]
+    def logical(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
+        if s["logicalType"] in _AS_STORED and s["type"] in ("int", "long", "string"):
+            return _AS_STORED[s["logicalType"]]
+        return _PRIMITIVES[s["type"]]
+
+    def decimal(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
+        precision, scale = s.get("precision"), s.get("scale", 0)
+        if not isinstance(precision, int) or not 0 < precision <= MAX_DECIMAL or \
+                not isinstance(scale, int) or not 0 <= scale <= precision:
+            raise AvroSchemaError(f"decimal({precision}, {scale}) is not a decimal of at "
+                                  f"most {MAX_DECIMAL} digits (Spark's widest)")
+        return pa.binary() if self.decimal_bytes else pa.decimal128(precision, scale)
+
+    def record(self, s: Node, arg: None, inner: Scope) -> pa.DataType:
+        return pa.struct([pa.field(f["name"], self.walk(f["type"], None, inner))
+                          for f in s.get("fields", [])])
+
+    def recursive(self, name: str, arg: None, scope: Scope) -> pa.DataType:
+        raise AvroSchemaError(f"recursive type {name!r} ({' > '.join((*scope.above, name))}) "
+                              "cannot become columns")
+
+    def enum(self, s: Node, arg: None) -> pa.DataType:
+        return pa.string()
+
+    def fixed(self, s: Node, arg: None) -> pa.DataType:
+        return pa.binary()
+
+    def array(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
+        return pa.list_(self.walk(s["items"], None, scope))
+
+    def map(self, s: Node, arg: None, scope: Scope) -> pa.DataType:
+        return pa.map_(pa.string(), self.walk(s["values"], None, scope))
+
+    def union(self, branches: list[Any], arg: None, scope: Scope) -> pa.DataType:
+        kinds = [self.walk(b, None, scope) for b in branches]
         real = [k for k in kinds if k != pa.null()]
         if not real:
             return pa.null()
@@ -160,14 +146,6 @@ class _Types:
             return pa.float64()
         self.complex = True
         return pa.struct([pa.field(f"member{i}", k) for i, k in enumerate(real)])
-
-
-def _fullname(s: dict[str, Any], namespace: str | None) -> str:
-    name = s.get("name", "")
-    if "." in name:
-        return name
-    ns = s.get("namespace", namespace)
-    return f"{ns}.{name}" if ns else name
 
 
 def as_stored(schema: Any) -> Any:
@@ -224,17 +202,17 @@ class AvroCodec(Codec):
     schema_type = "AVRO"
     reads_at_offset = True  # its readers take (data, start): Framed skips the header in place
 
-    def __init__(self, reader_text: str, references: dict[str, Any] | None = None) -> None:
+    def __init__(self, reader_text: str, references: Named | None = None) -> None:
         import fastavro
         self.named = dict(references or {})
         self.schema = parse(reader_text, self.named)
         types = _Types(dict(self.named), decimal_bytes=True)
-        self.stored_type = types.of(self.schema, (), None)  # what fastavro's values make
-        self.type = final_type(_Types(dict(self.named)).of(self.schema, (), None))
+        self.stored_type = types.of(self.schema)  # what fastavro's values make
+        self.type = final_type(_Types(dict(self.named)).of(self.schema))
         self.scales = decimal_scales(self.schema, self.named)
         self.record = pa.types.is_struct(self.type) and isinstance(self.schema, dict) and \
             self.schema.get("type") in ("record", "error")
-        self._reader_named: dict[str, Any] = {}
+        self._reader_named: Named = {}
         for ref in self.named.values():
             fastavro.parse_schema(as_stored(ref), named_schemas=self._reader_named)
         self.parsed_reader = fastavro.parse_schema(as_stored(self.schema),
@@ -253,7 +231,7 @@ class AvroCodec(Codec):
         return [pa.field("value", self.type)]
 
     def reader_for(self, key: Any, writer_text: str | None,
-                   references: dict[str, Any] | None = None) -> Reader:
+                   references: Named | None = None) -> Reader:
         """The reader of records written with ``writer_text`` (None: the reader schema)."""
         with self._lock:
             got = self._readers.get(key)
@@ -263,7 +241,7 @@ class AvroCodec(Codec):
         if writer_text is None:
             got = Reader(self.parsed_reader, None, self.fix)
         else:
-            named: dict[str, Any] = {}
+            named: Named = {}
             writer = parse(writer_text, references)
             for ref in (references or {}).values():
                 fastavro.parse_schema(as_stored(ref), named_schemas=named)
@@ -328,40 +306,40 @@ def _misfit(value: Any, stored: pa.DataType, final: pa.DataType, exc: Exception)
     return f"value does not fit {final}: {text}"
 
 
-def decimal_scales(schema: Any, named: dict[str, Any] | None = None  # noqa: C901 - counts its inner walk: a dispatch over Avro's types
+def decimal_scales(schema: Any, named: Named | None = None
                    ) -> dict[tuple[str, ...], tuple[int, int]]:
     """Where a schema holds decimals: field path (aliases too; ``[]`` an array's items,
     ``{}`` a map's values) → (precision, scale)."""
-    resolve = _Types(dict(named or {}))
-    out: dict[tuple[str, ...], tuple[int, int]] = {}
+    walk = _Decimals(dict(named or {}))
+    walk.walk(schema, ())
+    return walk.found
 
-    def walk(s: Any, path: tuple[str, ...], ns: str | None, seen: frozenset[str]) -> None:  # noqa: C901 - a flat dispatch over the Avro spec's types
-        if isinstance(s, str):
-            full = s if "." in s or not ns else f"{ns}.{s}"
-            target = resolve.named.get(full) or resolve.named.get(s)
-            if target is not None and full not in seen:
-                walk(target, path, ns, seen | {full})
-        elif isinstance(s, list):
-            for branch in s:
-                walk(branch, path, ns, seen)
-        elif isinstance(s, dict):
-            kind = s.get("type")
-            if s.get("logicalType") == "decimal" and kind in ("bytes", "fixed"):
-                out[path] = (s.get("precision", 0), s.get("scale", 0))
-            elif kind in ("record", "error"):
-                name = resolve._name(s, ns)
-                inner = name.rpartition(".")[0] or None
-                for f in s.get("fields", []):
-                    for field_name in (f["name"], *f.get("aliases", ())):
-                        walk(f["type"], (*path, field_name), inner, seen | {name})
-            elif kind == "array":
-                walk(s.get("items"), (*path, "[]"), ns, seen)
-            elif kind == "map":
-                walk(s.get("values"), (*path, "{}"), ns, seen)
-            elif isinstance(kind, (str, list, dict)) and kind not in _PRIMITIVES:
-                walk(kind, path, ns, seen)
-    walk(schema, (), None, frozenset())
-    return out
+
+class _Decimals(SchemaWalk[tuple[str, ...], None]):
+    def __init__(self, named: Named) -> None:
+        super().__init__(named)
+        self.found: dict[tuple[str, ...], tuple[int, int]] = {}
+
+    def leaf(self, s: Any, path: tuple[str, ...]) -> None:
+        return None
+
+    def decimal(self, s: Node, path: tuple[str, ...], scope: Scope) -> None:
+        self.found[path] = (s.get("precision", 0), s.get("scale", 0))
+
+    def record(self, s: Node, path: tuple[str, ...], inner: Scope) -> None:
+        for f in s.get("fields", []):
+            for field_name in (f["name"], *f.get("aliases", ())):
+                self.walk(f["type"], (*path, field_name), inner)
+
+    def array(self, s: Node, path: tuple[str, ...], scope: Scope) -> None:
+        self.walk(s.get("items"), (*path, "[]"), scope)
+
+    def map(self, s: Node, path: tuple[str, ...], scope: Scope) -> None:
+        self.walk(s.get("values"), (*path, "{}"), scope)
+
+    def union(self, branches: list[Any], path: tuple[str, ...], scope: Scope) -> None:
+        for branch in branches:
+            self.walk(branch, path, scope)
 
 
 def _check_scales(writer: dict[tuple[str, ...], tuple[int, int]],
@@ -377,14 +355,14 @@ def _check_scales(writer: dict[tuple[str, ...], tuple[int, int]],
                           "reads a decimal as another of the same scale only")
 
 
-def named_types(registered: Registered) -> dict[str, Any]:
+def named_types(registered: Registered) -> Named:
     """The named types a schema's references define (Confluent schema references)."""
-    named: dict[str, Any] = {}
+    named: Named = {}
     for _, ref in registered.references:
         named.update(named_types(ref))
         schema = parse(ref.text, named)
         if isinstance(schema, dict) and "name" in schema:
-            named[_fullname(schema, None)] = schema
+            named[fullname(schema, None)] = schema
     return named
 
 
@@ -392,70 +370,71 @@ def _canonical(schema: Any) -> str:
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
-def _union_fixer(schema: Any, t: pa.DataType, named: dict[str, Any]) -> Callable[[Any], Any]:  # noqa: C901 - counts its inner make: a dispatch over Avro's types
+def _union_fixer(schema: Any, t: pa.DataType, named: Named) -> Callable[[Any], Any]:
     """A function that rewrites the values of complex unions as {memberN: value}, choosing
     the branch by the value's kind (records come as (name, value) from fastavro)."""
-    resolve = _Types(dict(named))
+    fixer = _UnionFixer(dict(named)).walk(schema, t)
+    return fixer or (lambda v: v)
 
-    def make(s: Any, t: pa.DataType, ns: str | None) -> Callable[[Any], Any] | None:  # noqa: C901 - a flat dispatch over the Avro spec's types
-        if isinstance(s, str) and s not in _PRIMITIVES:
-            full = s if "." in s or not ns else f"{ns}.{s}"
-            s = resolve.named.get(full) or resolve.named.get(s) or s
-        if isinstance(s, list):
-            real = [b for b in s if b != "null"]
-            if pa.types.is_struct(t) and len(real) > 1 and t.num_fields == len(real):
-                branches = [(b, make(b, f.type, ns), f.name, f.type) for b, f in zip(real, t)]
-                return lambda v: None if v is None else _pick(v, branches)
-            if len(real) == 1:
-                return make(real[0], t, ns)
-            return None
-        if isinstance(s, dict):
-            kind = s.get("type")
-            if kind in ("record", "error"):
-                name = resolve._name(s, ns)
-                inner = name.rpartition(".")[0] or None
-                subs: list[tuple[str, Callable[[Any], Any]]] = []
-                for f, ft in zip(s["fields"], t):
-                    fn = make(f["type"], ft.type, inner)
-                    if fn is not None:
-                        subs.append((f["name"], fn))
-                if not subs:
-                    return None
 
-                def record(v: Any) -> Any:
-                    if isinstance(v, tuple):
-                        v = v[1]
-                    if v is None:
-                        return None
-                    out = dict(v)
-                    for n, fn in subs:
-                        out[n] = fn(out.get(n))
-                    return out
-                return record
-            if kind == "array":
-                item = make(s["items"], t.value_type, ns)
-                if item is None:
-                    return None
-                return lambda v: None if v is None else [item(x) for x in v]
-            if kind == "map":
-                value = make(s["values"], t.item_type, ns)
-                if value is None:
-                    return None
-                return lambda v: None if v is None else {k: value(x) for k, x in v.items()}
-            if isinstance(kind, (str, list, dict)) and kind not in _PRIMITIVES and \
-                    kind not in ("enum", "fixed"):
-                return make(kind, t, ns)
+class _UnionFixer(SchemaWalk["pa.DataType", "Callable[[Any], Any] | None"]):
+    """Beside the schema, its Arrow type: a function for the values that hold a complex
+    union somewhere, None for the others (their values stay as they are)."""
+
+    def leaf(self, s: Any, t: pa.DataType) -> Callable[[Any], Any] | None:
         return None
 
-    fixer = make(schema, t, None)
-    return fixer or (lambda v: v)
+    def union(self, branches: list[Any], t: pa.DataType,
+              scope: Scope) -> Callable[[Any], Any] | None:
+        real = [b for b in branches if b != "null"]
+        if pa.types.is_struct(t) and len(real) > 1 and t.num_fields == len(real):
+            subs = [(b, self.walk(b, f.type, scope), f.name, f.type) for b, f in zip(real, t)]
+            return lambda v: None if v is None else _pick(v, subs)
+        if len(real) == 1:
+            return self.walk(real[0], t, scope)
+        return None
+
+    def record(self, s: Node, t: pa.DataType,
+               inner: Scope) -> Callable[[Any], Any] | None:
+        subs: list[tuple[str, Callable[[Any], Any]]] = []
+        for f, ft in zip(s["fields"], t):
+            fn = self.walk(f["type"], ft.type, inner)
+            if fn is not None:
+                subs.append((f["name"], fn))
+        if not subs:
+            return None
+
+        def record(v: Any) -> Any:
+            if isinstance(v, tuple):
+                v = v[1]
+            if v is None:
+                return None
+            out = dict(v)
+            for n, fn in subs:
+                out[n] = fn(out.get(n))
+            return out
+        return record
+
+    def array(self, s: Node, t: pa.DataType,
+              scope: Scope) -> Callable[[Any], Any] | None:
+        item = self.walk(s["items"], t.value_type, scope)
+        if item is None:
+            return None
+        return lambda v: None if v is None else [item(x) for x in v]
+
+    def map(self, s: Node, t: pa.DataType,
+            scope: Scope) -> Callable[[Any], Any] | None:
+        value = self.walk(s["values"], t.item_type, scope)
+        if value is None:
+            return None
+        return lambda v: None if v is None else {k: value(x) for k, x in v.items()}
 
 
 def _pick(v: Any, subs: list[tuple[Any, Any, str, pa.DataType]]) -> dict[str, Any]:
     name = v[0] if isinstance(v, tuple) else None
     for branch, fn, member, t in subs:
         if name is not None:
-            if isinstance(branch, dict) and _fullname(branch, None).endswith(name) or \
+            if isinstance(branch, dict) and fullname(branch, None).endswith(name) or \
                     isinstance(branch, str) and name.endswith(branch):
                 return {member: fn(v) if fn else v[1]}
             continue
@@ -464,19 +443,17 @@ def _pick(v: Any, subs: list[tuple[Any, Any, str, pa.DataType]]) -> dict[str, An
     raise ValueError(f"no union branch holds {str(v)[:40]}")
 
 
+# A union's value → the Arrow types of the members that may hold it (bool before int).
+_HOLDS: tuple[tuple[type | tuple[type, ...], Callable[[pa.DataType], Any]], ...] = (
+    (bool, pa.types.is_boolean),
+    (int, lambda t: pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)),
+    (float, pa.types.is_floating), (str, pa.types.is_string),
+    ((bytes, bytearray), pa.types.is_binary), (list, pa.types.is_list),
+    (dict, lambda t: pa.types.is_map(t) or pa.types.is_struct(t)))
+
+
 def _fits(v: Any, t: pa.DataType) -> bool:
-    if isinstance(v, bool):
-        return pa.types.is_boolean(t)
-    if isinstance(v, int):
-        return pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)
-    if isinstance(v, float):
-        return pa.types.is_floating(t)
-    if isinstance(v, str):
-        return pa.types.is_string(t)
-    if isinstance(v, (bytes, bytearray)):
-        return pa.types.is_binary(t)
-    if isinstance(v, list):
-        return pa.types.is_list(t)
-    if isinstance(v, dict):
-        return pa.types.is_map(t) or pa.types.is_struct(t)
-    return pa.types.is_decimal(t)
+    for kind, holds in _HOLDS:
+        if isinstance(v, kind):
+            return bool(holds(t))
+    return bool(pa.types.is_decimal(t))

@@ -17,67 +17,95 @@ from __future__ import annotations
 from typing import Any
 
 from . import AvroSchemaError
+from .avro_walk import Named, Node, SchemaWalk, Scope
 
 _NUMBERS = {"int", "long", "float", "double"}
 
 
-def bytes_defaults(schema: Any, named: dict[str, Any]) -> None:  # noqa: C901 - a dispatch over the Avro spec's default rules
+def bytes_defaults(schema: Any, named: Named) -> None:
     """Every field default of a parsed reader ``schema`` (fastavro's ``parse_schema`` output:
     full names, ``named`` its named types) with bytes where the spec means bytes."""
-    walked: set[int] = set()
-
-    def types(s: Any, path: str) -> None:
-        """Walk a type for the records whose fields carry defaults."""
-        s = named.get(s, s) if isinstance(s, str) else s
-        if isinstance(s, list):
-            for branch in s:
-                types(branch, path)
-        elif isinstance(s, dict):
-            kind = s.get("type")
-            if kind in ("record", "error") and id(s) not in walked:
-                walked.add(id(s))
-                for f in s.get("fields", []):
-                    where = f"{path}.{f['name']}" if path else f["name"]
-                    if "default" in f:
-                        f["default"] = value(f["default"], f["type"], where)
-                    types(f["type"], where)
-            elif kind == "array":
-                types(s.get("items"), f"{path}[]")
-            elif kind == "map":
-                types(s.get("values"), f"{path}{{}}")
-
-    def value(v: Any, s: Any, path: str) -> Any:
-        """A JSON default ``v`` of type ``s`` as the value a decoded record would hold."""
-        if isinstance(s, str) and s in named:
-            s = named[s]
-        if isinstance(s, list):
-            branch = next((b for b in s if _holds(b, v, named)), None)
-            return v if branch is None else value(v, branch, path)
-        kind = s.get("type") if isinstance(s, dict) else s
-        if kind == "bytes":
-            return _bytes(v, None, path)
-        if kind == "fixed":
-            return _bytes(v, s.get("size"), path)
-        if kind in ("record", "error") and isinstance(v, dict):
-            out = {}
-            for f in s.get("fields", []):
-                if f["name"] in v:
-                    out[f["name"]] = value(v[f["name"]], f["type"], f"{path}.{f['name']}")
-                elif "default" in f:
-                    out[f["name"]] = value(f["default"], f["type"], f"{path}.{f['name']}")
-            return out
-        if kind == "array" and isinstance(v, list):
-            return [value(x, s["items"], f"{path}[{i}]") for i, x in enumerate(v)]
-        if kind == "map" and isinstance(v, dict):
-            return {k: value(x, s["values"], f"{path}[{k!r}]") for k, x in v.items()}
-        if isinstance(kind, (dict, list)):  # {"type": {...}}
-            return value(v, kind, path)
-        return v
-
-    types(schema, "")
+    _Fields(named).walk(schema, "")
 
 
-def _bytes(v: Any, size: int | None, path: str) -> Any:
+class _Fields(SchemaWalk[str, None]):
+    """Walks the types for the records whose fields carry defaults (``arg``: the path)."""
+
+    def __init__(self, named: Named) -> None:
+        super().__init__(named)
+        self.walked: set[int] = set()
+        self.value = _Value(named)
+
+    def leaf(self, s: Any, path: str) -> None:
+        return None
+
+    def record(self, s: Node, path: str, inner: Scope) -> None:
+        if id(s) in self.walked:
+            return
+        self.walked.add(id(s))
+        for f in s.get("fields", []):
+            where = f"{path}.{f['name']}" if path else f["name"]
+            if "default" in f:
+                f["default"] = self.value.walk(f["type"], (f["default"], where), inner)
+            self.walk(f["type"], where, inner)
+
+    def array(self, s: Node, path: str, scope: Scope) -> None:
+        self.walk(s.get("items"), f"{path}[]", scope)
+
+    def map(self, s: Node, path: str, scope: Scope) -> None:
+        self.walk(s.get("values"), f"{path}{{}}", scope)
+
+    def union(self, branches: list[Any], path: str, scope: Scope) -> None:
+        for branch in branches:
+            self.walk(branch, path, scope)
+
+
+class _Value(SchemaWalk[tuple[Any, str], Any]):
+    """A JSON default (``arg``: it and its path) as the value a decoded record would hold."""
+
+    follows_recursion = True  # the default's value bounds the walk
+
+    def leaf(self, s: Any, arg: tuple[Any, str]) -> Any:
+        return arg[0]
+
+    def primitive(self, kind: str, arg: tuple[Any, str]) -> Any:
+        return _bytes(*arg, None) if kind == "bytes" else arg[0]
+
+    def fixed(self, s: Node, arg: tuple[Any, str]) -> Any:
+        return _bytes(*arg, s.get("size"))
+
+    def union(self, branches: list[Any], arg: tuple[Any, str], scope: Scope) -> Any:
+        branch = next((b for b in branches if _holds(b, arg[0], self.named)), None)
+        return arg[0] if branch is None else self.walk(branch, arg, scope)
+
+    def record(self, s: Node, arg: tuple[Any, str], inner: Scope) -> Any:
+        v, path = arg
+        if not isinstance(v, dict):
+            return v
+        out = {}
+        for f in s.get("fields", []):
+            if f["name"] in v:
+                out[f["name"]] = self.walk(f["type"], (v[f["name"]], f"{path}.{f['name']}"),
+                                           inner)
+            elif "default" in f:
+                out[f["name"]] = self.walk(f["type"], (f["default"], f"{path}.{f['name']}"),
+                                           inner)
+        return out
+
+    def array(self, s: Node, arg: tuple[Any, str], scope: Scope) -> Any:
+        v, path = arg
+        if not isinstance(v, list):
+            return v
+        return [self.walk(s["items"], (x, f"{path}[{i}]"), scope) for i, x in enumerate(v)]
+
+    def map(self, s: Node, arg: tuple[Any, str], scope: Scope) -> Any:
+        v, path = arg
+        if not isinstance(v, dict):
+            return v
+        return {k: self.walk(s["values"], (x, f"{path}[{k!r}]"), scope) for k, x in v.items()}
+
+
+def _bytes(v: Any, path: str, size: int | None) -> Any:
     if not isinstance(v, str):
         return v
     try:
@@ -93,7 +121,7 @@ def _bytes(v: Any, size: int | None, path: str) -> Any:
     return out
 
 
-def _holds(s: Any, v: Any, named: dict[str, Any]) -> bool:
+def _holds(s: Any, v: Any, named: Named) -> bool:
     """Whether a union branch ``s`` holds the JSON value ``v`` (Avro 1.12: a union's default
     is for the first branch that matches it)."""
     if isinstance(s, str) and s in named:

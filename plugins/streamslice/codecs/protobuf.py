@@ -347,7 +347,8 @@ class ProtobufCodec(Codec):
                         v = None
                 out.append(v)
             arr = pa.array(out, self.type)
-        return arr.flatten()
+        columns: list[pa.Array] = arr.flatten()
+        return columns
 
     def describe_error(self, exc: Exception) -> str:
         if type(exc).__name__ == "DecodeError":

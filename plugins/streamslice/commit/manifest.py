@@ -75,11 +75,11 @@ class Manifest(Versioned):
         return decode(cls, data)
 
 
-def plan_id(plan: ReadPlan) -> str:
+def plan_id(plan: ReadPlan[Any]) -> str:
     return hashlib.sha256(plan.to_json().encode()).hexdigest()[:16]
 
 
-def build_manifest(plan: ReadPlan, figures: Verified, *, run_id: str | None = None,
+def build_manifest(plan: ReadPlan[Any], figures: Verified, *, run_id: str | None = None,
                    committed_at: int | None = None) -> Manifest:
     summaries = figures.summaries
     ts = [s for s in summaries if s.min_timestamp is not None]

@@ -32,7 +32,7 @@ class Verified:
     dead_letters: int
 
 
-def verify(plan: ReadPlan, staging: Staging) -> Verified:
+def verify(plan: ReadPlan[Any], staging: Staging) -> Verified:
     """Every split reached its stop, and the staged records are exactly what the readers kept:
     per split key, the staged count equals the summaries' count (no gap, no duplicate) and every
     position lies inside the plan's ranges. Returns the figures; raises CommitError."""
@@ -73,7 +73,7 @@ def verify(plan: ReadPlan, staging: Staging) -> Verified:
     return Verified([summaries[s.id] for s in plan.splits], staged, sum(expected.values()), dead)
 
 
-def check_some_decoded(plan: ReadPlan, staging: Staging, records: int, dead: int) -> None:
+def check_some_decoded(plan: ReadPlan[Any], staging: Staging, records: int, dead: int) -> None:
     """A run that read records and decoded none is not a success, unless the pipeline says
     such runs are expected (``format.allow_all_dead_letters``): a format that does not match
     the topic (a schema, a Protobuf message, a subject) dead-letters everything while the
@@ -88,7 +88,7 @@ def check_some_decoded(plan: ReadPlan, staging: Staging, records: int, dead: int
         "format.allow_all_dead_letters: true")
 
 
-def staged_counts(plan: ReadPlan, staging: Staging) -> dict[str, dict[str, Any]]:
+def staged_counts(plan: ReadPlan[Any], staging: Staging) -> dict[str, dict[str, Any]]:
     """Records per split key (and min/max position where the source has one) from the
     staged files."""
     group, position = source_class(plan.source).readers().verify_columns

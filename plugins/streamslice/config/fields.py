@@ -4,16 +4,19 @@ Each accessor returns the checked value, or ``default`` (of whatever type the ca
 when the key is absent; without a default the key is required."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ConfigError
 from .yamlfile import line_of
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Container, Sequence
 
 _MISSING: Any = object()
+_D = TypeVar("_D")  # a default, of whatever type the caller gives
+_T = TypeVar("_T")
+_S = TypeVar("_S", bound=str)  # one of the choices given (a Literal where they are typed so)
 
 
 class Fields:
@@ -52,6 +55,22 @@ class Fields:
             return default
         return self.mapping[key]
 
+    @overload
+    def str(self, key: Any) -> builtins.str:
+        ...
+
+    @overload
+    def str(self, key: Any, *, choices: Sequence[_S]) -> _S:
+        ...
+
+    @overload
+    def str(self, key: Any, default: _D) -> builtins.str | _D:
+        ...
+
+    @overload
+    def str(self, key: Any, default: _D, choices: Sequence[_S]) -> _S | _D:
+        ...
+
     def str(self, key: Any, default: Any = _MISSING,
             choices: Sequence[builtins.str] | None = None) -> Any:
         value = self.raw(key, default)
@@ -62,6 +81,16 @@ class Fields:
         if choices and value not in choices:
             raise self.error(f"{value!r} is not one of: {', '.join(choices)}", key)
         return value
+
+    @overload
+    def int(self, key: Any, *, minimum: builtins.int | None = None,
+            maximum: builtins.int | None = 2**63 - 1) -> builtins.int:
+        ...
+
+    @overload
+    def int(self, key: Any, default: _D, minimum: builtins.int | None = None,
+            maximum: builtins.int | None = 2**63 - 1) -> builtins.int | _D:
+        ...
 
     def int(self, key: Any, default: Any = _MISSING, minimum: builtins.int | None = None,
             maximum: builtins.int | None = 2**63 - 1) -> Any:
@@ -76,11 +105,19 @@ class Fields:
             raise self.error(f"must be at most {maximum}, got {value}", key)
         return value
 
-    def bool(self, key: Any, default: Any = _MISSING) -> Any:
+    def bool(self, key: Any, default: builtins.bool = _MISSING) -> builtins.bool:
         value = self.raw(key, default)
         if not isinstance(value, bool):
             raise self.error(f"must be true or false, got {_kind(value)}", key)
         return value
+
+    @overload
+    def list(self, key: Any) -> builtins.list[Any]:
+        ...
+
+    @overload
+    def list(self, key: Any, default: _D) -> builtins.list[Any] | _D:
+        ...
 
     def list(self, key: Any, default: Any = _MISSING) -> Any:
         value = self.raw(key, default)
@@ -97,6 +134,14 @@ class Fields:
         return Fields(value, file=self.file, path=self.name(key),
                       parent_line=line_of(self.mapping, key))
 
+    @overload
+    def parse(self, key: Any, parser: Callable[[Any], _T]) -> _T:
+        ...
+
+    @overload
+    def parse(self, key: Any, parser: Callable[[Any], _T], default: _D) -> _T | _D:
+        ...
+
     def parse(self, key: Any, parser: Callable[[Any], Any], default: Any = _MISSING) -> Any:
         """Apply ``parser`` (which raises ValueError with a reason) to a value."""
         value = self.raw(key, default)
@@ -106,6 +151,23 @@ class Fields:
             return parser(value)
         except ValueError as exc:
             raise self.error(str(exc), key) from None
+
+    def others_keys(self, told: Callable[[Any], builtins.str | None],
+                    skip: Container[Any] = (), nothing: Container[Any] = (None, {})) -> None:
+        """The keys not read yet (nor in ``skip``) that belong to another choice (another
+        runner, another output format): ``told(key)`` says what its user is told, or None
+        for a key no other choice takes (``done`` names those). Set to ``nothing`` such a
+        key is taken as read, as nothing is set and nothing ignored; else it is refused."""
+        for key, value in self.mapping.items():
+            if key in self.seen or key in skip:
+                continue
+            message = told(key)
+            if message is None:
+                continue
+            if value in nothing:
+                self.seen.add(key)
+                continue
+            raise self.error(message, key)
 
     def done(self) -> None:
         unknown = [k for k in self.mapping if k not in self.seen]

@@ -39,7 +39,7 @@ from .task_args import LAYOUT_TASKS, TaskRouting, parse_task_routing
 if TYPE_CHECKING:
     from ..sources import Source
 
-MODES = ("interval", "incremental")
+MODES: tuple[Literal["interval", "incremental"], ...] = ("interval", "incremental")
 MAX_FILE_BYTES = 1024 * 1024
 # How a run's plan, read and commit map to Airflow tasks: one task each, or one task for all
 TASK_LAYOUTS = ("separate", "combined")

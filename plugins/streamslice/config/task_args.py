@@ -88,7 +88,8 @@ def _executor_config(f: Fields) -> dict[str, Any] | None:
     if pod is not None and not isinstance(pod, dict):
         raise f.child("executor_config").error(
             "must be a pod as a mapping, as in a pod's YAML (metadata, spec)", "pod_override")
-    return _plain(value)
+    plain: dict[str, Any] = _plain(value)
+    return plain
 
 
 def _plain(value: Any) -> Any:

@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config.fields import Fields
+    from .source import FileSource
 
 STARTS = ("earliest", "latest")
 
 
-def parse_files(f: Fields, mode: str, pipeline: str) -> dict[str, Any]:
-    """``f`` is a Fields over the files mapping. Returns the FileSource's fields."""
+def parse_files(f: Fields, mode: str, pipeline: str) -> FileSource:
+    """``f`` is a Fields over the files mapping."""
+    from .source import FileSource
     if mode == "interval":
         raise f.error("lines in a file carry no time to cut intervals by; use mode "
                       "incremental (each run reads the lines added since the last)")
@@ -19,7 +21,7 @@ def parse_files(f: Fields, mode: str, pipeline: str) -> dict[str, Any]:
     if "://" not in path and not os.path.isabs(path):
         raise f.error(f"{path!r} must be an absolute path or a URI (s3://bucket/prefix, "
                       "file:///…); ${VAR} takes one from the environment", "path")
-    fields = {"path": path.rstrip("/") or "/", "pattern": f.str("pattern", "*"),
-              "start": f.str("start", "earliest", choices=STARTS)}
+    source = FileSource(path=path.rstrip("/") or "/", pattern=f.str("pattern", "*"),
+                        start=f.str("start", "earliest", choices=STARTS))
     f.done()
-    return fields
+    return source

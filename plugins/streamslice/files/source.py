@@ -16,6 +16,7 @@ from .split import FileSplit, FileSplitSerializer
 
 if TYPE_CHECKING:
     from ..config.fields import Fields
+    from ..sources import Properties
     from .planner import FilePlanner
     from .reader import FileReaders
 
@@ -36,7 +37,7 @@ class FileSource(Source[FileSplit]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> FileSource:
         from .config import parse_files
-        return cls(**parse_files(f, mode, pipeline))
+        return parse_files(f, mode, pipeline)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[FileSource, dict[str, Any]]:
@@ -50,7 +51,7 @@ class FileSource(Source[FileSplit]):
         return cls(path=options["path"].rstrip("/") or "/",
                    pattern=options.get("pattern", "*"), start=start), {}
 
-    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    def client_properties(self, resolved: Properties | None = None) -> Properties:
         return dict(resolved or {})
 
     def describe(self) -> str:

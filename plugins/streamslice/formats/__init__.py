@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..config.fields import Fields
+    from ..sources import Properties
 
 Role = Literal["value", "key"]
 
@@ -182,21 +183,21 @@ def format_class(name: str) -> type[Format]:
 
 
 def make_format(spec: FormatSpec, role: Role = "value",
-                properties: dict[str, Any] | None = None) -> Format:
+                properties: Properties | None = None) -> Format:
     """The format a spec describes, ready to decode (on an executor). ``properties``: the
     client properties, for formats that use them (``BaseFormat.uses_properties``)."""
     cls: Any = format_class(spec.name)
-    if getattr(cls, "uses_properties", False):
-        return cls(spec, role, properties=properties or {})
-    return cls(spec, role)
+    made: Format = cls(spec, role, properties=properties or {}) \
+        if getattr(cls, "uses_properties", False) else cls(spec, role)
+    return made
 
 
-def prepare_format(spec: FormatSpec, properties: dict[str, Any] | None = None) -> FormatSpec:
+def prepare_format(spec: FormatSpec, properties: Properties | None = None) -> FormatSpec:
     """``Format.prepare``, with the client properties for formats that use them."""
     cls: Any = format_class(spec.name)
-    if getattr(cls, "uses_properties", False):
-        return cls.prepare(spec, properties=properties or {})
-    return cls.prepare(spec)
+    prepared: FormatSpec = cls.prepare(spec, properties=properties or {}) \
+        if getattr(cls, "uses_properties", False) else cls.prepare(spec)
+    return prepared
 
 
 def formats_for(role: Role) -> tuple[str, ...]:

@@ -78,7 +78,8 @@ class Avro(RegisteredFormat):
 
     @classmethod
     def make_codec(cls, spec: FormatSpec) -> AvroCodec:
-        from ..codecs.avro import AvroCodec, AvroSchemaError, named_types
+        from ..codecs import AvroSchemaError
+        from ..codecs.avro import AvroCodec, named_types
         try:
             if "schema" in spec.options:
                 return AvroCodec(spec.options["schema"])

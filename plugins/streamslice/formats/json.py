@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NotRequired, Required, TypedDict
@@ -50,7 +50,15 @@ import pyarrow.compute as pc
 from ..errors import ConfigError
 from . import BaseFormat, Decoded, FormatSpec, Role
 from .json_columns import Columnar
-from .types import SchemaError, parse_schema, schema_from_mapping, spark_ddl, spark_type
+from .types import (
+    SchemaError,
+    TypeFold,
+    holds,
+    parse_schema,
+    schema_from_mapping,
+    spark_ddl,
+    spark_type,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -137,12 +145,12 @@ class Json(BaseFormat):
         self.struct = pa.struct(list(self.schema))
         epoch = spec.options.get("epoch_unit", "seconds")
         records = [_msgspec_record(self.schema, native=True)]
-        self._checked = _has_timestamps(self.struct)
+        self._checked = holds(self.struct, pa.types.is_timestamp)
         if self._checked:  # epoch timestamps and other ISO 8601 forms need the hook
             records.append(_msgspec_record(self.schema, native=False, epoch=epoch))
         self._fast = [msgspec.json.Decoder(r, dec_hook=_dec_hook) for r in records]
         self._slow = [(f.name, _converter(f.type, epoch), f.nullable) for f in self.schema]
-        self._columnar = Columnar(self.schema, lambda typ: _msgspec_type(typ, native=True))
+        self._columnar = Columnar(self.schema, lambda typ: _msgspec_leaf(typ, native=True))
 
     def fields(self, column: str) -> list[pa.Field]:
         return list(self.schema)
@@ -292,16 +300,21 @@ Conv = Callable[[Any, str], Any]
 def _converter(typ: pa.DataType, epoch: str = "seconds") -> Conv:
     """What a JSON value of ``typ`` must be, as a function (value, path) → Arrow-ready value;
     ``epoch``: what a number in a timestamp counts."""
-    inner = _nonnull_converter(typ, epoch)
+    return _Converters(epoch).of(typ)
 
+
+def _nullable(inner: Conv) -> Conv:
     def conv(value: Any, path: str) -> Any:
         return None if value is None else inner(value, path)
     return conv
 
 
-def _nonnull_converter(typ: pa.DataType, epoch: str) -> Conv:  # noqa: C901 - a flat dispatch over Arrow's types
-    if pa.types.is_struct(typ):
-        children = [(f.name, _converter(f.type, epoch), f.nullable) for f in typ]
+class _Converters(TypeFold[Conv]):
+    def __init__(self, epoch: str) -> None:
+        self.epoch = epoch
+
+    def struct(self, typ: pa.StructType, fields: list[Conv]) -> Conv:
+        children = [(f.name, conv, f.nullable) for f, conv in zip(typ, fields)]
 
         def struct(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
@@ -314,18 +327,16 @@ def _nonnull_converter(typ: pa.DataType, epoch: str) -> Conv:  # noqa: C901 - a 
                                f"{'null' if name in value else 'nothing'}")
                 out[name] = conv(child, f"{path}.{name}")
             return out
-        return struct
-    if pa.types.is_list(typ):
-        element = _converter(typ.value_type, epoch)
+        return _nullable(struct)
 
+    def array(self, typ: pa.ListType, element: Conv) -> Conv:
         def array(value: Any, path: str) -> Any:
             if not isinstance(value, list):
                 raise _mismatch(path, f"{spark_type(typ)} (a JSON array)", value)
             return [element(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        return array
-    if pa.types.is_map(typ):
-        item = _converter(typ.item_type, epoch)
+        return _nullable(array)
 
+    def map(self, typ: pa.MapType, item: Conv) -> Conv:
         def mapping(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
                 raise _mismatch(path, f"{spark_type(typ)} (a JSON object)", value)
@@ -336,8 +347,10 @@ def _nonnull_converter(typ: pa.DataType, epoch: str) -> Conv:  # noqa: C901 - a 
                     raise _Bad(f"field {at!r}: a map key that cannot be UTF-8")
                 out.append((k, item(v, at)))
             return out
-        return mapping
-    return _scalar(typ, epoch)
+        return _nullable(mapping)
+
+    def leaf(self, typ: pa.DataType) -> Conv:
+        return _nullable(_scalar(typ, self.epoch))
 
 
 def _scalar(typ: pa.DataType, epoch: str = "seconds") -> Conv:  # noqa: C901 - a flat dispatch over Arrow's scalar types
@@ -446,7 +459,7 @@ _EXTENDED = re.compile(r"\s*\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}(?::\d{2}(?::\d{2}(?:
                        r"\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?\s*")
 
 
-def _text_time(value: str, decoder: msgspec.json.Decoder) -> datetime:
+def _text_time(value: str, decoder: msgspec.json.Decoder[Any]) -> datetime:
     """RFC 3339 as msgspec reads it (the fast decoder reads those natively, rounding a
     seventh fractional digit), else what ``datetime.fromisoformat`` reads (which truncates
     it) of the shapes Spark reads: one rule for both decoders."""
@@ -513,18 +526,6 @@ def _in_range(array: pa.Array) -> bool:
     return True
 
 
-def _has_timestamps(typ: pa.DataType) -> bool:
-    if pa.types.is_timestamp(typ):
-        return True
-    if pa.types.is_struct(typ):
-        return any(_has_timestamps(f.type) for f in typ)
-    if pa.types.is_map(typ):
-        return _has_timestamps(typ.item_type)
-    if pa.types.is_list(typ):
-        return _has_timestamps(typ.value_type)
-    return False
-
-
 class _Parsed(type):
     """msgspec checks that ``dec_hook`` returned an instance of the type it asked for; these
     marker types stand for what their ``parse`` returns (a datetime, or microseconds)."""
@@ -557,21 +558,34 @@ def _msgspec_record(schema: pa.Schema | pa.StructType, native: bool,
                     epoch: str = "seconds") -> Any:
     """The schema as a msgspec type; ``native``: timestamps as msgspec's own RFC 3339 text
     only (C speed), else through ``_timestamp`` (epoch numbers too, counting ``epoch``)."""
-    fields: dict[str, Any] = {}
-    for f in schema:
-        typ = _msgspec_type(f.type, native, epoch)
-        fields[f.name] = NotRequired[typ | None] if f.nullable else Required[typ]
-    return TypedDict(f"Record{next(_counter)}", fields, total=False)  # type: ignore[operator]
+    types = _MsgspecTypes(native, epoch)
+    return types.record(schema, types.fields(schema))
 
 
-def _msgspec_type(typ: pa.DataType, native: bool, epoch: str = "seconds") -> Any:  # noqa: C901 - a flat dispatch over Arrow's types
-    if pa.types.is_struct(typ):
-        return _msgspec_record(typ, native, epoch)
-    if pa.types.is_list(typ):
-        return list[_msgspec_type(typ.value_type, native, epoch) | None]  # type: ignore[misc]
-    if pa.types.is_map(typ):
-        return dict[str, _msgspec_type(typ.item_type, native,  # type: ignore[misc]
-                                       epoch) | None]
+class _MsgspecTypes(TypeFold[Any]):
+    def __init__(self, native: bool, epoch: str) -> None:
+        self.native, self.epoch = native, epoch
+
+    def record(self, fields: Iterable[pa.Field], types: list[Any]) -> Any:
+        out: dict[str, Any] = {}
+        for f, typ in zip(fields, types):
+            out[f.name] = NotRequired[typ | None] if f.nullable else Required[typ]
+        return TypedDict(f"Record{next(_counter)}", out, total=False)  # type: ignore[operator]
+
+    def struct(self, typ: pa.StructType, fields: list[Any]) -> Any:
+        return self.record(typ, fields)
+
+    def array(self, typ: pa.ListType, item: Any) -> Any:
+        return list[item | None]
+
+    def map(self, typ: pa.MapType, item: Any) -> Any:
+        return dict[str, item | None]
+
+    def leaf(self, typ: pa.DataType) -> Any:
+        return _msgspec_leaf(typ, self.native, self.epoch)
+
+
+def _msgspec_leaf(typ: pa.DataType, native: bool, epoch: str = "seconds") -> Any:  # noqa: C901 - a flat dispatch over Arrow's scalar types
     if pa.types.is_integer(typ):
         lo, hi = _INT_RANGES[typ.bit_width]
         return Annotated[int, msgspec.Meta(ge=lo, le=hi)]

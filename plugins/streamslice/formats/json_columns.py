@@ -30,6 +30,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
+from .types import TypeFold, holds
+
 Build = Callable[[list[Any]], pa.Array]
 _ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
 _names = count()
@@ -45,7 +47,7 @@ class Columnar:
 
     def __init__(self, schema: pa.Schema, leaf: Callable[[pa.DataType], Any]) -> None:
         self.struct = pa.struct(list(schema))
-        texts = (True, False) if _has(self.struct, pa.types.is_decimal) else (True,)
+        texts = (True, False) if holds(self.struct, pa.types.is_decimal) else (True,)
         self.variants = [_Variant(self.struct, leaf, text) for text in texts]
         self._skip = self._numbers_first = 0
 
@@ -78,38 +80,42 @@ class Columnar:
         return None
 
 
-class _Variant:
+class _Variant(TypeFold[tuple[Any, Build]]):
+    """Each type's msgspec type for its values, and how a list of them becomes its array."""
+
     def __init__(self, struct: pa.StructType, leaf: Callable[[pa.DataType], Any],
                  decimal_text: bool) -> None:
-        self.leaf, self.decimal_text = leaf, decimal_text
+        self.leaf_type, self.decimal_text = leaf, decimal_text
         self.batches = 0
-        record, self.build = self._struct(struct, top=True)
+        record, self.build = self._struct(struct, self.fields(struct), top=True)
         self.decoder = msgspec.json.Decoder(record)
 
-    def _type(self, typ: pa.DataType) -> tuple[Any, Build]:
-        """The msgspec type of ``typ``'s values, and how a list of them becomes its array."""
-        if pa.types.is_struct(typ):
-            return self._struct(typ)
-        if pa.types.is_list(typ):
-            item, build = self._type(typ.value_type)
-            return list[item | None], _list(typ, build)  # type: ignore[valid-type]
-        if pa.types.is_map(typ):
-            item, build = self._type(typ.item_type)
-            return dict[str, item | None], _map(typ, build)  # type: ignore[valid-type]
+    def struct(self, typ: pa.StructType, fields: list[tuple[Any, Build]]) -> tuple[Any, Build]:
+        return self._struct(typ, fields)
+
+    def array(self, typ: pa.ListType, item: tuple[Any, Build]) -> tuple[Any, Build]:
+        values, build = item
+        return list[values | None], _list(typ, build)  # type: ignore[valid-type]
+
+    def map(self, typ: pa.MapType, item: tuple[Any, Build]) -> tuple[Any, Build]:
+        values, build = item
+        return dict[str, values | None], _map(typ, build)  # type: ignore[valid-type]
+
+    def leaf(self, typ: pa.DataType) -> tuple[Any, Build]:
         if pa.types.is_decimal(typ):
             if self.decimal_text:
                 return str, _cast(typ)
             return Decimal, _direct(typ)
         if pa.types.is_timestamp(typ):
             return str, _cast(typ)
-        return self.leaf(typ), _direct(typ)
+        return self.leaf_type(typ), _direct(typ)
 
-    def _struct(self, typ: pa.StructType, top: bool = False) -> tuple[Any, Build]:
+    def _struct(self, typ: pa.StructType, types: list[tuple[Any, Build]],
+                top: bool = False) -> tuple[Any, Build]:
         fields: list[tuple[Any, ...]] = []
         rename: dict[str, str] = {}
         children: list[tuple[Callable[[Any], Any], Build]] = []
-        for i, f in enumerate(typ):
-            item, child = self._type(f.type)
+        for i, (f, (item, child)) in enumerate(zip(typ, types)):
             attr = f"f{i}"  # JSON names need not be identifiers: msgspec renames
             fields.append((attr, item) if not f.nullable else (attr, item | None, None))
             rename[attr] = f.name
@@ -170,15 +176,3 @@ def _offsets(values: list[Any]) -> pa.Array:
     np.cumsum(np.fromiter(map(len, values), dtype=np.int32, count=len(values)),
               out=offsets[1:])
     return pa.array(offsets)
-
-
-def _has(typ: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
-    if test(typ):
-        return True
-    if pa.types.is_struct(typ):
-        return any(_has(f.type, test) for f in typ)
-    if pa.types.is_list(typ):
-        return _has(typ.value_type, test)
-    if pa.types.is_map(typ):
-        return _has(typ.item_type, test)
-    return False

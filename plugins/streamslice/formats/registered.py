@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..errors import ConfigError
 from ..registry import open_registry
-from ..registry.base import KINDS, Registered, split_properties
+from ..registry.base import KINDS, Registered, RegistrySpec, split_properties
 from . import BaseFormat, Decoded, FormatSpec, Role
 from .types import spark_ddl
 
@@ -41,9 +41,12 @@ if TYPE_CHECKING:
 
     from ..codecs.framed import Codec, Framed
     from ..config.fields import Fields
+    from ..sources import Properties
 
-REGISTRY_KEYS = ("kind", "url", "conn_id", "registry_name", "region", "endpoint_url",
-                 "aws_conn_id")
+# The registry: block's keys besides kind (``RegistrySpec``'s).
+RegistryKey = Literal["url", "conn_id", "registry_name", "region", "endpoint_url", "aws_conn_id"]
+REGISTRY_KEYS: tuple[RegistryKey, ...] = ("url", "conn_id", "registry_name", "region",
+                                          "endpoint_url", "aws_conn_id")
 # Spark options (keys lower-cased by the data source), next to Spark's from_avro /
 # from_protobuf names: the registry's client properties come as ``schema.registry.*``.
 SPARK_OPTIONS = ("schemaRegistryKind", "schemaRegistryName", "subject", "schemaVersion",
@@ -54,13 +57,13 @@ def prefixed(role: Role, key: str) -> str:
     return key if role == "value" else f"key_{key}"
 
 
-def parse_registry(f: Fields) -> dict[str, Any] | None:
+def parse_registry(f: Fields) -> RegistrySpec | None:
     """The shared ``registry:`` block (None without one)."""
     if not f.has("registry"):
         return None
     r = f.child("registry")
-    out: dict[str, Any] = {"kind": r.str("kind", "confluent", choices=KINDS)}
-    for key in REGISTRY_KEYS[1:]:
+    out = RegistrySpec(kind=r.str("kind", "confluent", choices=KINDS))
+    for key in REGISTRY_KEYS:
         value = r.str(key, None)
         if value is not None:
             out[key] = value
@@ -77,7 +80,7 @@ def parse_registry(f: Fields) -> dict[str, Any] | None:
     return out
 
 
-def parse_subject(f: Fields, role: Role, registry: dict[str, Any] | None,
+def parse_subject(f: Fields, role: Role, registry: RegistrySpec | None,
                   fmt: str) -> dict[str, Any]:
     """``subject``/``version`` (or ``key_subject``/``key_version``) of a registry format."""
     subject_key, version_key = prefixed(role, "subject"), prefixed(role, "version")
@@ -129,7 +132,7 @@ def registry_from_options(options: dict[str, str], role: Role) -> dict[str, Any]
     version = options.get("schemaversion" if role == "value" else "keyschemaversion", "latest")
     if version != "latest" and not version.isdigit():
         raise ConfigError(f"option schemaVersion: {version!r} is not latest or a number")
-    registry: dict[str, Any] = {"kind": kind}
+    registry = RegistrySpec(kind=kind)
     if kind == "glue" and options.get("schemaregistryname"):
         registry["registry_name"] = options["schemaregistryname"]
     return {"registry": registry, "subject": subject,
@@ -150,7 +153,7 @@ class RegisteredFormat(BaseFormat):
     registry_format: ClassVar[str | None] = None  # what Confluent's schema fetch asks for
 
     def __init__(self, spec: FormatSpec, role: Role = "value",
-                 properties: dict[str, Any] | None = None) -> None:
+                 properties: Properties | None = None) -> None:
         super().__init__(spec, role)
         self.properties = split_properties(properties or {})[1]
         self.codec = self.cached_codec(spec)
@@ -179,7 +182,7 @@ class RegisteredFormat(BaseFormat):
         raise NotImplementedError
 
     @classmethod
-    def prepare(cls, spec: FormatSpec, properties: dict[str, Any] | None = None) -> FormatSpec:
+    def prepare(cls, spec: FormatSpec, properties: Properties | None = None) -> FormatSpec:
         """Pin the reader schema (a registry's version, the latest now by default) into the
         spec the plan records, with the fields it makes as Spark DDL."""
         options = dict(spec.options)

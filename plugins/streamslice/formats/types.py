@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
-__all__ = ["SchemaError", "parse_schema", "parse_type", "spark_type", "spark_ddl",
-           "schema_from_mapping"]
+__all__ = ["SchemaError", "TypeFold", "holds", "parse_schema", "parse_type", "spark_type",
+           "spark_ddl", "schema_from_mapping"]
+R = TypeVar("R")
 
 METADATA_KEY = b"SPARK::metadata::json"  # where PySpark keeps a StructField's metadata
 MAX_PRECISION = 38
@@ -134,6 +135,60 @@ def spark_type(typ: pa.DataType) -> str:
     if pa.types.is_struct(typ):
         return "struct<" + ",".join(f"{f.name}:{spark_type(f.type)}" for f in typ) + ">"
     raise SchemaError(f"Arrow type {typ} has no Spark type")
+
+
+class TypeFold(Generic[R]):
+    """The one walk over a nested Arrow type, from its leaves up: each shape's method gets the
+    type and what its children became (a struct's, field by field). The JSON decoders' views
+    of a schema (the reference checks, msgspec's types for both fast paths) are folds."""
+
+    def of(self, typ: pa.DataType) -> R:
+        if pa.types.is_struct(typ):
+            return self.struct(typ, self.fields(typ))
+        if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+            return self.array(typ, self.of(typ.value_type))
+        if pa.types.is_map(typ):
+            return self.map(typ, self.of(typ.item_type))
+        return self.leaf(typ)
+
+    def fields(self, fields: Iterable[pa.Field]) -> list[R]:
+        """What each field's type became (a schema's or a struct's fields)."""
+        return [self.of(f.type) for f in fields]
+
+    def struct(self, typ: pa.StructType, fields: list[R]) -> R:
+        raise NotImplementedError
+
+    def array(self, typ: pa.ListType, item: R) -> R:
+        raise NotImplementedError
+
+    def map(self, typ: pa.MapType, item: R) -> R:
+        """``item``: what its values' type became (keys are strings where JSON is read)."""
+        raise NotImplementedError
+
+    def leaf(self, typ: pa.DataType) -> R:
+        raise NotImplementedError
+
+
+class _Holds(TypeFold[bool]):
+    def __init__(self, test: Callable[[pa.DataType], bool]) -> None:
+        self.test = test
+
+    def struct(self, typ: pa.StructType, fields: list[bool]) -> bool:
+        return self.test(typ) or any(fields)
+
+    def array(self, typ: pa.ListType, item: bool) -> bool:
+        return self.test(typ) or item
+
+    def map(self, typ: pa.MapType, item: bool) -> bool:
+        return self.test(typ) or item
+
+    def leaf(self, typ: pa.DataType) -> bool:
+        return self.test(typ)
+
+
+def holds(typ: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
+    """Whether ``typ`` or a type inside it (not a map's keys) passes ``test``."""
+    return _Holds(test).of(typ)
 
 
 def spark_ddl(schema: pa.Schema | pa.StructType) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import SourceError
 from .ranges import bind_range, by_offset
@@ -23,10 +23,11 @@ if TYPE_CHECKING:
 
     from confluent_kafka import Consumer
 
+    from ..sources import Properties
     from .split import KafkaSplit
 
 
-def resolve(splits: list[KafkaSplit], properties: dict[str, Any]) -> list[KafkaSplit]:
+def resolve(splits: list[KafkaSplit], properties: Properties) -> list[KafkaSplit]:
     """The splits with their timestamps looked up and their ranges checked (driver side)."""
     if not any(s.unresolved for s in splits):
         return splits
@@ -34,7 +35,7 @@ def resolve(splits: list[KafkaSplit], properties: dict[str, Any]) -> list[KafkaS
         return [_resolve(consumer, s) if s.unresolved else s for s in splits]
 
 
-def bind(split: KafkaSplit, properties: dict[str, Any]) -> KafkaSplit:
+def bind(split: KafkaSplit, properties: Properties) -> KafkaSplit:
     """The split with concrete offsets (the split itself when it has none to bind)."""
     if not split.unresolved:
         return split
@@ -88,7 +89,7 @@ def _lookup(consumer: Consumer, split: KafkaSplit) -> Callable[[int], int | None
 
 
 @contextmanager
-def _consumer(properties: dict[str, Any], key: str) -> Iterator[Consumer]:
+def _consumer(properties: Properties, key: str) -> Iterator[Consumer]:
     """A confluent-kafka consumer for offset look-ups, closed on leaving."""
     from confluent_kafka import Consumer, KafkaException
 

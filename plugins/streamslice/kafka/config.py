@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..aws import parse_auth
+from ..sources import ON_DATA_LOSS
 from ..timeutil import INTERVAL_START
 from .positions import Committed, IntervalEnd, Latest, Position, Timestamp, parse_position
 from .properties import check_bootstrap_servers
@@ -12,13 +13,17 @@ from .subscriber import PartitionSet, Subscriber, TopicList, TopicPattern, parse
 
 if TYPE_CHECKING:
     from ..config.fields import Fields
+    from .source import KafkaSource
 
-CLIENTS = ("confluent-kafka", "kafka-python")
-AUTHS = ("msk_iam",)  # else the client properties' own SASL/SSL settings
+Client = Literal["confluent-kafka", "kafka-python"]
+Auth = Literal["msk_iam"]  # else the client properties' own SASL/SSL settings
+CLIENTS: tuple[Client, ...] = ("confluent-kafka", "kafka-python")
+AUTHS: tuple[Auth, ...] = ("msk_iam",)
 
 
-def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:  # noqa: C901 - the kafka section's keys, one check each
-    """``f`` is a Fields over the kafka mapping. Returns the KafkaSource's fields."""
+def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> KafkaSource:  # noqa: C901 - the kafka section's keys, one check each
+    """``f`` is a Fields over the kafka mapping."""
+    from .source import KafkaSource
     servers = f.parse("bootstrap_servers", check_bootstrap_servers, None)
     conn_id = f.str("conn_id", None)
     if not servers and not conn_id:
@@ -77,16 +82,16 @@ def parse_kafka(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:  # 
         raise f.error("is only used with auth: msk_iam (the identity that signs the tokens)",
                       "aws")
     _check_offsets(f, start, stop)
-    fields = dict(
+    source = KafkaSource(
         subscriber=subscriber, start=start, stop=stop,
         bootstrap_servers=servers, conn_id=conn_id, properties=props,
         client=f.str("client", "confluent-kafka", choices=CLIENTS),
-        on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")),
+        on_data_loss=f.str("on_data_loss", "fail", choices=ON_DATA_LOSS),
         max_records_per_split=f.int("max_records_per_split", 1_000_000, minimum=1),
         commit_group=_commit_group(f, pipeline_name), auth=auth, aws=aws,
     )
     f.done()
-    return fields
+    return source
 
 
 def _commit_group(f: Fields, pipeline_name: str) -> str | None:

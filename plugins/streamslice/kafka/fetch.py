@@ -19,6 +19,7 @@ from .msk_iam import confluent_conf
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from ..sources import Properties
     from .split import KafkaSplit
 
 
@@ -32,7 +33,7 @@ class RawBatch:
     headers: list[Any]  # per record: [(key, value)] or None
 
 
-def fetch(client: str, split: KafkaSplit, properties: dict[str, Any],
+def fetch(client: str, split: KafkaSplit, properties: Properties,
           **kw: Any) -> Iterator[RawBatch]:
     fetcher: Callable[..., Iterator[RawBatch]] = \
         fetch_confluent if client == "confluent-kafka" else fetch_kafka_python
@@ -51,7 +52,7 @@ def _stalled(split: KafkaSplit, position: int, idle_s: float, servers: Any) -> S
                        f"{position}, before the split's stop {split.stop}")
 
 
-def fetch_confluent(split: KafkaSplit, properties: dict[str, Any], batch_size: int = 10_000,
+def fetch_confluent(split: KafkaSplit, properties: Properties, batch_size: int = 10_000,
                     idle_timeout_s: float = 60.0, unreachable_s: float = 10.0,
                     consumer_factory: Callable[[dict[str, Any]], Any] | None = None
                     ) -> Iterator[RawBatch]:
@@ -146,7 +147,7 @@ def _strip_errors(split: KafkaSplit, msgs: list[Any], position: int, eof: int,
     return msgs, False
 
 
-def fetch_kafka_python(split: KafkaSplit, properties: dict[str, Any], batch_size: int = 10_000,
+def fetch_kafka_python(split: KafkaSplit, properties: Properties, batch_size: int = 10_000,
                        idle_timeout_s: float = 60.0) -> Iterator[RawBatch]:
     from kafka import TopicPartition as KTP
     from kafka.errors import KafkaError, OffsetOutOfRangeError

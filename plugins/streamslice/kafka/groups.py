@@ -3,12 +3,16 @@ kafka-consumer-groups, Cruise Control…) see the pipeline move. Never read back
 in Airflow is the source of truth (as Flink's commit-on-checkpoint is only for reporting)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import SourceError
 
+if TYPE_CHECKING:
+    from ..sources import Properties
+    from ..splits import Positions
 
-def commit_to_group(properties: dict[str, Any], group: str, positions: dict[str, Any]) -> None:
+
+def commit_to_group(properties: Properties, group: str, positions: Positions) -> None:
     """Commit ``{"topic:partition": next offset}`` for ``group``, synchronously."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
     offsets = []

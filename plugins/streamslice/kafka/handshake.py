@@ -14,7 +14,10 @@ import socket
 import ssl
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..sources import Properties
 
 SASL_HANDSHAKE, VERSION = 17, 1
 UNSUPPORTED_SASL_MECHANISM = 33
@@ -68,7 +71,7 @@ def ask(server: str, mechanism: str, kwargs: dict[str, Any],
         return None
 
 
-def refusal(properties: dict[str, Any], kwargs: dict[str, Any]) -> str | None:
+def refusal(properties: Properties, kwargs: dict[str, Any]) -> str | None:
     """Why the brokers of a SASL connection would not take its mechanism, in one line, or
     None when no broker says so (unreachable, or it offers the mechanism)."""
     protocol = kwargs.get("security_protocol", "")

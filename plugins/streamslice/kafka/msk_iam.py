@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..aws import AwsAuth, boto3_session
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..sources import Properties
 
 AUTH_KEY = "streamslice.msk_iam"  # client property: the AwsAuth as JSON
 # b-1.cluster.abc123.c2.kafka.us-east-1.amazonaws.com, boot-x.c1.kafka-serverless.….com
@@ -35,7 +38,7 @@ def msk_region(servers: str | None) -> str | None:
     return None
 
 
-def detected(properties: dict[str, Any]) -> bool:
+def detected(properties: Properties) -> bool:
     """A connection that says MSK IAM as the apache-kafka provider detects it: OAUTHBEARER
     to MSK brokers, with no OIDC token endpoint of its own."""
     mech = str(properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "")
@@ -43,7 +46,7 @@ def detected(properties: dict[str, Any]) -> bool:
             is not None and "sasl.oauthbearer.token.endpoint.url" not in properties)
 
 
-def with_msk_iam(properties: dict[str, Any], auth: AwsAuth | None = None) -> dict[str, Any]:
+def with_msk_iam(properties: Properties, auth: AwsAuth | None = None) -> Properties:
     """Client properties for MSK IAM: SASL_SSL, OAUTHBEARER and the identity to sign with
     (its region from the brokers' host names unless given)."""
     auth = auth or AwsAuth()
@@ -95,12 +98,12 @@ class MskIamTokens:
         return self()[0]
 
 
-def tokens_for(properties: dict[str, Any]) -> MskIamTokens | None:
+def tokens_for(properties: Properties) -> MskIamTokens | None:
     raw = properties.get(AUTH_KEY)
     return MskIamTokens(AwsAuth.from_dict(json.loads(raw))) if raw else None
 
 
-def confluent_conf(properties: dict[str, Any]) -> dict[str, Any]:
+def confluent_conf(properties: Properties) -> Properties:
     """librdkafka configuration: our own keys out, ``oauth_cb`` in for MSK IAM."""
     conf = {k: v for k, v in properties.items() if k != AUTH_KEY}
     tokens = tokens_for(properties)
@@ -109,7 +112,7 @@ def confluent_conf(properties: dict[str, Any]) -> dict[str, Any]:
     return conf
 
 
-def kafka_python_provider(properties: dict[str, Any]) -> Any:
+def kafka_python_provider(properties: Properties) -> Any:
     """kafka-python's ``sasl_oauth_token_provider`` for MSK IAM, or None."""
     found = tokens_for(properties)
     if found is None:

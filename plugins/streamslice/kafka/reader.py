@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..lineage import DatasetName
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
-    from ..sources import ReadRequest
+    from ..sources import Properties, ReadRequest
     from .split import KafkaSplit
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -82,7 +82,7 @@ class KafkaReaders(ReaderFactory["KafkaSplit"]):
         return out
 
     def resolve_splits(self, splits: list[KafkaSplit],
-                       properties: Callable[[], dict[str, Any]]) -> list[KafkaSplit]:
+                       properties: Callable[[], Properties]) -> list[KafkaSplit]:
         """A Spark read's timestamps become offsets and its ranges are checked
         (``kafka.binding``)."""
         if not any(s.unresolved for s in splits):
@@ -98,7 +98,7 @@ class KafkaReaders(ReaderFactory["KafkaSplit"]):
 class KafkaSplitReader(SplitReader["KafkaSplit"]):
     dead_letter_schema = DEAD_LETTER_SCHEMA
 
-    def __init__(self, split: KafkaSplit, *, properties: dict[str, Any],
+    def __init__(self, split: KafkaSplit, *, properties: Properties,
                  client: str = "confluent-kafka", decoder: Decoder | None = None,
                  interval: Interval | None = None, staging: Staging | None = None,
                  batch_size: int = 10_000, idle_timeout_s: float = 60.0,

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
+    from ..sources import OnDataLoss, Properties
+    from ..splits import Positions
+    from .config import Auth, Client
     from .planner import KafkaPlanner
     from .positions import Position as KafkaPosition
     from .reader import KafkaReaders
@@ -33,12 +36,12 @@ class KafkaSource(Source[KafkaSplit]):
     bootstrap_servers: str | None = None
     conn_id: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
-    client: str = "confluent-kafka"
-    on_data_loss: str = "fail"
+    client: Client = "confluent-kafka"
+    on_data_loss: OnDataLoss = "fail"
     max_records_per_split: int = 1_000_000
     commit_group: str | None = None  # mirrors progress for lag monitors; never read back
     spark: SparkRead | None = None  # a read given as Spark's Kafka options (kafka.options)
-    auth: str | None = None  # "msk_iam": Amazon MSK IAM (SASL/OAUTHBEARER, AWS-signed)
+    auth: Auth | None = None  # "msk_iam": Amazon MSK IAM (SASL/OAUTHBEARER, AWS-signed)
     aws: AwsAuth = field(default_factory=AwsAuth)  # the identity MSK IAM tokens are signed by
 
     kind = "kafka"
@@ -59,10 +62,10 @@ class KafkaSource(Source[KafkaSplit]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KafkaSource:
         from .config import parse_kafka
-        return cls(**parse_kafka(f, mode, pipeline))
+        return parse_kafka(f, mode, pipeline)
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, dict[str, Any]]:
+    def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, Properties]:
         from .spark_options import kafka_from_options
         fields, properties = kafka_from_options(options)
         return cls(**fields), properties
@@ -75,7 +78,7 @@ class KafkaSource(Source[KafkaSplit]):
         fields, properties, limits = stream_from_options(options)
         return KafkaStream(cls(**fields), properties, limits)
 
-    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    def client_properties(self, resolved: Properties | None = None) -> Properties:
         props = dict(resolved or {})
         props.update(self.properties)
         if self.bootstrap_servers:
@@ -104,8 +107,8 @@ class KafkaSource(Source[KafkaSplit]):
     def read_options(self, setup_results: dict[str, Any]) -> dict[str, Any]:
         return {"client": self.client}
 
-    def after_commit(self, positions: dict[str, Any],
-                     properties: Callable[[], dict[str, Any]]) -> None:
+    def after_commit(self, positions: Positions,
+                     properties: Callable[[], Properties]) -> None:
         if not self.commit_group:
             return
         from .groups import commit_to_group

@@ -16,13 +16,14 @@ from .positions import NO_BOUND, AtTimestamp, TrimHorizon
 if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
     from ..reading.stats import SplitSummary
+    from ..splits import Positions
     from .split import KinesisSplit
 
 _SEQ = re.compile(r"\d{1,128}")
 
 
 def next_positions(plan: ReadPlan[KinesisSplit], summaries: dict[int, SplitSummary],
-                   base_positions: dict[str, Any] | None) -> dict[str, Any]:
+                   base_positions: Positions | None) -> Positions:
     """``{stream:shard: {"after": seq} | {"at_timestamp": ms} | {"finished": true}}``."""
     positions = dict(base_positions or {})
     for split in plan.splits:

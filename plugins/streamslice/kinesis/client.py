@@ -14,6 +14,13 @@ from ..errors import SourceError
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
 
+    from ..sources import Properties
+
+# Botocore's shapes, kept as boto3 gives and takes them: a Kinesis API call's keyword
+# arguments, and one record (Data, SequenceNumber, ApproximateArrivalTimestamp, …).
+ApiArgs = dict[str, Any]
+Record = dict[str, Any]
+
 
 @dataclass(frozen=True)
 class Backoff:
@@ -25,7 +32,7 @@ class Backoff:
     def delay_s(self, attempt: int, rng: Any = random) -> float:
         """Full jitter: uniform in [0, min(max, base * exponent ** attempt)]."""
         cap = min(self.max_ms, self.base_ms * (self.exponent ** attempt))
-        return rng.uniform(0, cap) / 1000
+        return float(rng.uniform(0, cap)) / 1000
 
 
 # Flink's defaults (ConsumerConfigConstants).
@@ -44,7 +51,7 @@ RETRYABLE = {"ProvisionedThroughputExceededException", "LimitExceededException",
              "InternalFailureException", "ThrottlingException"}
 
 
-def make_client(props: dict[str, Any] | None = None, *, utc_timestamps: bool = False) -> Any:
+def make_client(props: Properties | None = None, *, utc_timestamps: bool = False) -> Any:
     """A Kinesis client for client properties: the ``AwsAuth`` keys (region, endpoint_url,
     profile, role_arn, external_id, session_name, session_duration, sts_endpoint_url) and,
     where static keys were handed over privately, access_key_id / secret_access_key /
@@ -86,7 +93,8 @@ def utc_timestamp(value: Any) -> datetime:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return datetime.fromtimestamp(value, timezone.utc)
     from botocore.utils import parse_timestamp
-    return parse_timestamp(value)
+    parsed: datetime = parse_timestamp(value)
+    return parsed
 
 
 def error_code(exc: BaseException) -> str:

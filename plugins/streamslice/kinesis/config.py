@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..aws import parse_auth
 from ..aws.auth import endpoint_url, region_name
 from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
 from ..errors import ConfigError
+from ..sources import ON_DATA_LOSS
 from ..timeutil import (
     DEFAULT_JAVA_DATE_FORMAT,
     INTERVAL_END,
@@ -31,9 +32,15 @@ from .positions import (
     TrimHorizon,
 )
 
+if TYPE_CHECKING:
+    from .source import KinesisSource
+
 POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP", "AT_SEQUENCE_NUMBER",
              "AFTER_SEQUENCE_NUMBER")
-REGISTRATIONS = ("per_run", "keep", "none")
+Reader = Literal["polling", "efo"]
+Registration = Literal["per_run", "keep", "none"]
+READERS: tuple[Reader, ...] = ("polling", "efo")
+REGISTRATIONS: tuple[Registration, ...] = ("per_run", "keep", "none")
 CONSUMER_ARN = re.compile(r"arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d+:stream/[\w.-]+/"
                           r"consumer/[\w.-]+:\d+")
 # Besides region and endpoint_url: how the process that calls Kinesis gets its identity.
@@ -41,8 +48,8 @@ AUTH_KEYS = ("profile", "role_arn", "external_id", "session_name", "session_dura
              "sts_endpoint_url")
 
 
-def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
-    """``f`` is a Fields over the kinesis mapping. Returns the KinesisSource's fields."""
+def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> KinesisSource:
+    """``f`` is a Fields over the kinesis mapping."""
     flink = f.raw("flink_properties", None)
     try:
         return _parse_kinesis(f, mode, pipeline_name, flink)
@@ -60,7 +67,8 @@ def parse_kinesis(f: Fields, mode: str, pipeline_name: str) -> dict[str, Any]:
                           field=f"{f.path}.flink_properties") from None
 
 
-def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict[str, Any]:  # noqa: C901 - the kinesis section's keys, one check each
+def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> KinesisSource:  # noqa: C901 - the kinesis section's keys, one check each
+    from .source import KinesisSource
     if flink is not None:
         from .flink import flink_to_native
         try:
@@ -99,9 +107,9 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
             raise f.error(f"AT_TIMESTAMP {start.timestamp} needs mode interval", "start")
         if isinstance(stop, ArrivedBefore) and isinstance(stop.timestamp, str):
             raise f.error(f"{stop.timestamp} needs mode interval", "stop")
-    reader = f.str("reader", "polling", choices=("polling", "efo"))
+    reader: Reader = f.str("reader", "polling", choices=READERS)
     efo = f.child("efo")
-    registration = efo.str("registration", "per_run", choices=REGISTRATIONS)
+    registration: Registration = efo.str("registration", "per_run", choices=REGISTRATIONS)
     arns = efo.raw("consumer_arn", {}) or {}
     if isinstance(arns, str):
         if len(streams) != 1:
@@ -124,7 +132,7 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
         if missing:
             raise efo.error(f"registration none needs a consumer ARN for stream {missing[0]!r}",
                             "consumer_arn")
-    fields = dict(
+    source = KinesisSource(
         streams=tuple(streams), start=start, stop=stop,
         region=f.parse("region", region_name, None),
         endpoint_url=f.parse("endpoint_url", endpoint_url, None),
@@ -135,10 +143,10 @@ def _parse_kinesis(f: Fields, mode: str, pipeline_name: str, flink: Any) -> dict
         efo_consumer_arns=dict(arns),
         efo_sweep_after_ms=efo.parse("sweep_older_than", parse_duration_ms, 3_600_000),
         polling=_polling(f.child("polling"), f.child("retries")),
-        on_data_loss=f.str("on_data_loss", "fail", choices=("fail", "skip")))
+        on_data_loss=f.str("on_data_loss", "fail", choices=ON_DATA_LOSS))
     efo.done()
     f.done()
-    return fields
+    return source
 
 
 def parse_start(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Position:
@@ -173,7 +181,7 @@ def parse_stop(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> Stop:
 def parse_kinesis_time(value: Any, date_format: str = DEFAULT_JAVA_DATE_FORMAT) -> int | str:
     """Flink's forms: epoch seconds with a fraction, or a date string in ``date_format``."""
     if value in (INTERVAL_START, INTERVAL_END):
-        return value
+        return str(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return parse_epoch_seconds_ms(value)
     text = str(value).strip()

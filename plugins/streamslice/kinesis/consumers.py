@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import faults
 from ..errors import SourceError
-from .client import DEFAULT_BACKOFF, Backoff, call, error_code
+from .client import DEFAULT_BACKOFF, ApiArgs, Backoff, call, error_code
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
@@ -34,7 +34,7 @@ def list_consumers(client: Any, stream_arn: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     token = None
     while True:
-        args: dict[str, Any] = {"StreamARN": stream_arn, "MaxResults": 100}
+        args: ApiArgs = {"StreamARN": stream_arn, "MaxResults": 100}
         if token:
             args = {"StreamARN": stream_arn, "NextToken": token, "MaxResults": 100}
         resp = call(client.list_stream_consumers, "ListStreamConsumers",

@@ -16,7 +16,7 @@ from .planner import stream_names
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..sources import LifecycleRun, PageAction, PageSection
+    from ..sources import LifecycleRun, PageAction, PageSection, Properties
     from .source import KinesisSource
 
 log = logging.getLogger("streamslice")
@@ -40,7 +40,7 @@ def _in_use(source: KinesisSource, running: frozenset[str]) -> set[str]:
     return {consumer_name(source, r) for r in running} if source.efo_consumer_name else set()
 
 
-def _streams(source: KinesisSource, properties: dict[str, Any],
+def _streams(source: KinesisSource, properties: Properties,
              backoff: Backoff | None = None) -> tuple[Any, list[Any]]:
     client = make_client(properties)
     return client, [stream_names(client, ref, backoff) for ref in source.streams]
@@ -86,7 +86,7 @@ def deregister_consumers(source: KinesisSource, run: LifecycleRun) -> None:
             log.info("Consumer %s deregistered from %s", name, stream)
 
 
-def consumers_section(source: KinesisSource, properties: Callable[[], dict[str, Any]],
+def consumers_section(source: KinesisSource, properties: Callable[[], Properties],
                       running: frozenset[str] = frozenset()) -> PageSection:
     """The streams' registered EFO consumers for the pipeline's page, asked of Kinesis with
     the pipeline's own connection (only names, states and times are shown), each of this
@@ -141,7 +141,7 @@ def leak_action(source: KinesisSource, stream: str, consumer: str, status: str,
 
 
 def deregister_leaked(source: KinesisSource, target: str,
-                      properties: Callable[[], dict[str, Any]], running: frozenset[str]) -> str:
+                      properties: Callable[[], Properties], running: frozenset[str]) -> str:
     """The page's Deregister: checked again here (the page may be old, the browser is not
     trusted), then one DeregisterStreamConsumer call; Kinesis deletes it within seconds."""
     try:

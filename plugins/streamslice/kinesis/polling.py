@@ -26,9 +26,10 @@ from .positions import NO_BOUND, AfterSequenceNumber, Position
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
 
+    from .client import ApiArgs, Record
     from .split import KinesisSplit
 
-    Records = list[dict[str, Any]]  # boto3's record dicts
+    Records = list[Record]
 
 
 @dataclass
@@ -73,18 +74,18 @@ class ShardRead:
         self.millis_behind_last = millis
 
 
-def stream_arg(ref: str) -> dict[str, Any]:
+def stream_arg(ref: str) -> ApiArgs:
     """``StreamARN`` where we have it (what a stream in another account needs, through its
     resource policy), else ``StreamName``."""
     return {"StreamARN": ref} if ref.startswith("arn:") else {"StreamName": ref}
 
 
-def stream_arn_arg(ref: str) -> dict[str, Any]:
+def stream_arn_arg(ref: str) -> ApiArgs:
     """``StreamARN`` for calls that take only it besides the iterator (GetRecords)."""
     return {"StreamARN": ref} if ref.startswith("arn:") else {}
 
 
-def iterator_args(ref: str, shard_id: str, position: Position) -> dict[str, Any]:
+def iterator_args(ref: str, shard_id: str, position: Position) -> ApiArgs:
     return {**stream_arg(ref), "ShardId": shard_id, **position.iterator_args()}
 
 
@@ -127,7 +128,7 @@ def not_in_shard(exc: Exception, split: KinesisSplit, position: Position) -> Exc
     return SourceError(f"{split.key}: Kinesis {code}: {message}".rstrip(": "))
 
 
-def records_args(split: KinesisSplit) -> dict[str, Any]:
+def records_args(split: KinesisSplit) -> ApiArgs:
     return stream_arn_arg(split_ref(split))
 
 
@@ -136,7 +137,7 @@ def resume_from(split: KinesisSplit, state: ShardRead) -> Position:
     return AfterSequenceNumber(state.last_seq) if state.last_seq else split.start_position
 
 
-def arrival_ms(record: dict[str, Any]) -> int:
+def arrival_ms(record: Record) -> int:
     return int(round(record["ApproximateArrivalTimestamp"].timestamp() * 1000))
 
 

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
     from ..reading.stats import SplitSummary
-    from ..sources import ReadRequest
+    from ..sources import Properties, ReadRequest
+    from .client import Record
     from .split import KinesisSplit
 
 _META = [("stream", pa.string()), ("shardId", pa.string()), ("sequenceNumber", pa.string()),
@@ -77,7 +78,7 @@ class KinesisReaders(ReaderFactory["KinesisSplit"]):
 class KinesisSplitReader(SplitReader["KinesisSplit"]):
     dead_letter_schema = DEAD_LETTER_SCHEMA
 
-    def __init__(self, split: KinesisSplit, *, properties: dict[str, Any] | None = None,
+    def __init__(self, split: KinesisSplit, *, properties: Properties | None = None,
                  decoder: Decoder | None = None, staging: Staging | None = None,
                  settings: PollingSettings | None = None, consumer_arn: str | None = None,
                  client: Any = None, fault: str | None = None,
@@ -93,13 +94,13 @@ class KinesisSplitReader(SplitReader["KinesisSplit"]):
         self.state = ShardRead()
         self._progress: int | None = None  # the highest arrival time read so far
 
-    def fetch(self) -> Iterable[list[dict[str, Any]]]:
+    def fetch(self) -> Iterable[list[Record]]:
         if self.consumer_arn:
             return subscribe(self.client, self.split, self.consumer_arn, self.settings,
                              self.state)
         return poll(self.client, self.split, self.settings, self.state)
 
-    def positions(self, raw: list[dict[str, Any]]) -> list[str]:
+    def positions(self, raw: list[Record]) -> list[str]:
         return [r["SequenceNumber"] for r in raw]
 
     def summary_extra(self) -> dict[str, Any]:
@@ -110,7 +111,7 @@ class KinesisSplitReader(SplitReader["KinesisSplit"]):
                 "expired_iterators": s.expired_iterators, "resubscriptions": s.resubscriptions,
                 "reader": "efo" if self.consumer_arn else "polling"}
 
-    def to_arrow(self, raw: list[dict[str, Any]]) -> pa.RecordBatch:
+    def to_arrow(self, raw: list[Record]) -> pa.RecordBatch:
         rows = []  # (seq, sub, key, arrival, data)
         for r in raw:
             arrival = arrival_ms(r)

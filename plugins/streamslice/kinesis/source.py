@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
-    from ..sources import CommandKit, PageSection
+    from ..sources import CommandKit, OnDataLoss, PageSection, Properties
+    from .config import Reader, Registration
     from .planner import KinesisPlanner
     from .positions import Position, Stop
     from .reader import KinesisReaders
@@ -37,13 +38,13 @@ class KinesisSource(Source[KinesisSplit]):
     conn_id: str | None = None
     credentials: dict[str, str] = field(default_factory=dict)  # static keys (Flink BASIC)
     aws: AwsAuth = field(default_factory=AwsAuth)  # profile, role to assume (no secrets)
-    reader: str = "polling"  # or "efo"
-    efo_registration: str = "per_run"
+    reader: Reader = "polling"
+    efo_registration: Registration = "per_run"
     efo_consumer_name: str | None = None
     efo_consumer_arns: dict[str, str] = field(default_factory=dict)  # registration none
     efo_sweep_after_ms: int = 3_600_000
     polling: PollingSettings = field(default_factory=PollingSettings)
-    on_data_loss: str = "fail"
+    on_data_loss: OnDataLoss = "fail"
 
     kind = "kinesis"
     option_prefix = "aws."
@@ -62,16 +63,16 @@ class KinesisSource(Source[KinesisSplit]):
     @classmethod
     def parse(cls, f: Fields, mode: str, pipeline: str) -> KinesisSource:
         from .config import parse_kinesis
-        return cls(**parse_kinesis(f, mode, pipeline))
+        return parse_kinesis(f, mode, pipeline)
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, dict[str, Any]]:
+    def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, Properties]:
         from .spark_options import kinesis_from_options
         fields, given = kinesis_from_options(options)
         source = cls(**fields)
         return source, source.client_properties(given)
 
-    def client_properties(self, resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    def client_properties(self, resolved: Properties | None = None) -> Properties:
         props = dict(resolved or {})
         for key, value in (("region", self.region), ("endpoint_url", self.endpoint_url)):
             if value:
@@ -115,14 +116,14 @@ class KinesisSource(Source[KinesisSplit]):
     def asset_extra(self) -> dict[str, Any]:
         return {"efo": self.reader == "efo"}
 
-    def page_sections(self, properties: Callable[[], dict[str, Any]],
+    def page_sections(self, properties: Callable[[], Properties],
                       running: frozenset[str] = frozenset()) -> list[PageSection]:
         if self.reader != "efo":
             return []
         from .lifecycle import consumers_section
         return [consumers_section(self, properties, running)]
 
-    def page_action(self, name: str, target: str, properties: Callable[[], dict[str, Any]],
+    def page_action(self, name: str, target: str, properties: Callable[[], Properties],
                     running: frozenset[str] = frozenset()) -> str:
         if self.reader == "efo" and name == "deregister":
             from .lifecycle import deregister_leaked

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from ..aws import AwsAuth
 from ..errors import PlanError, PlanVersionError
 from ..records import RecordKind
-from ..splits import SplitT
+from ..splits import Positions, SplitT  # noqa: TC001 - its fields resolve at run time
 from .layout import PartitionPath
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ class ReadPlan(Generic[SplitT]):
     interval: Interval | None = None
     batch: int | None = None
     base_checkpoint: dict[str, Any] | None = None  # the checkpoint this plan started from
-    next_positions: dict[str, Any] = field(default_factory=dict)  # the checkpoint on commit
+    next_positions: Positions = field(default_factory=dict)  # the checkpoint on commit
     gaps: list[dict[str, Any]] = field(default_factory=list)  # skipped data loss
     decode: dict[str, Any] = field(default_factory=dict)
     source_info: dict[str, Any] = field(default_factory=dict)  # servers, stream ARNs: no secrets

@@ -19,7 +19,7 @@ from .plan import Interval, OutputTarget, ReadPlan
 if TYPE_CHECKING:
     from ..commit.checkpoint import Checkpoint
     from ..config.pipeline import Decoding
-    from ..sources import Mode, Source
+    from ..sources import Mode, Properties, Source
     from .progress import MarkStore
 
 
@@ -34,11 +34,11 @@ def partition_name(mode: str, interval: Interval | None = None, batch: int | Non
     return "run=" + "".join(c if c.isalnum() or c in "-_." else "_" for c in (run_id or "manual"))
 
 
-def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | None = None,
+def plan_run(source: Source[Any], *, pipeline: str, mode: Mode, decode: Decoding | None = None,
              output: OutputTarget | None = None, interval: Interval | None = None,
              checkpoint: Checkpoint | None = None, run_id: str | None = None,
-             properties: dict[str, Any] | None = None, now_ms: int | None = None,
-             marks: MarkStore | None = None) -> ReadPlan:
+             properties: Properties | None = None, now_ms: int | None = None,
+             marks: MarkStore | None = None) -> ReadPlan[Any]:
     """Resolve ``source`` into a ReadPlan. ``checkpoint`` is the pipeline's committed state;
     ``marks`` where idle partitions closed earlier intervals (``planning.progress``)."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
@@ -59,7 +59,7 @@ def plan_run(source: Source, *, pipeline: str, mode: Mode, decode: Decoding | No
     return plan
 
 
-def check_columns(plan: ReadPlan) -> None:
+def check_columns(plan: ReadPlan[Any]) -> None:
     """Each column once: a value's field named like a column the source adds (a JSON field
     ``offset``) would make two, which Spark, Parquet and tables cannot tell apart."""
 
@@ -102,7 +102,7 @@ def check_columns(plan: ReadPlan) -> None:
         EventTime.from_dict(plan.interval.event_time).field_type(decoder)
 
 
-def _check_folder_columns(plan: ReadPlan, names: list[str]) -> None:
+def _check_folder_columns(plan: ReadPlan[Any], names: list[str]) -> None:
     """A partition path's ``key=value`` folders are columns to the engines that read them;
     a record's column of the same name would be two columns to them under one name."""
     if plan.output is None or not plan.output.partition_path:

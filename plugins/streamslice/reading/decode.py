@@ -18,6 +18,8 @@ from ..formats.types import TS, schema_from_mapping, spark_ddl
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from ..sources import Properties
+
 __all__ = ["ARROW_TYPES", "TS", "Decoder", "specs_from_dict"]
 
 # The map form's scalar type names (kept for callers that list them).
@@ -43,7 +45,7 @@ class Decoder:
     def __init__(self, value: FormatSpec | str = "raw", key: FormatSpec | str = "raw",
                  schema: Iterable[tuple[str, str]] | str = (),
                  on_error: str = "dead_letter",
-                 properties: dict[str, Any] | None = None, flatten: bool = True) -> None:
+                 properties: Properties | None = None, flatten: bool = True) -> None:
         self.value_spec = value if isinstance(value, FormatSpec) else \
             FormatSpec(value, _ddl(schema))
         self.key_spec = key if isinstance(key, FormatSpec) else FormatSpec(key)
@@ -58,7 +60,7 @@ class Decoder:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None,
-                  properties: dict[str, Any] | None = None) -> Decoder:
+                  properties: Properties | None = None) -> Decoder:
         """A plan's ``decode`` (``Decoding.to_dict()``, or the older flat form);
         ``properties``: the client properties (a schema registry's, ``schema.registry.*``)."""
         if not d:

@@ -7,7 +7,10 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..sources import Properties
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,10 @@ class ReadJob:
     def load_plan_text(self) -> str:
         return read_text(self.plan)
 
-    def load_properties(self) -> dict[str, Any]:
+    def load_properties(self) -> Properties:
         if not self.properties:
             return {}
-        data: dict[str, Any] = json.loads(read_text(self.properties))
+        data: Properties = json.loads(read_text(self.properties))
         return data
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -41,14 +41,14 @@ def parquet_codec(file_format: str, compression: str) -> str | None:
     return CODECS.get(compression.lower()) if file_format == "parquet" else None
 
 
-def staged_file(plan: ReadPlan) -> tuple[str, str]:
+def staged_file(plan: ReadPlan[Any]) -> tuple[str, str]:
     """The file format and Spark compression the read job stages the plan's records in."""
     if plan.output is None:
         return "parquet", "snappy"
     return staged_format(plan.output), plan.output.compression
 
 
-def direct_codec(plan: ReadPlan) -> str | None:
+def direct_codec(plan: ReadPlan[Any]) -> str | None:
     """The codec the readers write the plan's staged Parquet in themselves (the job's direct
     write path), or None where Spark writes the staged output (another format or codec)."""
     return parquet_codec(*staged_file(plan))

@@ -136,4 +136,5 @@ class Staging:
 
     def _list(self, sub: str) -> list[pafs.FileInfo]:
         sel = pafs.FileSelector(self._path(sub), allow_not_found=True)
-        return self.fs.get_file_info(sel)
+        found: list[pafs.FileInfo] = self.fs.get_file_info(sel)
+        return found

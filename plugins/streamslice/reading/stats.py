@@ -79,7 +79,7 @@ def _v1_lag_unit(data: dict[str, Any]) -> dict[str, Any]:
 class SplitStats:
     """A reader's running summary of its split."""
 
-    def __init__(self, split: Split) -> None:
+    def __init__(self, split: Split[Any]) -> None:
         self.split = split
         self.summary = SplitSummary(split=split.id, key=split.key, start=split.start,
                                     stop=split.end, lag=split.lag, lag_unit=split.lag_unit)

@@ -7,15 +7,18 @@ come from an Airflow connection, resolved where the read runs, as client propert
 ``schema.registry.`` (``properties``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from .base import KINDS, Registry
+from .base import KINDS, Registry, RegistrySpec
 from .confluent import confluent_registry
 from .glue import glue_registry
 
+if TYPE_CHECKING:
+    from ..sources import Properties
 
-def open_registry(spec: dict[str, Any], properties: dict[str, Any]) -> Registry:
+
+def open_registry(spec: RegistrySpec, properties: Properties) -> Registry:
     """``spec``: the plan's ``format.registry`` (kind, url / registry_name, region…);
     ``properties``: what the connection resolved (``schema.registry.`` stripped)."""
     kind = spec.get("kind")

@@ -8,12 +8,27 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..sources import Properties
+
 KINDS = ("confluent", "glue")
+
+
+class RegistrySpec(TypedDict, total=False):
+    """A format's ``registry:`` block as the plan keeps it (``format.registry``): no secret;
+    credentials come from the connection, as client properties."""
+
+    kind: Required[str]  # one of KINDS
+    url: str  # confluent: the registry's URL, or
+    conn_id: str  # an Airflow connection holding it
+    registry_name: str  # glue (default: default-registry)
+    region: str
+    endpoint_url: str
+    aws_conn_id: str
 SCHEMA_TYPES = ("AVRO", "PROTOBUF", "JSON")
 
 
@@ -97,7 +112,7 @@ def cached_client(key: tuple[Any, ...], make: Callable[[], Registry]) -> Registr
 PREFIX = "schema.registry."
 
 
-def split_properties(props: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_properties(props: Properties) -> tuple[Properties, Properties]:
     """Client properties → (the source client's, the registry's with the prefix stripped)."""
     client = {k: v for k, v in props.items() if not k.startswith(PREFIX)}
     registry = {k[len(PREFIX):]: v for k, v in props.items() if k.startswith(PREFIX)}

@@ -8,10 +8,14 @@ dead letter); a subject or version that does not exist, or refused credentials, 
 is a ``SourceError`` that Airflow retries."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SourceError
 from .base import Registered, Registry, UnknownSchema, cached_client
+
+if TYPE_CHECKING:
+    from ..sources import Properties
+    from .base import RegistrySpec
 
 # The client's own names (``url``, ``basic.auth.user.info``, ``ssl.*``…); numbers as numbers.
 _NUMBERS = ("timeout", "max.retries", "retries.wait.ms", "retries.max.wait.ms",
@@ -21,7 +25,7 @@ DEFAULTS = {"timeout": 10, "max.retries": 2, "retries.wait.ms": 200,
             "retries.max.wait.ms": 2000}
 
 
-def confluent_registry(spec: dict[str, Any], properties: dict[str, Any]) -> Registry:
+def confluent_registry(spec: RegistrySpec, properties: Properties) -> Registry:
     conf: dict[str, Any] = dict(DEFAULTS)
     conf.update({k: v for k, v in properties.items() if v not in (None, "")})
     if spec.get("url"):

@@ -7,10 +7,14 @@ registry or schema that does not exist, or access denied, is a ``ConfigError`` n
 throttling, 5xx and connection errors are a retryable ``SourceError``."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SourceError
 from .base import Registered, Registry, UnknownSchema, cached_client
+
+if TYPE_CHECKING:
+    from ..sources import Properties
+    from .base import RegistrySpec
 
 _RETRYABLE = {"ThrottlingException", "InternalServiceException", "ServiceUnavailable",
               "InternalFailure", "RequestTimeout", "RequestTimeoutException"}
@@ -18,7 +22,7 @@ _CONFIG = {"AccessDeniedException", "UnrecognizedClientException", "InvalidInput
            "InvalidSignatureException", "ExpiredTokenException", "ValidationException"}
 
 
-def glue_registry(spec: dict[str, Any], properties: dict[str, Any]) -> Registry:
+def glue_registry(spec: RegistrySpec, properties: Properties) -> Registry:
     props = {k: v for k, v in properties.items() if v not in (None, "")}
     for name in ("region", "endpoint_url"):
         if spec.get(name):
@@ -29,7 +33,7 @@ def glue_registry(spec: dict[str, Any], properties: dict[str, Any]) -> Registry:
 
 
 class GlueRegistry(Registry):
-    def __init__(self, registry_name: str, props: dict[str, Any]) -> None:
+    def __init__(self, registry_name: str, props: Properties) -> None:
         super().__init__()
         self.registry_name = registry_name
         self.where = f"the AWS Glue Schema Registry {registry_name!r}"
@@ -93,7 +97,7 @@ class GlueRegistry(Registry):
                               ) from None
 
 
-def _client(props: dict[str, Any]) -> Any:
+def _client(props: Properties) -> Any:
     """A Glue client through the process's AWS session factory (``streamslice.aws``): the
     connection's region, endpoint, profile and role (assumed here, refreshed), keys apart."""
     from botocore.config import Config

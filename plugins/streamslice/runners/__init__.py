@@ -109,14 +109,6 @@ def parse_runner(f: Fields) -> Runner:
 
 def _others_keys(f: Fields, kind: str) -> None:
     """A key another runner takes: said so (the other classes are imported only then)."""
-    for key, value in f.mapping.items():
-        if key in f.seen:
-            continue
-        owner = next((other for other in RUNNERS
-                      if other != kind and key in runner_class(other).keys), None)
-        if owner is None:
-            continue  # unknown to every runner: ``done`` says so
-        if isinstance(value, dict) and not value:
-            f.seen.add(key)  # another runner's empty block: nothing set, nothing ignored
-            continue
-        raise f.error(f"is only used with runner: {owner}", key)
+    f.others_keys(lambda key: next((f"is only used with runner: {other}" for other in RUNNERS
+                                    if other != kind and key in runner_class(other).keys),
+                                   None), nothing=({},))

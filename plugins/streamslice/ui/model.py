@@ -13,12 +13,12 @@ from ..sources import SOURCES, lag_unit, position_text, source_class
 from ..splits import lag_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
     from ..metrics import RunMetrics
-    from ..splits import LagUnit, PositionText, Split
+    from ..splits import LagUnit, Positions, PositionText, Split
 
 # Cell states of the coverage strip, in legend order.
 STATES = ("published", "late", "empty", "failed", "running", "missing")
@@ -26,6 +26,33 @@ STATES = ("published", "late", "empty", "failed", "running", "missing")
 GAPS = ("missing", "failed")
 TOP_SPLITS = 8  # lag lines named in the legend; the rest are one "others" line
 OVERDUE_AFTER = 10 * 60_000  # a scheduled run this late means the scheduler is not running it
+
+
+@dataclass(frozen=True)
+class AssetExtra:
+    """What a pipeline's output asset carries in Airflow (its definition's ``extra``) for the
+    page: the pipeline's file, its source's kind, its freshness limit, and what the source
+    adds (``Source.asset_extra``: Kinesis says whether it reads with EFO). No client
+    settings, no secrets."""
+
+    pipeline_file: str | None = None
+    source: str | None = None
+    freshness_ms: int | None = None  # alerts.freshness: the page marks older data stale
+    source_extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {**self.source_extra, "pipeline_file": self.pipeline_file,
+               "source": self.source}
+        if self.freshness_ms is not None:
+            out["freshness_ms"] = self.freshness_ms
+        return out
+
+    @classmethod
+    def read(cls, extra: Mapping[str, Any] | None) -> AssetExtra:
+        """An asset's extra as Airflow keeps it (anything missing counts as unset)."""
+        rest = dict(extra or {})
+        return cls(pipeline_file=rest.pop("pipeline_file", None), source=rest.pop("source", None),
+                   freshness_ms=rest.pop("freshness_ms", None), source_extra=rest)
 
 
 @dataclass
@@ -352,7 +379,7 @@ def _natural(key: str) -> tuple[str, int]:
     return (head, int(tail)) if tail.isdigit() else (key, 0)
 
 
-def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]:
+def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split[Any]]:
     if kind not in SOURCES:
         return []
     read = source_class(kind).serializer().from_dict
@@ -365,7 +392,7 @@ def _typed_splits(kind: str | None, splits: list[dict[str, Any]]) -> list[Split]
     return out
 
 
-def positions_text(kind: str | None, positions: dict[str, Any],
+def positions_text(kind: str | None, positions: Positions,
                    limit: int | None = None) -> list[tuple[str, PositionText]]:
     """A run's next positions (the first ``limit``), in partition order, each rendered by its
     source."""

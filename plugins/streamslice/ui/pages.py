@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..commit.checkpoint import Checkpoint
     from ..metrics import RunMetrics
     from ..sources import PageAction, PageSection
-    from ..splits import PositionText
+    from ..splits import Positions, PositionText
 
 _HERE = Path(__file__).parent
 CSS = (_HERE / "page.css").read_text()
@@ -365,7 +365,7 @@ def _history(view: PipelineView) -> str:
     if not rows:
         return ""
 
-    def listed(positions: dict[str, Any]) -> str:
+    def listed(positions: Positions) -> str:
         shown = positions_text(view.row.source, positions, limit=4)
         text = ", ".join(f"{escape(k)} {_position(t)}" for k, t in shown)
         return text + (f" … and {len(positions) - 4} more" if len(positions) > 4 else "")

@@ -117,15 +117,7 @@ def parse_output_settings(f: Fields, fmt: str, path: str) -> OutputSettings:
     are read already). A key only other publishers take is refused in their words; the
     other publishers are imported only then."""
     own = publisher_class(fmt).settings
-    for key, value in f.mapping.items():
-        if key in f.seen or key in own.keys:
-            continue
-        said = next((s for s in (publisher_class(other).settings.keys.get(key)
-                                 for other in PUBLISHERS if other != fmt) if s), None)
-        if said is None:
-            continue  # no publisher takes it: ``f.done()`` says so
-        if value is None or value == {}:
-            f.seen.add(key)  # set to nothing: nothing to ignore
-            continue
-        raise f.error(said.format(format=fmt), key)
+    f.others_keys(lambda key: next((said.format(format=fmt) for said in (
+        publisher_class(other).settings.keys.get(key) for other in PUBLISHERS if other != fmt)
+        if said), None), skip=own.keys)
     return own.parse(f, fmt, path)

@@ -6,6 +6,7 @@ close, in shuffled order and late, each run planned from the log as it is then. 
 is kept by exactly one run, by its timestamp and by an event-time field. The store is an
 in-memory stand-in for the output asset's state (the compare-and-set is ours to cover)."""
 import random
+import threading
 
 import pyarrow as pa
 import pytest
@@ -194,3 +195,66 @@ def test_without_marks_records_after_a_close_are_lost_or_doubled():
         records, kept = simulate(seed, 300, frozen=False)
         bad += sum(len(kept.get(o, [])) != 1 for o in range(len(records)))
     assert bad > 0
+
+
+class SlowState:
+    """A task's asset state (get and set, no compare-and-set) that plays the interleaving a
+    lease must prevent: run ``a`` and run ``b`` each read the key before either writes, and
+    ``b`` writes only after ``a`` has written and read its write back. A run kept waiting
+    by the lease meanwhile makes a wait time out, and it goes on alone. In memory; the lease
+    is the real one."""
+
+    def __init__(self):
+        self.values, self.read = {}, set()
+        self.both_read, self.a_done = threading.Barrier(2, timeout=2), threading.Event()
+
+    def get(self, k):
+        run, value = threading.current_thread().name, self.values.get(k)
+        if run not in self.read:
+            self.read.add(run)
+            try:
+                self.both_read.wait()
+            except threading.BrokenBarrierError:
+                pass
+        elif run == "a":
+            self.a_done.set()
+        return value
+
+    def set(self, k, v):
+        if threading.current_thread().name == "b":
+            self.a_done.wait(timeout=2)
+        self.values[k] = v
+
+
+@pytest.mark.parametrize("leased", [True, False])
+def test_marks_are_replaced_by_one_run_at_a_time_under_the_work_areas_lease(tmp_path, leased):
+    """Two runs freezing one partition's boundary at once: under the lease one writes and
+    the other finds the value changed (it then takes the first one's mark); without it both
+    read the empty key and both 'win', the second silently replacing the first's mark."""
+    from streamslice.airflow.store import TaskMarks
+    from streamslice.commit.lease import Lease
+    from streamslice.planning.plan import OutputTarget
+    output, state = OutputTarget(str(tmp_path / "ds")), SlowState()
+
+    class NoLease:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def lease(run):
+        return (lambda name: Lease(output, name, run)) if leased else (lambda name: NoLease())
+    won = {}
+    runs = [threading.Thread(name=r, target=lambda r=r: won.__setitem__(
+        r, TaskMarks(state, lease(r)).replace("progress/t:0", None, {"by": r})))
+        for r in ("a", "b")]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    if leased:
+        assert sorted(won.values()) == [False, True]
+        assert state.values["progress/t:0"] == {"by": next(r for r, w in won.items() if w)}
+    else:  # what the lease prevents (this test's own check that it can fail)
+        assert won == {"a": True, "b": True} and state.values["progress/t:0"] == {"by": "b"}

@@ -14,6 +14,7 @@ from ..ui.model import AssetExtra
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..commit.lease import Lease
     from ..config.pipeline import PipelineConfig
 
 KEY = "checkpoint"
@@ -48,27 +49,31 @@ class TaskCheckpointStore:
 
 class TaskMarks:
     """Progress marks (``planning.progress``) in a task's asset state store. That store has
-    no compare-and-set: this reads, writes, then reads back what it wrote; and a plan that
-    took marks is checked again ``SETTLE_S`` after, so a run whose write another run's
-    replaced meanwhile plans again. Only a run whose read and write of one key lie further
-    apart than that can still go unseen."""
+    no compare-and-set, so a mark is read and written under a lease of its key in the work
+    area (``commit.lease``), which makes ``replace`` atomic where the work area renames
+    atomically (a local or shared POSIX file system). On object storage, where it cannot, a
+    plan that took marks is also checked again ``SETTLE_S`` after, so a run whose write
+    another run's replaced meanwhile plans again; only a run whose read and write of one key
+    lie further apart than that can still go unseen there."""
 
     SETTLE_S = 1.0
 
-    def __init__(self, state: Any) -> None:
-        self.state = state
+    def __init__(self, state: Any, lease: Callable[[str], Lease]) -> None:
+        self.state, self.lease = state, lease
 
     def settle(self) -> None:
-        time.sleep(self.SETTLE_S)
+        if not self.lease("marks").atomic:
+            time.sleep(self.SETTLE_S)
 
     def get(self, key: str) -> Any:
         return self.state.get(key)
 
     def replace(self, key: str, old: Any, new: Any) -> bool:
-        if self.state.get(key) != old:
-            return False
-        self.state.set(key, new)
-        return bool(self.state.get(key) == new)
+        with self.lease(f"marks/{key}"):
+            if self.state.get(key) != old:
+                return False
+            self.state.set(key, new)
+            return bool(self.state.get(key) == new)
 
 
 class OfflineAssetState:

@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import faults
+from ..commit.lease import Lease
 from ..commit.manifest import plan_id
 from ..commit.protocol import attempt_name, staging_for
 from ..config import load_pipeline
@@ -24,7 +25,7 @@ from .ahead import Claims
 from .errors import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
 from .metrics import emit
-from .runs import run_cycle
+from .runs import alive, run_cycle
 from .store import TaskCheckpointStore, TaskMarks, output_asset
 
 if TYPE_CHECKING:
@@ -77,7 +78,9 @@ def _new_plan(cfg: PipelineConfig, interval: Interval | None, checkpoint: Checkp
     return plan_run(cfg.source, pipeline=cfg.name, mode=cfg.mode, decode=cfg.decode,
                     output=cfg.output.target(cfg.name), interval=interval,
                     checkpoint=checkpoint, run_id=run_id, properties=pipeline_properties(cfg),
-                    marks=TaskMarks(context["asset_state_store"][output_asset(cfg)]))
+                    marks=TaskMarks(context["asset_state_store"][output_asset(cfg)],
+                                    lambda name: Lease(cfg.output.target(cfg.name), name,
+                                                       run_id, alive=alive(context))))
 
 
 def _wait_until_closed(interval: Interval) -> None:

@@ -159,10 +159,12 @@ def stop_kept_servers(folder: Path) -> None:
 
 
 def exact(out: Path, size: int) -> str:
-    """The output's Parquet rows (data files only): the ids 0..size-1, each once."""
+    """The output's Parquet rows (data files only, not the tools' working folders: dlt's
+    ``_dlt``, streamslice's ``_streamslice``): the ids 0..size-1, each once."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-    files = [p for p in out.rglob("*.parquet") if "_streamslice" not in p.parts]
+    files = [p for p in out.rglob("*.parquet")
+             if not any(part.startswith("_") for part in p.relative_to(out).parts)]
     if not files:
         return "no Parquet"
     ids = [pq.read_table(f, columns=[id_column(f)]).column(0) for f in files]

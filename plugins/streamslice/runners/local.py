@@ -1,6 +1,6 @@
 """``spark.runner: local`` (the default): the read job on the worker's own Spark. By default
 that is one Spark Connect server per worker on ``local[*]`` (or the ``spark.master`` given),
-started by the first read and kept until it has been idle ``local_server_idle``
+started by the first read and kept until it has been idle ``local_server_idle`` (1h)
 (``spark.local_server``); ``local_server: false``, or a server that cannot start, reads on a
 Spark in the task's own process instead, a JVM per task."""
 from __future__ import annotations
@@ -46,14 +46,14 @@ class LocalRunner(MasterRunner):
     keys: ClassVar[tuple[str, ...]] = ("local_server", "local_server_idle")
     reads_ahead: ClassVar[bool] = True
     local_server: bool = True  # the worker's kept Spark Connect server (``spark.local_server``)
-    local_server_idle_s: float = 600.0
+    local_server_idle_s: float = 3600.0
 
     @classmethod
     def parse(cls, f: Fields, conf: dict[str, str]) -> Self:
         env = os.environ.get("STREAMSLICE_LOCAL_SERVER", "true").strip().lower() not in OFF
         idle_ms = f.parse("local_server_idle", parse_duration_ms, None)
         if idle_ms is None:
-            idle_ms = parse_duration_ms(os.environ.get("STREAMSLICE_LOCAL_SERVER_IDLE") or "10m")
+            idle_ms = parse_duration_ms(os.environ.get("STREAMSLICE_LOCAL_SERVER_IDLE") or "1h")
         return cls(conf=conf, master=f.str("master", default_master()),
                    local_server=f.bool("local_server", env),
                    local_server_idle_s=max(1.0, idle_ms / 1000))

@@ -45,7 +45,7 @@ from .package import PACKAGE_ROOT, installed
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-IDLE_S = 600.0  # the default idle time
+IDLE_S = 3600.0  # the default idle time: an hourly pipeline finds it running
 START_S = 300.0  # how long a read waits for a new server to listen (a JVM on a busy worker)
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 

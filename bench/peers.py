@@ -105,7 +105,8 @@ def run_all(sizes: list[int], tools: list[str]) -> list[Row]:
                 print(f"{size:,} records produced in {time.perf_counter() - t:.1f}s "
                       f"(load {os.getloadavg()[0]:.1f})", flush=True)
                 for tool in tools:
-                    job = {"bootstrap": broker.bootstrap, "topic": topic, "size": size,
+                    job: dict[str, Any] = {"bootstrap": broker.bootstrap, "topic": topic,
+                                           "size": size,
                            "out": str(work / f"{tool}-{size}"), "python": python,
                            "remote": connect.remote if connect else "",
                            "master": cluster.master if cluster else ""}

@@ -235,7 +235,8 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     package as each session's artifact, not from a path."""
     env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1",
                PYSPARK_PYTHON=sys.executable, **(extra or {}))
-    for key in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT", "PYTHONPATH"):
+    # (and a task's injected fault, a test's, stays with that task)
+    for key in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT", "PYTHONPATH", "STREAMSLICE_INJECT_FAULT"):
         env.pop(key, None)
     return env
 

@@ -180,6 +180,27 @@ def test_runs_reuse_the_server_and_land_every_record_once(broker, airflow_db, se
         assert len(got) == len(set(got)), "a record landed twice"
     (folder,) = {p.parent for p in servers.glob("*/server.json")}
     assert keepers(folder) == [pids[0]]
+    port = json.loads((folder / "server.json").read_text())["port"]
+    assert worker_modules(f"sc://127.0.0.1:{port}") == ["streamslice_warm_daemon", True, True]
+
+
+def worker_modules(remote):
+    """What a Python worker of the server has imported before it runs anything: the daemon
+    it was forked from, and whether pyarrow and pandas came with it (``warm_daemon``)."""
+    from pyspark.sql.connect.functions import udf
+    from pyspark.sql.types import StringType
+
+    from streamslice.spark.connect import connect_session
+
+    def loaded(_):
+        import json
+        import sys
+        main = getattr(sys.modules["__main__"], "__spec__", None)
+        return json.dumps([main.name if main else None, "pyarrow" in sys.modules,
+                           "pandas" in sys.modules])
+
+    with connect_session(remote) as spark:
+        return json.loads(spark.range(1).select(udf(loaded, StringType())("id")).collect()[0][0])
 
 
 def test_a_server_that_cannot_be_used_falls_back_to_the_tasks_own_spark(

@@ -29,6 +29,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 IDLE_S = 3600.0  # the default idle time: an hourly pipeline finds it running
 START_S = 300.0  # how long a read waits for a new server to listen (a JVM on a busy worker)
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DAEMON = "streamslice_warm_daemon"  # ``warm_daemon.py``, copied beside the server's state
 
 
 class ServerUnavailable(Exception):
@@ -234,10 +236,11 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The server's environment: its Python workers run this interpreter, and get the
     package as each session's artifact, not from a path."""
     env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1",
-               PYSPARK_PYTHON=sys.executable, **(extra or {}))
-    # (and a task's injected fault, a test's, stays with that task)
+               PYSPARK_PYTHON=sys.executable)
+    # (and a task's injected fault, a test's, stays with that task; ``extra`` goes last)
     for key in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT", "PYTHONPATH", "STREAMSLICE_INJECT_FAULT"):
         env.pop(key, None)
+    env.update(extra or {})
     return env
 
 
@@ -276,9 +279,15 @@ def keep(folder: Path) -> int:
     idle_s = float(spec["idle_s"])
     (folder / "keeper.pid").write_text(str(os.getpid()))
     port = _free_port()
+    # its Python workers fork from a daemon that has their imports loaded (``warm_daemon``)
+    python = folder / "python"
+    python.mkdir(exist_ok=True)
+    shutil.copyfile(Path(__file__).with_name("warm_daemon.py"), python / f"{DAEMON}.py")
+    conf = {"spark.python.daemon.module": DAEMON, **spec["conf"]}
     with open(folder / "server.log", "wb") as log:
-        jvm = subprocess.Popen(server_command(port, spec["master"], spec["conf"]),
-                               env=server_env(), stdin=subprocess.DEVNULL, stdout=log,
+        jvm = subprocess.Popen(server_command(port, spec["master"], conf),
+                               env=server_env({"PYTHONPATH": str(python)}),
+                               stdin=subprocess.DEVNULL, stdout=log,
                                stderr=subprocess.STDOUT, cwd=str(folder))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:

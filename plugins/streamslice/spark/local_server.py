@@ -143,11 +143,20 @@ def locked(folder: Path) -> Iterator[None]:
 
 
 def alive(pid: int) -> bool:
-    """A process that runs (a zombie has ended)."""
+    """A process that runs (a zombie has ended; where there is no /proc, as on macOS, a
+    zombie counts as running until its parent reaps it)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return False
+        if Path("/proc/self").exists():
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 

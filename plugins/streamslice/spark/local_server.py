@@ -112,9 +112,28 @@ def running(folder: Path) -> Server | None:
         return None
     if alive(server.pid) and _listening(server.port):
         return server
-    _kill_group(server.pid)
+    if _ours(server.pid):  # what is left of it (a JVM whose keeper was killed)
+        _kill_group(server.pid)
     (folder / "server.json").unlink(missing_ok=True)
     return None
+
+
+def _ours(group: int) -> bool:
+    """Whether a process of the group is a keeper or a server (not a process that got a dead
+    keeper's pid since)."""
+    marks = (b"streamslice.spark.local_server", SERVER_CLASS.encode(), DAEMON.encode())
+    for entry in os.listdir("/proc") if Path("/proc/self").exists() else ():
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry)) != group:
+                continue
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(mark in cmdline for mark in marks):
+            return True
+    return False
 
 
 def stop(spec: ServerSpec) -> bool:
@@ -127,7 +146,8 @@ def stop(spec: ServerSpec) -> bool:
         (folder / "server.json").unlink(missing_ok=True)
     if server is None:
         return False
-    _kill_group(server.pid, signal.SIGTERM)
+    if _ours(server.pid):
+        _kill_group(server.pid, signal.SIGTERM)
     return True
 
 

@@ -133,10 +133,8 @@ def measure(meter: CpuMeter, tool: str, job: dict[str, Any]) -> Row:
         WARMED.append(tool)
         measure(meter, tool, job)
         shutil.rmtree(job["out"], ignore_errors=True)
-    if tool == "dlt":
-        cmd = [job["python"], str(ROOT / "bench" / "peers_dlt.py"), json.dumps(job)]
-    else:
-        cmd = [sys.executable, __file__, "--child", tool, json.dumps(job)]
+    python = job["python"] if tool == "dlt" else sys.executable  # dlt: in its own venv
+    cmd = [python, __file__, "--child", tool, json.dumps(job)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]))
     env.pop("STREAMSLICE_SPARK_CONF", None)
     before, start = meter.snapshot(), time.perf_counter()
@@ -254,6 +252,37 @@ def child_raw(job: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def child_dlt(job: dict[str, Any]) -> dict[str, Any]:
+    """dlt's Kafka verified source (vendored unchanged) from the topic's start to its end,
+    each JSON value parsed by the message processor, into the filesystem destination as
+    Parquet. Runs in dlt's own virtual environment: imports nothing of streamslice."""
+    out = Path(job["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ["DLT_DATA_DIR"] = str(out / "_dlt")  # its working state: not the output
+    os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"
+    sys.path.insert(0, str(ROOT / "bench" / "vendor"))
+    import dlt
+    from confluent_kafka import Consumer
+    from dlt_kafka import kafka_consumer
+
+    def processor(msg: Any) -> dict[str, Any]:
+        row: dict[str, Any] = json.loads(msg.value())
+        # where it came from, as dlt's own processor keeps it (the table is named by topic)
+        row["_kafka"] = {"topic": msg.topic(), "partition": msg.partition(),
+                         "offset": msg.offset()}
+        return row
+
+    consumer = Consumer({"bootstrap.servers": job["bootstrap"], "group.id": "peers-dlt",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **BIG})
+    pipeline = dlt.pipeline(pipeline_name="peers", destination=dlt.destinations.filesystem(
+        bucket_url=(out / "data").as_uri()), dataset_name="peers",
+        pipelines_dir=str(out / "_dlt" / "pipelines"))
+    info = pipeline.run(kafka_consumer(job["topic"], credentials=consumer,
+                                       msg_processor=processor),
+                        loader_file_format="parquet")
+    return {"loads": len(info.loads_ids)}
+
+
 def child_streamslice(job: dict[str, Any], spark: str) -> dict[str, Any]:
     """plan + read (the pipeline's runner) + verify, publish and checkpoint; no Airflow."""
     from streamslice.commit.checkpoint import Checkpoint, advance
@@ -296,6 +325,7 @@ spark: {spark}
 
 CHILDREN = {
     "raw": child_raw,
+    "dlt": child_dlt,
     "local-jvm": lambda job: child_streamslice(job, "{runner: local, local_server: false}"),
     "local-cold": lambda job: child_streamslice(job, "{runner: local}"),
     "local-warm": lambda job: child_streamslice(job, "{runner: local}"),

@@ -98,17 +98,16 @@ def lease(spec: ServerSpec) -> Iterator[Server]:
     try:
         yield server
     finally:
-        mine.unlink(missing_ok=True)
-        _touch(folder / "used")
+        with contextlib.suppress(OSError):  # (a folder removed meanwhile: nothing to keep)
+            mine.unlink(missing_ok=True)
+            _touch(folder / "used")
 
 
 def running(folder: Path) -> Server | None:
     """The server ``server.json`` names if it is alive; otherwise what is left of it is
     stopped and the file removed. Call it holding the lock."""
-    try:
-        state = json.loads((folder / "server.json").read_text())
-        server = Server(int(state["pid"]), int(state["port"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    server = _read_server(folder)
+    if server is None:
         return None
     if alive(server.pid) and _listening(server.port):
         return server

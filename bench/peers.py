@@ -281,8 +281,10 @@ def child_dlt(job: dict[str, Any]) -> dict[str, Any]:
     pipeline = dlt.pipeline(pipeline_name="peers", destination=dlt.destinations.filesystem(
         bucket_url=(out / "data").as_uri()), dataset_name="peers",
         pipelines_dir=str(out / "_dlt" / "pipelines"))
+    # batch_timeout: the source stops at the first empty consume(); the local broker answers
+    # a fetch with the whole rest of the log, which takes longer than its 3 s default at 3M
     info = pipeline.run(kafka_consumer(job["topic"], credentials=consumer,
-                                       msg_processor=processor),
+                                       msg_processor=processor, batch_timeout=120),
                         loader_file_format="parquet")
     return {"loads": len(info.loads_ids)}
 

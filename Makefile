@@ -105,6 +105,7 @@ bench: venv tools
 	$(BIN)/python bench/backfill.py --intervals 48
 	$(BIN)/python bench/backfill.py --intervals 168
 	$(BIN)/python bench/run_overhead.py
+	$(BIN)/python bench/peers.py
 
 clean:
 	rm -rf .demo output

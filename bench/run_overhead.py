@@ -2,7 +2,8 @@
 plan → read → commit) in a fresh process, as an Airflow worker runs a task, for an empty
 interval and for an interval of 1,000 records, with the read on
 
-* ``local``: Spark local[*] inside the task process, so every run starts a JVM;
+* ``local``: Spark local[*] inside the task process (``local_server: false``), so every run
+  starts a JVM;
 * ``connect``: a Spark Connect server started once before the runs (``spark.runner:
   connect``); the first run on it also starts the server's Python workers for the session.
 
@@ -118,11 +119,11 @@ def main() -> None:
                                                    per_hour=args.records, seed=k, late_share=0))
         files = {
             "local": pipeline(folder, "overhead_local", broker.bootstrap, topic,
-                              "  runner: local", work / "lake"),
+                              "  runner: local\n  local_server: false", work / "lake"),
             "connect": pipeline(folder, "overhead_connect", broker.bootstrap, topic,
                                 f"  runner: connect\n  remote: {server.remote}", work / "lake"),
             "noop": pipeline(folder, "overhead_noop", broker.bootstrap, topic,
-                             "  runner: local", work / "lake")}
+                             "  runner: local\n  local_server: false", work / "lake")}
         print(f"  load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
         print(f"\n  {'run (fresh process each)':<34}{'wall s':>7}{'dag.test':>10}{'plan':>7}"
               f"{'read':>7}{'commit':>8}{'tasks':>8}")

@@ -310,21 +310,10 @@ class SparkConnect:
         return self._proc.pid
 
     def start(self) -> Self:
-        import pyspark
-        home = Path(pyspark.__file__).parent
+        from streamslice.spark.local_server import server_command, server_env
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        conf = {"spark.connect.grpc.binding.address": "127.0.0.1",
-                "spark.connect.grpc.binding.port": str(self.port),
-                "spark.ui.showConsoleProgress": "false", **self.conf}
-        cmd = [str(home / "bin" / "spark-submit"), "--class",
-               "org.apache.spark.sql.connect.service.SparkConnectServer",
-               "--name", "Spark Connect server", "--master", self.master]
-        for key, value in conf.items():
-            cmd += ["--conf", f"{key}={value}"]
-        env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
-                   PYSPARK_PYTHON=sys.executable, **self.env)
-        for key in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT", "PYTHONPATH"):
-            env.pop(key, None)  # the package reaches the server as an artifact, not a path
+        cmd = server_command(self.port, self.master, self.conf)
+        env = server_env(self.env)  # the package reaches the server as an artifact
         log = open(self.work_dir / "spark-connect.log", "ab")
         self._proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                       cwd=str(self.work_dir), start_new_session=True)

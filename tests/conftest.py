@@ -24,6 +24,9 @@ os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
 os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+# runner local reads in the test's own Spark (the session fixture's), not on a kept server
+# that would outlive the test: tests/integration/test_local_server.py covers that server
+os.environ["STREAMSLICE_LOCAL_SERVER"] = "false"
 # A quicker JVM start for short test jobs; the controller adds the class archive's flags
 # (pytest_configure) and its workers inherit them.
 

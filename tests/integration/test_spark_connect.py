@@ -210,3 +210,21 @@ def test_concurrent_interval_runs_share_one_server(broker, spark_connect, airflo
         seen.update(got)
     assert sorted(seen) == sorted((p, o) for p, o, _ in sent)
     assert set(seen.values()) == {1}, "a record landed twice"
+
+
+def test_a_shared_session_is_set_up_once(spark_connect, monkeypatch):
+    """The first run on a shared session sets it up (settings, the package, the data
+    sources) and marks it; the next finds the mark and does none of it again, and reads."""
+    from streamslice.spark import connect
+    set_up = []
+    original = connect._set_up
+    monkeypatch.setattr(connect, "_set_up", lambda *a: (set_up.append(a), original(*a)))
+    conf = {"spark.sql.shuffle.partitions": "7"}  # a session of this test's own
+    for _ in range(2):
+        with connect.connect_session(spark_connect.remote, conf) as spark:
+            assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
+            rows = spark.read.format("streamslice-kafka").option("plan", ReadPlan(
+                pipeline="p", source="kafka", mode="bounded", planned_at=0, splits=[],
+                partition="run=x").to_json()).load().count()
+            assert rows == 0
+    assert len(set_up) == 1

@@ -197,7 +197,8 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
     test_files_source.py)."""
     from streamslice.kafka.positions import Committed, Earliest, Latest
     for name in ("STREAMSLICE_SPARK_RUNNER", "STREAMSLICE_SPARK_MASTER", "SPARK_REMOTE",
-                 "STREAMSLICE_HOME"):
+                 "STREAMSLICE_HOME", "STREAMSLICE_LOCAL_SERVER",
+                 "STREAMSLICE_LOCAL_SERVER_IDLE"):
         monkeypatch.delenv(name, raising=False)
     cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n",
                          file="/project/dags/pipelines/orders.yaml", default_name="orders")

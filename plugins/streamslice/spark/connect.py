@@ -139,7 +139,21 @@ def _open(remote: str, session: str | None) -> Any:
     return spark
 
 
+# A shared session's mark that it holds this package, its settings and the data sources:
+# a later run checks it in one call instead of setting each again (seven calls a run).
+PREPARED = "spark.streamslice.prepared"
+
+
 def _prepare(spark: Any, zip_path: Path, conf: dict[str, str]) -> None:
+    settings = json.dumps(sorted(conf.items())).encode()
+    mark = f"{zip_path.name}:{hashlib.sha256(settings).hexdigest()[:16]}"
+    if spark.conf.get(PREPARED, None) == mark:
+        return
+    _set_up(spark, zip_path, conf)
+    spark.conf.set(PREPARED, mark)
+
+
+def _set_up(spark: Any, zip_path: Path, conf: dict[str, str]) -> None:
     from .datasource import DATA_SOURCES
     for key, value in conf.items():
         try:

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from devtools.services import _venv_bin, free_port
+from devtools.services import _venv_bin, free_port, stop_process
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -114,9 +114,4 @@ class ApiServer:
         return self.post(path, body, token, method="PATCH")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc, 30)

@@ -16,7 +16,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from devtools.services import AirflowServices, _venv_bin, free_port, wait_for_port
+from devtools.services import (
+    AirflowServices,
+    _venv_bin,
+    free_port,
+    stop_process,
+    wait_for_port,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -65,12 +71,7 @@ class Redis:
         return self
 
     def stop(self) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
+        stop_process(self._proc)
 
 
 class CeleryDeployment(AirflowServices):

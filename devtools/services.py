@@ -22,6 +22,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_process(proc: subprocess.Popen[Any] | None, wait_s: float = 10) -> None:
+    """Ask a process of ours to end (SIGTERM), and kill it if it has not within ``wait_s``."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 30.0,
                   what: str = "service") -> None:
     deadline = time.monotonic() + timeout
@@ -156,12 +167,7 @@ class KinesisLocal:
 
     def stop(self) -> None:
         for proc in (self._proxy, self._server):
-            if proc and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_process(proc)
 
     def client(self) -> Any:  # a boto3 client
         import boto3
@@ -203,12 +209,7 @@ class SchemaRegistry:
         return self
 
     def stop(self) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
+        stop_process(self._proc)
 
     def faults(self, delay_s: float = 0.0, status: int = 0) -> dict[str, Any]:
         """Make every request slow (``delay_s``) or fail (``status``, e.g. 503)."""
@@ -276,11 +277,7 @@ class SparkStandalone:
 
     def stop(self) -> None:
         for proc in reversed(self._procs):
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc, 15)
 
 
 class SparkConnect:

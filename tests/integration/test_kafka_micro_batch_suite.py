@@ -10,6 +10,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from devtools.services import create_topic
+from tests.support import kafka
 from tests.support.kafka import producer
 from tests.support.pipelines import unique
 
@@ -17,11 +18,7 @@ pytestmark = pytest.mark.integration
 
 
 def send(broker, topic, values, partition=None, timestamp=None):
-    with producer(broker.bootstrap) as p:
-        for v in values:
-            kw = {"timestamp": timestamp} if timestamp is not None else {}
-            p.produce(topic, value=str(v).encode(),
-                      **({"partition": partition} if partition is not None else {}), **kw)
+    kafka.send(broker.bootstrap, topic, values, partition, timestamp)
 
 
 def new_topic(broker, partitions=3):

@@ -20,3 +20,15 @@ def producer(bootstrap: str, **conf: Any) -> Iterator[Producer]:
         assert left == 0, f"{left} records were not delivered in 30 s"
     finally:
         p.close()
+
+
+def send(bootstrap: str, topic: str, values: Any, partition: int | None = None,
+         timestamp: int | None = None) -> None:
+    """Spark's ``testUtils.sendMessages``: the values as strings, to one partition (or as the
+    producer partitions them), each stamped ``timestamp`` when one is given."""
+    with producer(bootstrap) as p:
+        for v in values:
+            kw: dict[str, Any] = {"timestamp": timestamp} if timestamp is not None else {}
+            if partition is not None:
+                kw["partition"] = partition
+            p.produce(topic, value=str(v).encode(), **kw)

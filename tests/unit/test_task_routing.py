@@ -4,9 +4,8 @@ Airflow's own names."""
 import pytest
 
 from streamslice.airflow.factory import build_dag
-from streamslice.config import parse_pipeline
 from streamslice.config.task_args import TaskArgs
-from streamslice.errors import ConfigError
+from tests.unit.test_config import error, parse
 
 KAFKA = """\
 mode: interval
@@ -22,16 +21,6 @@ output: {path: /lake}
 """
 POD = {"metadata": {"labels": {"team": "data"}},
        "spec": {"containers": [{"name": "base", "resources": {"requests": {"memory": "4Gi"}}}]}}
-
-
-def parse(text):
-    return parse_pipeline(text, file="p.yaml", default_name="p")
-
-
-def error(text):
-    with pytest.raises(ConfigError) as info:
-        parse(text)
-    return str(info.value)
 
 
 def test_nothing_set_leaves_every_task_to_airflows_defaults():

@@ -14,6 +14,7 @@ from airflow.sdk import BaseNotifier
 
 from ..alerts import Alert, SentAlert, evaluate
 from ..config import load_pipeline
+from ..registered import load
 from ..timeutil import iso, to_ms
 from .errors import original_error
 from .store import output_asset
@@ -89,8 +90,7 @@ def _notifier(spec: dict[str, Any], alert: Alert) -> Any:
                            message_attributes={"kind": alert.kind, "pipeline": alert.pipeline})
     if spec["type"] == "log":
         return _LogNotifier()
-    from airflow.sdk.module_loading import import_string
-    return import_string(spec["class"])(**spec.get("args", {}))
+    return load(spec["class"])(**spec.get("args", {}))
 
 
 class _LogNotifier(BaseNotifier):

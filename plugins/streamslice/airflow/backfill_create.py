@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     from airflow.__main__ import main as airflow_main
     sys.argv = ["airflow", "backfill", "create", *(sys.argv[1:] if argv is None else argv)]
     with immediate_transactions():
-        airflow_main()
+        airflow_main()  # type: ignore[no-untyped-call]  # Airflow's main() is unannotated
 
 
 if __name__ == "__main__":

@@ -192,10 +192,11 @@ class EmrJobRunTrigger(EmrServerlessStartJobTrigger):
         except asyncio.CancelledError:
             raise  # a user's clear or kill: the triggerer calls on_kill (Airflow 3.3)
         except Exception as exc:  # noqa: BLE001 - any failure is the trigger's failure event
-            yield TriggerEvent({"status": "failure", "message": str(exc),
+            yield TriggerEvent({"status": "failure", "message": str(exc),  # type: ignore[no-untyped-call]
                                 self.return_key: self.return_value})
             return
-        yield TriggerEvent({"status": "success", self.return_key: self.return_value})
+        yield TriggerEvent(  # type: ignore[no-untyped-call]  # Airflow: unannotated __init__
+            {"status": "success", self.return_key: self.return_value})
 
     async def on_kill(self) -> None:
         if self.job_id and self.cancel_on_kill:

@@ -173,7 +173,7 @@ def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str
         before >> setup
     if teardown is not None:
         read >> teardown
-        setup.as_setup()
+        setup.as_setup()  # type: ignore[no-untyped-call]  # Airflow: BaseOperator's is unannotated
         teardown.as_teardown(setups=setup)
 
 

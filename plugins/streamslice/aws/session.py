@@ -118,7 +118,7 @@ def _new_session(auth: AwsAuth, secrets: Properties, timestamp_parser: Any) -> A
     fetcher = AssumeRoleCredentialFetcher(sts_client, source, auth.role_arn, extra_args=extra)
     assumed = DeferredRefreshableCredentials(fetcher.fetch_credentials, "assume-role")
 
-    class AssumedRole(CredentialProvider):
+    class AssumedRole(CredentialProvider):  # type: ignore[misc]  # botocore ships no types
         METHOD = CANONICAL_NAME = "streamslice-assume-role"
 
         def load(self) -> Any:

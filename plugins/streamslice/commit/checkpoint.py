@@ -38,7 +38,7 @@ class Checkpoint(Versioned):
         return cls.from_dict(data) if data else None
 
 
-def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
+def advance(current: Checkpoint | None, plan: ReadPlan[Any], *, now_ms: int,
             run_id: str | None = None,
             positions: dict[str, Any] | None = None) -> Checkpoint | None:
     """The checkpoint after ``plan`` is published, checked against what the plan started from.
@@ -71,13 +71,13 @@ def advance(current: Checkpoint | None, plan: ReadPlan, *, now_ms: int,
     return current
 
 
-def advanced_by(plan: ReadPlan, current: Checkpoint | None, run_id: str | None) -> bool:
+def advanced_by(plan: ReadPlan[Any], current: Checkpoint | None, run_id: str | None) -> bool:
     """Whether ``current`` is the checkpoint ``plan``'s own commit by ``run_id`` left."""
     return (current is not None and run_id is not None and current.run_id == run_id
             and current.partition == plan.partition and current.batch == plan.batch)
 
 
-def holds(plan: ReadPlan, current: Checkpoint | None, run_id: str | None) -> bool:
+def holds(plan: ReadPlan[Any], current: Checkpoint | None, run_id: str | None) -> bool:
     """Whether ``plan`` may still be read and published with the checkpoint at ``current``:
     an interval plan always (runs are independent); an incremental one while the checkpoint
     is the one it was planned from, or the one its own commit left (a retry after a crash)."""
@@ -86,7 +86,7 @@ def holds(plan: ReadPlan, current: Checkpoint | None, run_id: str | None) -> boo
     return _identity(current) == _identity(Checkpoint.saved(plan.base_checkpoint))
 
 
-def moved(plan: ReadPlan, current: Checkpoint | None) -> str:
+def moved(plan: ReadPlan[Any], current: Checkpoint | None) -> str:
     """Why an incremental ``plan`` no longer holds, in the operator's words."""
     base = Checkpoint.saved(plan.base_checkpoint)
     by = f" by run {current.run_id}" if current and current.run_id else ""
@@ -105,7 +105,7 @@ def reset(current: Checkpoint | None, target: ResetTarget, note: str = "reset") 
                       source_state=dict(target.source_state))
 
 
-def _merge(current: Checkpoint | None, plan: ReadPlan,
+def _merge(current: Checkpoint | None, plan: ReadPlan[Any],
            positions: dict[str, Any] | None) -> dict[str, Any]:
     if positions is not None:
         return dict(positions)

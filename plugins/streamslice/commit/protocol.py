@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("streamslice")
 
 
-def target_of(plan: ReadPlan) -> OutputTarget:
+def target_of(plan: ReadPlan[Any]) -> OutputTarget:
     if plan.output is None:
         raise CommitError("the plan names no output (plans made before version 2 cannot be "
                           "committed; clear the plan task to plan again)")
     return plan.output
 
 
-def staging_for(plan: ReadPlan, attempt: str) -> Staging:
+def staging_for(plan: ReadPlan[Any], attempt: str) -> Staging:
     """The staging area of one read attempt: ``<work>/staging/<partition>/<attempt>``."""
     target = target_of(plan)
     return Staging(f"{target.work}/staging/{plan.partition}/{attempt}", target.auth)
@@ -55,7 +55,7 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
-def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None, now_ms: int,
+def publish_once(plan: ReadPlan[Any], staging: Staging, *, run_id: str | None, now_ms: int,
                  removable: Callable[[str], bool] | None = None) -> Manifest:
     """Publish the staged output and return its manifest with where it landed
     (``published``: the partition's URI, a table's snapshot or version), or recognise that an
@@ -99,7 +99,7 @@ def publish_once(plan: ReadPlan, staging: Staging, *, run_id: str | None, now_ms
                       "combined) to read it again")
 
 
-def clean_attempts(plan: ReadPlan, removable: Callable[[str], bool] | None = None) -> None:
+def clean_attempts(plan: ReadPlan[Any], removable: Callable[[str], bool] | None = None) -> None:
     """Staging left by failed tries of the same partition: the areas ``removable`` allows
     (by name), never another run's that may still be read or committed (the default: all
     of them, for a caller that alone commits the partition). The partition's folder goes

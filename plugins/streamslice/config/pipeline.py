@@ -101,7 +101,7 @@ class PipelineConfig:
     name: str
     file: str
     mode: Literal["interval", "incremental"]
-    source: Source
+    source: Source[Any]
     output: Output
     decode: Decoding = Decoding()
     spark: Runner = LocalRunner()  # the spark: block: where the read job runs

@@ -79,7 +79,7 @@ class MskIamTokens:
             raise ConfigError(no_credentials_message(self.auth) + " for Amazon MSK IAM")
         frozen = creds.get_frozen_credentials()
 
-        class Fixed(CredentialProvider):
+        class Fixed(CredentialProvider):  # type: ignore[misc]  # botocore ships no types
             METHOD = "streamslice"
 
             def load(self) -> Any:
@@ -120,7 +120,7 @@ def kafka_python_provider(properties: Properties) -> Any:
     tokens: MskIamTokens = found
     from kafka.net.sasl.oauth import AbstractTokenProvider
 
-    class Provider(AbstractTokenProvider):
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]  # kafka-python ships no types
         def token(self) -> str:
             return tokens.token()
 

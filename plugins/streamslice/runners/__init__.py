@@ -47,7 +47,7 @@ class RunRequest:
     """One read job to run: the same for every runner."""
 
     cfg: PipelineConfig
-    plan: ReadPlan
+    plan: ReadPlan[Any]
     staging_uri: str
     properties: dict[str, Any]  # the client properties, no secret (``secrets``)
     options: dict[str, Any]  # the readers' options (``Source.read_options``)
@@ -55,7 +55,7 @@ class RunRequest:
     # told the job run elsewhere as soon as it exists (EMR Serverless: for ``on_kill``)
     started: Callable[[dict[str, str]], None] | None = None
     # other runs' intervals read in the same job, each into its own staging area
-    ahead: tuple[tuple[ReadPlan, str], ...] = ()
+    ahead: tuple[tuple[ReadPlan[Any], str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

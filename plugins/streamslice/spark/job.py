@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
 
 
-def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
+def run_read(spark: Any, plan: ReadPlan[Any], staging_uri: str, *,
              properties: dict[str, Any] | None = None,
              options: dict[str, Any] | None = None, direct: bool = True,
-             pack: bool = True, ahead: Sequence[tuple[ReadPlan, str]] = ()) -> str:
+             pack: bool = True, ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> str:
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data`` in the
     plan's output format. Parquet in a codec pyarrow has is written by the readers themselves,
     one file per split (``reading.sink``): Spark runs the tasks and gets no rows, and a task

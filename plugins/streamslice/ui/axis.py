@@ -119,7 +119,7 @@ def nice_top(value: float, least: float = 1.0) -> float:
     value = max(value, least)
     if value <= 0:
         return 1.0
-    exp = 10 ** math.floor(math.log10(value))
+    exp: float = 10 ** math.floor(math.log10(value))  # int ** int is typed Any (sign)
     for m in (1, 2, 2.5, 5, 10):
         if value <= m * exp:
             return m * exp

@@ -67,14 +67,14 @@ class Publisher(Protocol):
 
     def __init__(self, output: OutputTarget) -> None: ...
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
         """Publish the staged partition with its manifest; returns where it landed."""
 
-    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
         """The manifest the plan's partition was published with, if any, with where it
         landed under ``published``."""
 
-    def finish(self, plan: ReadPlan) -> None:
+    def finish(self, plan: ReadPlan[Any]) -> None:
         """What ``publish`` does after the partition is in place (removing what it
         replaced), for a retry that finds the partition published by a try that crashed."""
 
@@ -104,7 +104,7 @@ def staged_format(output: OutputTarget | None) -> str:
     return publisher_class(output.format).stages or output.format
 
 
-def staged_constants(plan: ReadPlan) -> dict[str, str]:
+def staged_constants(plan: ReadPlan[Any]) -> dict[str, str]:
     """Columns the staged files carry besides the records, each with one value: the
     partition name, for the table publishers."""
     if plan.output and publisher_class(plan.output.format).stages is not None:

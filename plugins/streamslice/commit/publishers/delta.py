@@ -73,7 +73,7 @@ class DeltaPublisher:
         assert output.table is not None
         self.table_uri = output.table
 
-    def uri(self, plan: ReadPlan) -> str:
+    def uri(self, plan: ReadPlan[Any]) -> str:
         return f"{self.table_uri}#{plan.partition}"
 
     def storage_options(self) -> dict[str, str] | None:
@@ -84,7 +84,7 @@ class DeltaPublisher:
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         return location_dataset(self.table_uri), None  # a Delta table is its location
 
-    def published_manifest(self, plan: ReadPlan, latest: int | None = None
+    def published_manifest(self, plan: ReadPlan[Any], latest: int | None = None
                            ) -> dict[str, Any] | None:
         """Searched in the ``latest`` commits only, if given (each one read costs I/O)."""
         from deltalake import DeltaTable
@@ -98,10 +98,10 @@ class DeltaPublisher:
                                                 "version": entry.get("version")}}
         return None
 
-    def finish(self, plan: ReadPlan) -> None:
+    def finish(self, plan: ReadPlan[Any]) -> None:
         """Nothing: the table's commit is the publish's last step."""
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
         require_staged(staging, manifest)
         schema = table_schema(plan)

@@ -49,17 +49,17 @@ class DirectoryRename:
         self.fs, self.root = filesystem(output.dataset.rstrip("/"), output.auth)
         self.work = filesystem(output.work, output.auth)[1]
 
-    def uri(self, plan: ReadPlan) -> str:
+    def uri(self, plan: ReadPlan[Any]) -> str:
         return f"{self.output.dataset.rstrip('/')}/{folder_of(plan)}"
 
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         return location_dataset(self.output.dataset), None
 
-    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
         found = read_manifest(self.output.dataset, folder_of(plan), self.output.auth)
         return {**found, "published": {"uri": self.uri(plan)}} if found else None
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
         fs = staging.fs
         require_staged(staging, manifest)
         publish_dead_letters(self.output, plan, staging)
@@ -84,7 +84,7 @@ class DirectoryRename:
         fs.delete_dir(staging.root)
         return {"uri": self.uri(plan)}
 
-    def finish(self, plan: ReadPlan) -> None:
+    def finish(self, plan: ReadPlan[Any]) -> None:
         """The clean-up of a publish a crash interrupted after the new partition was in
         place: the partition's trash."""
         self.empty_trash(f"{self.work}/trash", trash_name(plan))
@@ -109,7 +109,7 @@ def delete_if_there(fs: pafs.FileSystem, path: str) -> None:
 
 
 class ObjectStoreCopy(DirectoryRename):
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
         """Each staged file under its plan's name (``object_names``): a re-publish of the
         same plan overwrites the same objects, so a reader sees its records once throughout.
         Where the names change (another plan), the manifest and every object not named
@@ -133,7 +133,7 @@ class ObjectStoreCopy(DirectoryRename):
         return {"uri": self.uri(plan)}
 
 
-def object_names(plan: ReadPlan, root: str, infos: list[pafs.FileInfo]) -> dict[str, str]:
+def object_names(plan: ReadPlan[Any], root: str, infos: list[pafs.FileInfo]) -> dict[str, str]:
     """Each staged file under ``root`` → its object's name in the partition: in its folder,
     ``part-<plan id>-<n>`` and its extensions, ``n`` its place among the folder's files by
     name (the read job names them by split or Spark task, so the same plan's read gives the
@@ -203,33 +203,33 @@ class FilesPublisher:
         self.how = DirectoryRename(output) if fs.type_name == "local" else \
             ObjectStoreCopy(output)
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
         return self.how.publish(plan, staging, manifest)
 
-    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
         return self.how.published_manifest(plan)
 
-    def finish(self, plan: ReadPlan) -> None:
+    def finish(self, plan: ReadPlan[Any]) -> None:
         self.how.finish(plan)
 
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         return self.how.lineage_dataset()
 
 
-def trash_name(plan: ReadPlan) -> str:
+def trash_name(plan: ReadPlan[Any]) -> str:
     """What the trash of the plan's partition is named by: its folder under the dataset
     (``output.partition_path`` may nest it), quoted into one name that ``unquote`` gives
     back, so a sweep finds the folder whose manifest says the partition is in place."""
     return quote(folder_of(plan), safe="=")
 
 
-def folder_of(plan: ReadPlan) -> str:
+def folder_of(plan: ReadPlan[Any]) -> str:
     """The partition's folder under the dataset: its name, or ``output.partition_path``."""
     assert plan.output is not None
     return plan.output.folder(plan.partition, plan.interval)
 
 
-def publish_dead_letters(output: OutputTarget, plan: ReadPlan, staging: Staging) -> None:
+def publish_dead_letters(output: OutputTarget, plan: ReadPlan[Any], staging: Staging) -> None:
     """Replace the partition's dead letters with the staged ones (copied: the staging area
     stays whole until the data is in place)."""
     fs, dest = staging.fs, filesystem(output.dead_letters(plan.partition), output.auth)[1]

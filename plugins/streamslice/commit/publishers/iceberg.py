@@ -110,7 +110,7 @@ class IcebergPublisher:
             raise CommitError(f"cannot open the Iceberg catalog ({props.get('type')}): "
                               f"{type(exc).__name__}: {exc}") from None
 
-    def uri(self, plan: ReadPlan) -> str:
+    def uri(self, plan: ReadPlan[Any]) -> str:
         return f"iceberg:{self.identifier}/{plan.partition}"
 
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
@@ -126,7 +126,7 @@ class IcebergPublisher:
                                          f"table/{database}/{table}")
         return location, DatasetName(location.namespace, self.identifier)
 
-    def _table(self, plan: ReadPlan, create: bool) -> Table | None:
+    def _table(self, plan: ReadPlan[Any], create: bool) -> Table | None:
         from pyiceberg.exceptions import NoSuchTableError
         try:
             return self.catalog.load_table(self.identifier)
@@ -169,11 +169,11 @@ class IcebergPublisher:
                               "(output.partition_by); nothing was published: write to a new "
                               "table or evolve this one's partition spec")
 
-    def published_manifest(self, plan: ReadPlan) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
         table = self._table(plan, create=False)
         return None if table is None else self._published_in(table, plan)
 
-    def _published_in(self, table: Table, plan: ReadPlan) -> dict[str, Any] | None:
+    def _published_in(self, table: Table, plan: ReadPlan[Any]) -> dict[str, Any] | None:
         for snapshot in reversed(table.snapshots()):  # the newest: the one holding the files
             props = snapshot.summary.additional_properties if snapshot.summary else {}
             found = manifest_from(props, plan)
@@ -182,10 +182,10 @@ class IcebergPublisher:
                                                 "snapshot_id": snapshot.snapshot_id}}
         return None
 
-    def finish(self, plan: ReadPlan) -> None:
+    def finish(self, plan: ReadPlan[Any]) -> None:
         """Nothing: the table's commit is the publish's last step."""
 
-    def publish(self, plan: ReadPlan, staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
         require_staged(staging, manifest)
         table = self._table(plan, create=True)
         assert table is not None  # created when missing
@@ -209,7 +209,7 @@ class IcebergPublisher:
         found = self._published_in(table, plan)  # the commit left the table at its metadata
         return found["published"] if found else {"uri": self.uri(plan)}
 
-    def _rewrite(self, table: Table, plan: ReadPlan, staging: Staging,
+    def _rewrite(self, table: Table, plan: ReadPlan[Any], staging: Staging,
                  manifest: dict[str, Any]) -> Published:
         """A table partitioned by a time transform of a record column: a run's records span
         partitions (late and early ones, an interval wider than the transform), which
@@ -235,7 +235,7 @@ class IcebergPublisher:
         found = self._published_in(table, plan)
         return found["published"] if found else {"uri": self.uri(plan)}
 
-    def _evolve(self, table: Table, plan: ReadPlan) -> None:
+    def _evolve(self, table: Table, plan: ReadPlan[Any]) -> None:
         """A new nullable field evolves the table, at any depth; a change the table's rows
         cannot follow is refused naming each field (``tables.schema_changes``)."""
         wanted = table_schema(plan)
@@ -247,7 +247,7 @@ class IcebergPublisher:
             raise CommitError(f"incompatible schema change for Iceberg table "
                               f"{self.identifier}: {exc}") from None
 
-    def _move_into_table(self, table: Table, plan: ReadPlan, staging: Staging) -> list[str]:
+    def _move_into_table(self, table: Table, plan: ReadPlan[Any], staging: Staging) -> list[str]:
         """Staged files → the table's data folder, leaving the staging area whole until the
         commit (so a crash before it leaves a retry something to publish): hard links on a
         local file system (no copy), a server-side copy on object stores. Returns the URIs."""

@@ -49,14 +49,14 @@ class TableSettings(OutputSettings):
         return value
 
 
-def table_schema(plan: ReadPlan) -> pa.Schema:
+def table_schema(plan: ReadPlan[Any]) -> pa.Schema:
     """The records' schema (from the pipeline's format, so it is stable across runs) plus the
     partition column."""
     schema = source_class(plan.source).readers().record_schema(Decoder.from_dict(plan.decode), plan)
     return schema.append(pa.field(PARTITION_COLUMN, pa.string(), nullable=False))
 
 
-def commit_properties(plan: ReadPlan, manifest: dict[str, Any]) -> dict[str, str]:
+def commit_properties(plan: ReadPlan[Any], manifest: dict[str, Any]) -> dict[str, str]:
     """Pipeline, run, plan id, the end position of every split, and the manifest itself."""
     ends = {s.key: s.end for s in plan.splits}
     ends.update({k: v for k, v in plan.next_positions.items()})
@@ -67,7 +67,7 @@ def commit_properties(plan: ReadPlan, manifest: dict[str, Any]) -> dict[str, str
             f"{PREFIX}manifest": json.dumps(slim, sort_keys=True, default=str)}
 
 
-def manifest_from(properties: dict[str, Any], plan: ReadPlan) -> dict[str, Any] | None:
+def manifest_from(properties: dict[str, Any], plan: ReadPlan[Any]) -> dict[str, Any] | None:
     """The manifest a commit recorded, if that commit published ``plan``."""
     if properties.get(f"{PREFIX}plan_id") != plan_id(plan):
         return None
@@ -128,7 +128,7 @@ def _type_changes(have: pa.DataType, want: pa.DataType, path: str,
 
 
 def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t)
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
 
 
 def _widens(have: pa.DataType, want: pa.DataType, widen: bool) -> bool:

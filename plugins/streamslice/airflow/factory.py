@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import load_pipelines
 from ..config.schedule import PRESETS, schedule_delta_ms
-from ..config.task_args import LAYOUT_TASKS
+from ..config.task_args import LAYOUT_TASKS, OperatorArgs
 from ..sources import lifecycle_tasks
 from ..timeutil import from_ms
 from .deadline import deadline_for
@@ -22,13 +22,15 @@ from .tasks import commit_task, plan_read_commit_task, plan_task, read_task
 if TYPE_CHECKING:
     import os
 
+    from airflow.sdk import DAG
+
     from ..config.pipeline import PipelineConfig
     from ..errors import ConfigError
 
 log = logging.getLogger("streamslice")
 
 
-def build_dags(folder: str | os.PathLike[str]) -> dict[str, Any]:
+def build_dags(folder: str | os.PathLike[str]) -> dict[str, DAG]:
     """``{dag_id: DAG}`` for every pipeline file in ``folder``. A file that does not validate
     becomes a DAG whose only task fails with the error, so the UI shows it where it belongs.
     When a pipeline sets ``alerts.freshness``, the freshness watchdog DAG is one more.
@@ -47,7 +49,7 @@ def build_dags(folder: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _dags(configs: list[PipelineConfig], errors: list[ConfigError],
-          watchdog: bool = True) -> dict[str, Any]:
+          watchdog: bool = True) -> dict[str, DAG]:
     dags = {cfg.name: build_dag(cfg) for cfg in configs}
     found = build_watchdog(configs) if watchdog else None
     if found is not None and WATCHDOG not in dags:
@@ -126,18 +128,19 @@ def build_dag(cfg: PipelineConfig) -> Any:
 COMBINED = LAYOUT_TASKS["combined"][0]  # the one task of ``tasks: combined``
 
 
-def task_args(cfg: PipelineConfig, task_id: str) -> dict[str, Any]:
+def task_args(cfg: PipelineConfig, task_id: str) -> OperatorArgs:
     """The task's queue, pool, pool_slots, priority_weight and executor_config, as the
     pipeline sets them. A ``pod_override`` becomes the pod object the KubernetesExecutor
     takes, where its provider is installed (no other executor reads it)."""
     args = cfg.routing.kwargs(task_id)
-    pod = args.get("executor_config", {}).get("pod_override")
+    config = args.get("executor_config")
+    pod = config.get("pod_override") if config else None
     if pod is not None:
         try:
             from airflow.providers.cncf.kubernetes.pod_generator import PodGenerator
         except ImportError:
             return args
-        args["executor_config"] = {**args["executor_config"],
+        args["executor_config"] = {**(config or {}),
                                    "pod_override": PodGenerator.deserialize_model_dict(pod)}
     return args
 
@@ -151,7 +154,7 @@ def _default_description(cfg: PipelineConfig, uri: str) -> str:
     return f"{cfg.source.kind} → {uri}"
 
 
-def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str, Any],
+def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str, str],
                      asset: Any) -> None:
     """Tasks a source needs around the read (Kinesis EFO consumers): ``before_setup`` →
     ``setup`` → plan, and read → ``teardown``, which also runs when the read failed (with
@@ -177,7 +180,7 @@ def _lifecycle_tasks(cfg: PipelineConfig, plan: Any, read: Any, kwargs: dict[str
         teardown.as_teardown(setups=setup)
 
 
-def _error_dag(dag_id: str, err: ConfigError) -> Any:
+def _error_dag(dag_id: str, err: ConfigError) -> DAG:
     from airflow.providers.standard.operators.python import PythonOperator
     from airflow.sdk import DAG
     # The description is shown to every reader: the file by its name, not its server path.

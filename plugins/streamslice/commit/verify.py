@@ -3,7 +3,7 @@ published."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,13 +21,22 @@ if TYPE_CHECKING:
     from ..reading.stats import SplitSummary
 
 
+class KeyCount(TypedDict):
+    """One split key's staged records, and the least and greatest position among them (when
+    the output has a position column: an Arrow value of its type)."""
+
+    records: int
+    min: NotRequired[Any]
+    max: NotRequired[Any]
+
+
 @dataclass(frozen=True)
 class Verified:
     """What a verified staging area holds: the readers' summaries (in plan order), the staged
     records per split key (with their min/max position), and the totals."""
 
     summaries: list[SplitSummary]
-    per_key: dict[str, dict[str, Any]]
+    per_key: dict[str, KeyCount]
     records: int
     dead_letters: int
 
@@ -54,10 +63,11 @@ def verify(plan: ReadPlan[Any], staging: Staging) -> Verified:
         expected[split.key] = expected.get(split.key, 0) + (found.records if found else 0)
     staged = staged_counts(plan, staging)
     for key in sorted(set(expected) | set(staged)):
-        got, want = staged.get(key, {}).get("records", 0), expected.get(key, 0)
+        count = staged.get(key)
+        got, want = count["records"] if count else 0, expected.get(key, 0)
         if got != want:
             problems.append(f"{key}: {got} records staged, readers kept {want}")
-        lo, hi = staged.get(key, {}).get("min"), staged.get(key, {}).get("max")
+        lo, hi = (count.get("min"), count.get("max")) if count else (None, None)
         ranges = [r for s in plan.splits if s.key == key
                   for r in [s.offset_range] if r is not None]
         if lo is not None and hi is not None and ranges and not (
@@ -88,7 +98,7 @@ def check_some_decoded(plan: ReadPlan[Any], staging: Staging, records: int, dead
         "format.allow_all_dead_letters: true")
 
 
-def staged_counts(plan: ReadPlan[Any], staging: Staging) -> dict[str, dict[str, Any]]:
+def staged_counts(plan: ReadPlan[Any], staging: Staging) -> dict[str, KeyCount]:
     """Records per split key (and min/max position where the source has one) from the
     staged files."""
     group, position = source_class(plan.source).readers().verify_columns
@@ -137,7 +147,7 @@ def _dataset_columns(staging: Staging, output_format: str, cols: list[str]) -> p
 
 
 def _per_key(table: pa.Table, group: tuple[str, ...], position: str | None
-             ) -> dict[str, dict[str, Any]]:
+             ) -> dict[str, KeyCount]:
     """Per key (the group columns' values joined by ``:``): the count of the position column's
     values (of the first group column's without one), and its min and max. Sorted by the
     group columns and cut where one of them changes, with compute kernels alone: no Acero
@@ -147,14 +157,15 @@ def _per_key(table: pa.Table, group: tuple[str, ...], position: str | None
     for g in group:
         ends.update(pc.run_end_encode(rows.column(g).combine_chunks()).run_ends.to_pylist())
     counted = rows.column(position or group[0]).combine_chunks()
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, KeyCount] = {}
     begin = 0
     for end in sorted(ends):
         key = ":".join(str(rows.column(g)[begin].as_py()) for g in group)
         values = counted.slice(begin, end - begin)
-        out[key] = {"records": pc.count(values).as_py()}
+        count: KeyCount = {"records": pc.count(values).as_py()}
         if position:
             bounds = pc.min_max(values)
-            out[key].update(min=bounds["min"].as_py(), max=bounds["max"].as_py())
+            count["min"], count["max"] = bounds["min"].as_py(), bounds["max"].as_py()
+        out[key] = count
         begin = end
     return out

@@ -4,8 +4,8 @@ pipeline (top-level keys) and for one task (``per_task: {<task id>: {...}}``), s
 send Spark reads to workers that have Java, or size a task's pod."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from .fields import Fields
@@ -16,6 +16,18 @@ LAYOUT_TASKS: dict[str, tuple[str, ...]] = {"separate": ("plan", "read", "commit
 KEYS = ("queue", "pool", "pool_slots", "priority_weight", "executor_config")
 # Airflow keeps priority weights in a 32-bit column
 PRIORITY_RANGE = (-(2**31), 2**31 - 1)
+# As the executor takes it: a KubernetesExecutor pod (its YAML form) or pod_template_file.
+ExecutorConfig = dict[str, Any]
+
+
+class OperatorArgs(TypedDict, total=False):
+    """The ``KEYS`` a task's operator is given (those set)."""
+
+    queue: str
+    pool: str
+    pool_slots: int
+    priority_weight: int
+    executor_config: ExecutorConfig
 
 
 @dataclass(frozen=True)
@@ -26,12 +38,22 @@ class TaskArgs:
     pool: str | None = None
     pool_slots: int | None = None
     priority_weight: int | None = None
-    executor_config: dict[str, Any] | None = None
+    executor_config: ExecutorConfig | None = None
 
-    def kwargs(self) -> dict[str, Any]:
+    def kwargs(self) -> OperatorArgs:
         """The ones set, as the operator takes them."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        args = OperatorArgs()
+        if self.queue is not None:
+            args["queue"] = self.queue
+        if self.pool is not None:
+            args["pool"] = self.pool
+        if self.pool_slots is not None:
+            args["pool_slots"] = self.pool_slots
+        if self.priority_weight is not None:
+            args["priority_weight"] = self.priority_weight
+        if self.executor_config is not None:
+            args["executor_config"] = self.executor_config
+        return args
 
 
 @dataclass(frozen=True)
@@ -42,8 +64,10 @@ class TaskRouting:
     pipeline: TaskArgs = TaskArgs()
     tasks: dict[str, TaskArgs] = field(default_factory=dict)
 
-    def kwargs(self, task_id: str) -> dict[str, Any]:
-        return {**self.pipeline.kwargs(), **self.tasks.get(task_id, TaskArgs()).kwargs()}
+    def kwargs(self, task_id: str) -> OperatorArgs:
+        args = self.pipeline.kwargs()
+        args.update(self.tasks.get(task_id, TaskArgs()).kwargs())
+        return args
 
 
 def parse_task_routing(f: Fields, task_ids: tuple[str, ...], layout: str) -> TaskRouting:
@@ -74,7 +98,7 @@ def _task_args(f: Fields) -> TaskArgs:
                     executor_config=_executor_config(f))
 
 
-def _executor_config(f: Fields) -> dict[str, Any] | None:
+def _executor_config(f: Fields) -> ExecutorConfig | None:
     """A mapping as the executor takes it: the KubernetesExecutor's ``pod_override`` (a pod
     in Kubernetes' own YAML form) or ``pod_template_file``; other executors ignore it."""
     value = f.raw("executor_config", None)
@@ -88,7 +112,7 @@ def _executor_config(f: Fields) -> dict[str, Any] | None:
     if pod is not None and not isinstance(pod, dict):
         raise f.child("executor_config").error(
             "must be a pod as a mapping, as in a pod's YAML (metadata, spec)", "pod_override")
-    plain: dict[str, Any] = _plain(value)
+    plain: ExecutorConfig = _plain(value)
     return plain
 
 

@@ -10,7 +10,7 @@ and turned into the plan's ``OutputTarget``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict
 
 from ...registered import registered_class
 
@@ -34,6 +34,16 @@ PUBLISHERS: dict[str, str] = {
 PARTITION_COLUMN = "streamslice_partition"
 
 
+class TargetFields(TypedDict, total=False):
+    """A publisher's own fields of the plan's ``OutputTarget`` (``OutputSettings.target``)."""
+
+    table: str | None
+    catalog: dict[str, str]
+    conn_id: str | None
+    partition_path: str | None
+    partition_by: str | None
+
+
 @dataclass(frozen=True)
 class OutputSettings:
     """The keys of the ``output:`` block one publisher takes besides those every output has
@@ -48,7 +58,7 @@ class OutputSettings:
         error raised with ``f.error(message, key)``; ``f.done()`` is the caller's."""
         return cls()
 
-    def target(self, dataset: str, pipeline: str) -> dict[str, Any]:
+    def target(self, dataset: str, pipeline: str) -> TargetFields:
         """Its fields of the plan's ``OutputTarget`` for ``pipeline``'s ``dataset``."""
         return {}
 

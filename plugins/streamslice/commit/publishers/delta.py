@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
-    from . import Published
+    from . import Published, TargetFields
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class DeltaSettings(TableSettings):
     def parse(cls, f: Fields, fmt: str, path: str) -> DeltaSettings:
         return cls(table=f.str("table", None), partition_by=cls.parse_partition_by(f))
 
-    def target(self, dataset: str, pipeline: str) -> dict[str, Any]:
+    def target(self, dataset: str, pipeline: str) -> TargetFields:
         return {"table": self.table or dataset,  # the dataset folder is the Delta table
                 "partition_by": self.partition_by}
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
-    from . import Published
+    from . import Published, TargetFields
 
 
 class DirectoryRename:
@@ -184,7 +184,7 @@ class FilesSettings(OutputSettings):
     def parse(cls, f: Fields, fmt: str, path: str) -> FilesSettings:
         return cls(partition_path=f.str("partition_path", None))
 
-    def target(self, dataset: str, pipeline: str) -> dict[str, Any]:
+    def target(self, dataset: str, pipeline: str) -> TargetFields:
         return {"partition_path": self.partition_path}
 
 

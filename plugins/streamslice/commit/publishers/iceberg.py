@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ...config.fields import Fields
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
-    from . import Published
+    from . import Published, TargetFields
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class IcebergSettings(TableSettings):
         return cls(table=table, catalog={str(k): str(v) for k, v in catalog.items()},
                    conn_id=conn_id, partition_by=cls.parse_partition_by(f))
 
-    def target(self, dataset: str, pipeline: str) -> dict[str, Any]:
+    def target(self, dataset: str, pipeline: str) -> TargetFields:
         table = self.table or "streamslice." + re.sub(r"[^A-Za-z0-9_]", "_", pipeline)
         return {"table": table, "catalog": dict(self.catalog), "conn_id": self.conn_id,
                 "partition_by": self.partition_by}

@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 import traceback
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from ..commit.manifest import Manifest, read_manifest
 from ..config.schedule import intervals_between
@@ -52,11 +52,25 @@ ABANDONED_AFTER = timedelta(minutes=2)  # as the scheduler's sweep counts it
 SCHEDULER_SILENT_S = 300
 
 
+class IntervalOutcome(TypedDict):
+    interval: str  # "start → end", ISO-8601
+    state: str  # its run's: success, failed, queued…
+    records: int | None  # its manifest's, once published
+
+
+class BackfillReport(TypedDict):
+    """What ``backfill`` did (``streamslice backfill --json`` prints it)."""
+
+    pipeline: str
+    state: str  # created (not waited on), success, failed
+    runs: list[IntervalOutcome]
+
+
 def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = True,
              on_progress: Callable[[int, int, str], None] | None = None,
              reprocess: str = "completed", max_active_runs: int | None = None,
              unpause: bool = False, poll_s: float = 0.5, timeout_s: float = 6 * 3600,
-             say: Callable[[str], None] | None = None) -> dict[str, Any]:
+             say: Callable[[str], None] | None = None) -> BackfillReport:
     """Backfill the intervals overlapping ``[start_ms, end_ms)``; ``on_progress(done, total,
     label)`` follows the runs, ``say(line)`` gets what the wrapper waits on or does for it."""
     if cfg.mode != "interval":
@@ -72,16 +86,17 @@ def backfill(cfg: PipelineConfig, start_ms: int, end_ms: int, *, wait: bool = Tr
     runs = _run(cfg.name, intervals, reprocess, max_active_runs or cfg.max_active_runs,
                 wait=wait, poll_s=poll_s, timeout_s=timeout_s, on_progress=on_progress, say=say)
     target = cfg.output.target(cfg.name)
-    rows = []
+    rows: list[IntervalOutcome] = []
     for iv in intervals:
         folder = target.folder(partition_name("interval", iv), iv)
         manifest = read_manifest(target.dataset, folder, cfg.output.aws) \
             if runs[iv.start] == "success" else None
-        rows.append({"interval": f"{iso(iv.start)} → {iso(iv.end)}", "state": runs[iv.start],
-                     "records": Manifest.from_dict(manifest).records if manifest else None})
+        rows.append(IntervalOutcome(
+            interval=f"{iso(iv.start)} → {iso(iv.end)}", state=runs[iv.start],
+            records=Manifest.from_dict(manifest).records if manifest else None))
     states = set(runs.values())
     state = "created" if not wait else ("success" if states == {"success"} else "failed")
-    return {"pipeline": cfg.name, "state": state, "runs": rows}
+    return BackfillReport(pipeline=cfg.name, state=state, runs=rows)
 
 
 def _run(dag_id: str, intervals: list[Interval], reprocess: str, max_active_runs: int, *,

@@ -25,9 +25,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from ..alerts import Alert, complete_to, stale
 from ..commit.checkpoint import Checkpoint
@@ -48,6 +48,15 @@ CLAIM = "stale_alert/"  # asset state: + the complete_to value of the stretch; w
 LEASE = timedelta(minutes=10)  # a claim unsent this long was left by a check that died
 
 
+class StoredClaim(TypedDict):
+    """A ``Claim`` as the asset's state keeps it."""
+
+    by: str
+    id: str
+    at: int
+    sent: bool
+
+
 @dataclass(frozen=True)
 class Claim:
     """Who alerts a stretch (``check``), as kept in the asset's state under ``CLAIM``."""
@@ -57,8 +66,8 @@ class Claim:
     at: int  # ms, when it was claimed
     sent: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> StoredClaim:
+        return StoredClaim(by=self.by, id=self.id, at=self.at, sent=self.sent)
 
     @classmethod
     def stored(cls, value: Any) -> Claim | None:

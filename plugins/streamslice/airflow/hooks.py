@@ -55,7 +55,7 @@ class KafkaConnectionHook(BaseHook):
 
 
 def aws_properties(conn_id: str, region: str | None = None, service: str = "kinesis",
-                   field: str = "kinesis.conn_id") -> dict[str, Any]:
+                   field: str = "kinesis.conn_id") -> Properties:
     """Client properties from an Airflow AWS connection, read as the amazon provider reads
     it: ``region_name``, ``endpoint_url`` (or ``service_config.<service>.endpoint_url``),
     ``profile_name``, ``role_arn`` with ``assume_role_kwargs`` (``ExternalId``,

@@ -64,8 +64,8 @@ def operator_lineage(plan: ReadPlan[Any], summaries: list[SplitSummary] | None =
                 OutputStatisticsOutputDatasetFacet(rowCount=written)
         outputs.append(OutputDataset(namespace=location.namespace, name=location.name,
                                      facets=facets, outputFacets=output_facets))
-    run: dict[str, Any] = {"pipeline": plan.pipeline, "partition": plan.partition,
-                           "batch": plan.batch, "splits": len(plan.splits)}
+    run: dict[str, str | int | None] = {"pipeline": plan.pipeline, "partition": plan.partition,
+                                        "batch": plan.batch, "splits": len(plan.splits)}
     if summaries is not None:
         run.update(records=sum(s.records for s in summaries),
                    dead_letters=sum(s.dead_letters for s in summaries),

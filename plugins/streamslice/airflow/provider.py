@@ -7,12 +7,16 @@ registered through the ``airflow.plugins`` entry point instead (not here too: a 
 registered twice is reported as an import error)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from .. import __version__
 
+# What Airflow reads of a provider's info (its provider.yaml's keys).
+ProviderInfo = TypedDict("ProviderInfo", {"package-name": str, "name": str, "description": str,
+                                          "versions": list[str], "notifications": list[str]})
 
-def get_provider_info() -> dict[str, Any]:
+
+def get_provider_info() -> ProviderInfo:
     return {
         "package-name": "streamslice",
         "name": "streamslice",

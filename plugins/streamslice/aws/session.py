@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import ConfigError
 
@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 
 _LOCK = threading.Lock()  # boto3 sessions are not thread-safe; clients are
 _SESSIONS: dict[tuple[Any, ...], Any] = {}
+
+
+class AssumeRoleArgs(TypedDict, total=False):
+    """STS AssumeRole's parameters besides the role (botocore's ``extra_args``)."""
+
+    RoleSessionName: str
+    DurationSeconds: int
+    ExternalId: str
 STREAM_ARN = re.compile(r"arn:(aws[a-z-]*):kinesis:([a-z0-9-]+):(\d{12}):stream/([\w.-]+)")
 
 
@@ -61,12 +69,11 @@ def aws_client(service: str, auth: AwsAuth, secrets: Properties | None = None, *
     """A boto3 client of ``service`` for ``auth``; ``endpoint_url`` defaults to the auth's."""
     from botocore.exceptions import NoRegionError
     session = boto3_session(auth, secrets, timestamp_parser=timestamp_parser)
-    kwargs: dict[str, Any] = {"region_name": auth.region,
-                              "endpoint_url": endpoint_url or auth.endpoint_url,
-                              "config": config}
     try:
-        with _LOCK:
-            return session.client(service, **{k: v for k, v in kwargs.items() if v})
+        with _LOCK:  # None (or ""): boto3's own default for each
+            return session.client(service, region_name=auth.region or None,
+                                  endpoint_url=endpoint_url or auth.endpoint_url or None,
+                                  config=config or None)
     except NoRegionError:
         raise ConfigError(f"no AWS region for {service}: set region (in the pipeline or the "
                           "AWS connection's region_name) or AWS_DEFAULT_REGION") from None
@@ -111,8 +118,8 @@ def _new_session(auth: AwsAuth, secrets: Properties, timestamp_parser: Any) -> A
         return base.create_client(service, region_name=region,
                                   endpoint_url=auth.sts_endpoint_url, **kwargs)
 
-    extra: dict[str, Any] = {"RoleSessionName": auth.session_label,
-                             "DurationSeconds": auth.session_duration_s}
+    extra = AssumeRoleArgs(RoleSessionName=auth.session_label,
+                           DurationSeconds=auth.session_duration_s)
     if auth.external_id:
         extra["ExternalId"] = auth.external_id
     fetcher = AssumeRoleCredentialFetcher(sts_client, source, auth.role_arn, extra_args=extra)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import CommitError
 from ..records import RecordKind, Versioned
+from ..splits import Positions  # noqa: TC001 - msgspec reads the annotation
 
 if TYPE_CHECKING:
     from ..planning.plan import ReadPlan
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 class Checkpoint(Versioned):
     KIND: ClassVar[RecordKind] = RecordKind("checkpoint", 1)
 
-    positions: dict[str, Any] = field(default_factory=dict)  # split key → next position
+    positions: Positions = field(default_factory=dict)  # split key → next position
     batch: int = 0  # committed incremental batches
     run_id: str | None = None
     committed_at: int | None = None  # epoch ms
@@ -40,7 +41,7 @@ class Checkpoint(Versioned):
 
 def advance(current: Checkpoint | None, plan: ReadPlan[Any], *, now_ms: int,
             run_id: str | None = None,
-            positions: dict[str, Any] | None = None) -> Checkpoint | None:
+            positions: Positions | None = None) -> Checkpoint | None:
     """The checkpoint after ``plan`` is published, checked against what the plan started from.
 
     Incremental: the checkpoint must still be the one the plan read (one writer at a time).
@@ -106,7 +107,7 @@ def reset(current: Checkpoint | None, target: ResetTarget, note: str = "reset") 
 
 
 def _merge(current: Checkpoint | None, plan: ReadPlan[Any],
-           positions: dict[str, Any] | None) -> dict[str, Any]:
+           positions: Positions | None) -> Positions:
     if positions is not None:
         return dict(positions)
     merged = dict(current.positions) if current else {}
@@ -114,5 +115,5 @@ def _merge(current: Checkpoint | None, plan: ReadPlan[Any],
     return merged
 
 
-def _identity(cp: Checkpoint | None) -> tuple[int, dict[str, Any]]:
+def _identity(cp: Checkpoint | None) -> tuple[int, Positions]:
     return (cp.batch, cp.positions) if cp else (0, {})

@@ -37,7 +37,7 @@ from .schedule import PRESETS, interval_starts, neighbours, schedule_delta_ms
 from .task_args import LAYOUT_TASKS, TaskRouting, parse_task_routing
 
 if TYPE_CHECKING:
-    from ..sources import Source
+    from ..sources import Properties, Source
 
 MODES: tuple[Literal["interval", "incremental"], ...] = ("interval", "incremental")
 MAX_FILE_BYTES = 1024 * 1024
@@ -67,7 +67,7 @@ class Decoding:
             out["allow_all_dead_letters"] = True
         return out
 
-    def prepared(self, properties: dict[str, Any] | None = None) -> Decoding:
+    def prepared(self, properties: Properties | None = None) -> Decoding:
         """As the plan records it: each format's ``prepare`` ran (on the driver, per run;
         ``properties``: the client properties, a schema registry's among them)."""
         return Decoding(prepare_format(self.value, properties),

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..config.fields import Fields
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import ReadPlan
+    from ..sources import Properties
 
 # spark.runner → "module:Class", imported on first use (its order: the choices errors list).
 RUNNERS: dict[str, str] = {
@@ -49,7 +50,7 @@ class RunRequest:
     cfg: PipelineConfig
     plan: ReadPlan[Any]
     staging_uri: str
-    properties: dict[str, Any]  # the client properties, no secret (``secrets``)
+    properties: Properties  # the client properties, no secret (``secrets``)
     options: dict[str, Any]  # the readers' options (``Source.read_options``)
     secrets_path: str | None = None  # the private file of the secret properties, if any
     # told the job run elsewhere as soon as it exists (EMR Serverless: for ``on_kill``)

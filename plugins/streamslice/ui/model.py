@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ..alerts import duration_text
 from ..sources import SOURCES, lag_unit, position_text, source_class
@@ -354,8 +354,19 @@ def complete_until(cells: list[Cell]) -> int | None:
     return done
 
 
+class CheckpointRow(TypedDict):
+    """One partition's (shard's) row of the checkpoint table (``checkpoint_rows``)."""
+
+    split: str
+    next: PositionText
+    planned_end: PositionText
+    lag: int | None
+    lag_unit: LagUnit | None
+    lag_text: str
+
+
 def checkpoint_rows(checkpoint: Checkpoint | None, splits: list[dict[str, Any]],
-                    kind: str | None, last: Run | None = None) -> list[dict[str, Any]]:
+                    kind: str | None, last: Run | None = None) -> list[CheckpointRow]:
     """The checkpoint's next position per partition/shard, next to where the latest plan
     ended it (``splits``: the plan's JSON splits) and its lag then (the ``last`` run's figure,
     in its unit), furthest behind first. Positions are ``splits.PositionText`` (short for the
@@ -364,13 +375,13 @@ def checkpoint_rows(checkpoint: Checkpoint | None, splits: list[dict[str, Any]],
     planned = {s.key: s for s in _typed_splits(kind, splits)}
     lags = last.metrics.lag_by_split if last and last.metrics else {}
     unit = last.lag_unit if last else lag_unit(kind)
-    rows = []
+    rows: list[CheckpointRow] = []
     for key in sorted(set(positions) | set(planned), key=_natural):
         split = planned.get(key)
         lag = lags.get(key, split.lag if split else None)
-        rows.append({"split": key, "next": position_text(kind, positions.get(key)),
-                     "planned_end": position_text(kind, split.end if split else None),
-                     "lag": lag, "lag_unit": unit, "lag_text": lag_text(lag, unit)})
+        rows.append(CheckpointRow(split=key, next=position_text(kind, positions.get(key)),
+                                  planned_end=position_text(kind, split.end if split else None),
+                                  lag=lag, lag_unit=unit, lag_text=lag_text(lag, unit)))
     return sorted(rows, key=lambda r: -(r["lag"] or 0))  # stable: partition order within
 
 

@@ -17,6 +17,8 @@ from . import PARTITION_COLUMN, OutputSettings
 from .transforms import parse_partition_by
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ...config.fields import Fields
     from ...planning.plan import ReadPlan
 
@@ -67,11 +69,13 @@ def commit_properties(plan: ReadPlan[Any], manifest: dict[str, Any]) -> dict[str
             f"{PREFIX}manifest": json.dumps(slim, sort_keys=True, default=str)}
 
 
-def manifest_from(properties: dict[str, Any], plan: ReadPlan[Any]) -> dict[str, Any] | None:
-    """The manifest a commit recorded, if that commit published ``plan``."""
+def manifest_from(properties: Mapping[str, object], plan: ReadPlan[Any]
+                  ) -> dict[str, Any] | None:
+    """The manifest a commit recorded, if that commit published ``plan`` (``properties``: a
+    snapshot's summary or a Delta commit's history entry, as the table keeps it)."""
     if properties.get(f"{PREFIX}plan_id") != plan_id(plan):
         return None
-    data: dict[str, Any] = json.loads(properties[f"{PREFIX}manifest"])
+    data: dict[str, Any] = json.loads(str(properties[f"{PREFIX}manifest"]))
     return data
 
 

@@ -5,13 +5,25 @@ when the task is killed."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from airflow.providers.standard.operators.python import PythonOperator
 
 from .tasks import read_done
 
+if TYPE_CHECKING:
+    from ..commit.manifest import Manifest
+    from ..planning.plan import ReadPlan
+
 log = logging.getLogger("streamslice")
+
+
+class RunFacts(TypedDict, total=False):
+    """What a task's run did, as far as it got (``remember``)."""
+
+    plan: ReadPlan[Any]
+    staging: str | None  # the staging area's URI, until the commit cleans it up
+    manifest: Manifest  # once published
 
 
 class StreamsliceOperator(PythonOperator):
@@ -19,11 +31,13 @@ class StreamsliceOperator(PythonOperator):
     or the published manifest); OpenLineage's listener asks for it when it is configured."""
 
     def execute(self, context: Any) -> Any:
-        self._facts: dict[str, Any] = {}
+        self._facts = RunFacts()
         return super().execute(context)
 
-    def remember(self, **facts: Any) -> None:
-        self._facts = {**getattr(self, "_facts", {}), **facts}
+    def remember(self, **facts: Unpack[RunFacts]) -> None:
+        known: RunFacts = getattr(self, "_facts", None) or RunFacts()
+        known.update(facts)
+        self._facts = known
 
     def get_openlineage_facets_on_start(self) -> Any:
         """Before the callable runs, the output is known (the plan is not yet): it, rather
@@ -68,7 +82,7 @@ class ReadOperator(StreamsliceOperator):
         self._job = job
 
     def read_done(self, context: Any, event: dict[str, Any] | None = None) -> Any:
-        self._facts = {}
+        self._facts = RunFacts()
         return read_done(self.op_kwargs["pipeline_file"], event, **context)
 
     def on_kill(self) -> None:

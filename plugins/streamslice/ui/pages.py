@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from urllib.parse import quote
 
 from ..alerts import duration_text
@@ -46,7 +46,44 @@ POSITIONS_SHOWN = 12  # rows of the positions table before "show all"
 RUNS_SHOWN = 12  # rows of the runs table before "show all"
 
 
-def _page(title: str, body: str, data: dict[str, Any] | None = None) -> str:
+class StripColumn(TypedDict):
+    """One column of the strip as the page's script reads it (short keys: a 1,000-interval
+    strip sends 1,000 of these): status, start and end (epoch ms), then what its run has."""
+
+    s: str
+    t: int | None  # None where the column has none
+    e: int | None
+    run: NotRequired[str]
+    n: NotRequired[int | None]  # records
+    late: NotRequired[int]
+    why: NotRequired[str]  # why it failed
+    ld: NotRequired[int]  # its logical date, where that is not its start
+    lag: NotRequired[list[float | int | None]]  # per named line (``lag_keys``)
+    lo: NotRequired[float | int | None]  # the others' band
+    hi: NotRequired[float | int | None]
+    tot: NotRequired[float | int | None]
+
+
+class PageData(TypedDict):
+    """What the pipeline page's script gets (``_data``)."""
+
+    dag_id: str
+    mode: str
+    paused: bool
+    api: str
+    airflow: str
+    base: str
+    can_run: bool
+    can_clear: bool
+    tz: str
+    cols: list[StripColumn]
+    lag_keys: list[str]
+    lag_unit: str
+    others_count: int
+    splits_name: str
+
+
+def _page(title: str, body: str, data: PageData | None = None) -> str:
     script = ""
     if data is not None:  # no "<" inside the JSON: nothing in it can end or open a tag
         blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
@@ -481,32 +518,39 @@ def _json_number(value: float | None) -> float | int | None:
 
 
 def _data(view: PipelineView, base: str, airflow: str,
-          chart: LagChart | None) -> dict[str, Any]:
+          chart: LagChart | None) -> PageData:
     """What the script needs, compact (a 1,000-interval strip sends 1,000 of these): per
     column its start and end (epoch ms, shown in ``tz``), state, run, counts, why it failed,
     and its lag (named lines, the others' band, the total); and what the user may do."""
     keys = list(chart.lines) if chart else []
-    cols = []
-    for i, cell in enumerate(view.cells):
-        run = cell.run
-        col: dict[str, Any] = {"s": cell.status, "t": cell.start, "e": cell.end}
-        if run is not None:
-            col.update(run=run.run_id, n=cell.records)
-            if run.late_records:
-                col["late"] = run.late_records
-            if run.reason:
-                col["why"] = run.reason
-            if run.logical_date is not None and run.logical_date != cell.start:
-                col["ld"] = run.logical_date  # dated otherwise (a manual run: by its end)
-        if chart is not None and run is not None:
-            col["lag"] = [_json_number(chart.lines[k][i]) for k in keys]
-            for name, series in (("lo", chart.low), ("hi", chart.high), ("tot", chart.total)):
-                if series[i] is not None:
-                    col[name] = _json_number(series[i])
-        cols.append(col)
-    return {"dag_id": view.row.dag_id, "mode": view.row.mode, "paused": view.row.paused,
-            "api": f"{airflow}/api/v2", "airflow": airflow, "base": base,
-            "can_run": view.can_run, "can_clear": view.can_clear, "tz": str(view.tz),
-            "cols": cols, "lag_keys": keys, "lag_unit": chart.unit if chart else "records",
-            "others_count": chart.others_count if chart else 0,
-            "splits_name": view.splits_name}
+    return PageData(dag_id=view.row.dag_id, mode=view.row.mode, paused=view.row.paused,
+                    api=f"{airflow}/api/v2", airflow=airflow, base=base,
+                    can_run=view.can_run, can_clear=view.can_clear, tz=str(view.tz),
+                    cols=[_column(cell, i, chart, keys) for i, cell in enumerate(view.cells)],
+                    lag_keys=keys, lag_unit=chart.unit if chart else "records",
+                    others_count=chart.others_count if chart else 0,
+                    splits_name=view.splits_name)
+
+
+def _column(cell: Cell, i: int, chart: LagChart | None, keys: list[str]) -> StripColumn:
+    col = StripColumn(s=cell.status, t=cell.start, e=cell.end)
+    run = cell.run
+    if run is None:
+        return col
+    col["run"], col["n"] = run.run_id, cell.records
+    if run.late_records:
+        col["late"] = run.late_records
+    if run.reason:
+        col["why"] = run.reason
+    if run.logical_date is not None and run.logical_date != cell.start:
+        col["ld"] = run.logical_date  # dated otherwise (a manual run: by its end)
+    if chart is not None:
+        col["lag"] = [_json_number(chart.lines[k][i]) for k in keys]
+        low, high, total = chart.low[i], chart.high[i], chart.total[i]
+        if low is not None:
+            col["lo"] = _json_number(low)
+        if high is not None:
+            col["hi"] = _json_number(high)
+        if total is not None:
+            col["tot"] = _json_number(total)
+    return col

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from .commit.publishers import Published  # noqa: TC001 - msgspec reads the annotation
 from .records import RecordKind, Versioned
 from .splits import LagUnit, Positions, total_lag  # noqa: TC001 - msgspec reads the annotation
 
@@ -66,7 +67,7 @@ class RunMetrics(Versioned):
     positions: Positions = field(default_factory=dict)  # the checkpoint's, after it
     early_records: int | None = None  # with an event-time field only
     dead_letter_uri: str | None = None  # where a run's dead letters went (when it had any)
-    published: dict[str, Any] | None = None  # where the publish landed
+    published: Published | None = None  # where the publish landed
     version: int = 1
 
     @classmethod

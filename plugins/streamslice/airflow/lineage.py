@@ -36,7 +36,7 @@ def operator_lineage(plan: ReadPlan[Any], summaries: list[SplitSummary] | None =
         output_statistics_output_dataset,
         symlinks_dataset,
     )
-    from openlineage.client.generated.base import RunFacet
+    from openlineage.client.generated.base import DatasetFacet, OutputDatasetFacet, RunFacet
     if manifest is not None:
         summaries = manifest.splits
     by_split = {s.split: s for s in summaries or []}
@@ -52,11 +52,11 @@ def operator_lineage(plan: ReadPlan[Any], summaries: list[SplitSummary] | None =
     outputs = []
     if plan.output is not None:
         location, table = publisher_for(plan.output).lineage_dataset()
-        facets: dict[str, Any] = {}
+        facets: dict[str, DatasetFacet] = {}
         if table is not None:
             facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(identifiers=[
                 symlinks_dataset.Identifier(table.namespace, table.name, "TABLE")])
-        output_facets: dict[str, Any] = {}
+        output_facets: dict[str, OutputDatasetFacet] = {}
         if summaries is not None:
             written = manifest.records if manifest is not None else \
                 sum(s.records for s in summaries)

@@ -14,6 +14,8 @@ from ..ui.model import AssetExtra
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pydantic.types import JsonValue
+
     from ..commit.lease import Lease
     from ..config.pipeline import PipelineConfig
 
@@ -30,8 +32,8 @@ def output_asset(cfg: PipelineConfig) -> Any:
     extra = AssetExtra(str(cfg.file), cfg.source.kind,
                        cfg.alerts.freshness if cfg.alerts is not None else None,
                        cfg.source.asset_extra())
-    return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice",
-                 extra=extra.to_dict())
+    as_json: dict[str, JsonValue] = dict(extra.to_dict())
+    return Asset(name=f"streamslice/{cfg.name}", uri=uri, group="streamslice", extra=as_json)
 
 
 class TaskCheckpointStore:

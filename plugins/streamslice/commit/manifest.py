@@ -18,6 +18,7 @@ from ..aws.storage import filesystem
 from ..planning.plan import Interval  # noqa: TC001 - msgspec reads the annotation
 from ..reading.stats import SplitSummary
 from ..records import RecordKind, Versioned, decode
+from .publishers import Published  # noqa: TC001 - msgspec reads the annotation
 
 if TYPE_CHECKING:
     from ..aws import AwsAuth
@@ -57,7 +58,7 @@ class Manifest(Versioned):
     early_records: int | None = None  # with an event-time field only
     # Where the publish landed (the partition's URI, a table's snapshot or version): known
     # to the commit, not written into the manifest itself.
-    published: dict[str, Any] | None = None
+    published: Published | None = None
     version: int = 1
 
     def to_dict(self) -> dict[str, Any]:

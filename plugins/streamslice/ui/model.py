@@ -28,6 +28,11 @@ TOP_SPLITS = 8  # lag lines named in the legend; the rest are one "others" line
 OVERDUE_AFTER = 10 * 60_000  # a scheduled run this late means the scheduler is not running it
 
 
+# A value of the output asset's extra: Airflow keeps the extra as JSON, and what the page
+# and downstream DAGs read there are plain facts (a file, a kind, a limit, a flag).
+ExtraValue = str | int | float | bool | None
+
+
 @dataclass(frozen=True)
 class AssetExtra:
     """What a pipeline's output asset carries in Airflow (its definition's ``extra``) for the
@@ -38,9 +43,9 @@ class AssetExtra:
     pipeline_file: str | None = None
     source: str | None = None
     freshness_ms: int | None = None  # alerts.freshness: the page marks older data stale
-    source_extra: dict[str, Any] = field(default_factory=dict)
+    source_extra: dict[str, ExtraValue] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, ExtraValue]:
         out = {**self.source_extra, "pipeline_file": self.pipeline_file,
                "source": self.source}
         if self.freshness_ms is not None:

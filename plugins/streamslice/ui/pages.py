@@ -465,9 +465,9 @@ def _published(metrics: RunMetrics | None, may_change: bool = True) -> str:
     uri = where.get("uri")
     title = f' title="{escape(_where(uri, may_change))}"' if uri else ""
     cell = f"<code{title}>{escape(metrics.partition if metrics else '-')}</code>"
-    for key, word in (("snapshot_id", "snapshot"), ("version", "version")):
-        if where.get(key) is not None:
-            value = escape(str(where[key]))
+    for word, found in (("snapshot", where.get("snapshot_id")), ("version", where.get("version"))):
+        if found is not None:
+            value = escape(str(found))
             cell += (f' <span class="table-version" data-{word}="{value}" title="read this '
                      f'state: SELECT … VERSION AS OF {value}">{word} {value}</span>')
     return cell

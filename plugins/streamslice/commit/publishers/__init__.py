@@ -93,9 +93,13 @@ class Publisher(Protocol):
         table's name in its catalog where it has one."""
 
 
-# Where a run's partition landed: ``uri`` always; a table's ``snapshot_id`` (Iceberg) or
-# ``version`` (Delta), the table version to time-travel to for exactly this run's state.
-Published = dict[str, Any]
+class Published(TypedDict, total=False):
+    """Where a run's partition landed: ``uri`` always; a table's ``snapshot_id`` (Iceberg) or
+    ``version`` (Delta), the table version to time-travel to for exactly this run's state."""
+
+    uri: str
+    snapshot_id: int
+    version: int | None
 
 
 def publisher_class(fmt: str) -> type[Publisher]:

@@ -21,7 +21,7 @@ from ..alerts import complete_to
 from ..sources import HasPageSections, split_noun
 from ..timeutil import parse_iso, to_ms
 from ..ui import axis, pages
-from ..ui.model import AssetExtra, coverage, explain_failures, needs_attention
+from ..ui.model import AssetExtra, ExtraValue, coverage, explain_failures, needs_attention
 from . import ui_data
 from .alerting import RECENT_ALERTS
 
@@ -237,7 +237,7 @@ def action(dag_id: str, name: str, body: ActionBody) -> dict[str, str]:
     return {"message": done}
 
 
-def _asset_extra(dag_id: str) -> tuple[dict[str, Any], frozenset[str]]:
+def _asset_extra(dag_id: str) -> tuple[dict[str, ExtraValue], frozenset[str]]:
     """The pipeline's asset extra (its file) and the ids of its runs queued or running."""
     from airflow.utils.session import create_session
     with create_session() as session:

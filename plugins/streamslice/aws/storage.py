@@ -63,14 +63,14 @@ def delta_storage_options(uri: str, auth: AwsAuth | None) -> dict[str, str] | No
     return out
 
 
-def iceberg_properties(properties: dict[str, Any], auth: AwsAuth | None) -> dict[str, Any]:
+def iceberg_properties(properties: dict[str, str], auth: AwsAuth | None) -> dict[str, Any]:
     """pyiceberg catalog properties with ``auth``'s identity: the credentials of the moment
     for its S3 FileIO (``s3.*``), and for a Glue catalog its botocore session itself
     (``botocore_session``), which keeps renewing them. The catalog's own properties win."""
     if not auth or not auth.to_dict():
         return properties
-    extra: dict[str, Any] = _keys(auth, ("s3.access-key-id", "s3.secret-access-key",
-                                         "s3.session-token", "s3.region", "s3.endpoint"))
+    extra: dict[str, object] = dict(_keys(auth, ("s3.access-key-id", "s3.secret-access-key",
+                                                 "s3.session-token", "s3.region", "s3.endpoint")))
     if properties.get("type") == "glue":
         extra["botocore_session"] = boto3_session(auth)._session
         if auth.region:

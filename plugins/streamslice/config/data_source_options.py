@@ -3,7 +3,6 @@ case-insensitively (callers lower-case them), JSON where a value is structured."
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ..errors import ConfigError
 
@@ -16,7 +15,8 @@ def client_properties(opts: dict[str, str], prefix: str,
             if k.lower().startswith(prefix)}
 
 
-def json_option(opts: dict[str, str], name: str) -> dict[str, Any]:
+def json_option(opts: dict[str, str], name: str) -> dict[str, object]:
+    """The JSON object in option ``name``; what its values are is the caller's to check."""
     try:
         value = json.loads(opts[name])
     except ValueError as exc:

@@ -27,7 +27,7 @@ def operator_errors(context: dict[str, Any] | None = None) -> Iterator[None]:
     try:
         yield
     except StreamsliceError as exc:
-        text = f"{exc}{retry_note(context) if exc.transient else ''}"
+        text = f"{exc}{retry_note((context or {}).get('ti')) if exc.transient else ''}"
         log.error("%s", text)
         cls = AirflowException if exc.transient else AirflowFailException
         raised = cls(f"{type(exc).__name__}: {text}")
@@ -35,11 +35,11 @@ def operator_errors(context: dict[str, Any] | None = None) -> Iterator[None]:
         raise raised from None
 
 
-def retry_note(context: dict[str, Any] | None) -> str:
+def retry_note(ti: object) -> str:
     """`` (task read, try 1 of 3: Airflow retries it)``, or that it is not retried: as
     Airflow decides, a try is retried while ``try_number <= max_tries`` (``retries`` more
-    than the first try, more once the task is cleared)."""
-    ti = (context or {}).get("ti")
+    than the first try, more once the task is cleared). ``ti``: the task instance (of the
+    task's context), read for what it has."""
     try_number, max_tries = getattr(ti, "try_number", None), getattr(ti, "max_tries", None)
     if not isinstance(try_number, int) or not isinstance(max_tries, int):
         return ""

@@ -184,7 +184,8 @@ def test_startingPosition_latest_skips_what_is_there_when_the_query_first_starts
     ({"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger must be positive"),
     ({"maxFilesPerTrigger": "1", "maxBytesPerTrigger": "10"},
      "maxFilesPerTrigger and maxBytesPerTrigger cannot be set together"),
-    ({"maxFilesPerTriger": "1"}, "did you mean maxFilesPerTrigger")])
+    ({"maxFilesPerTriger": "1"}, "did you mean maxFilesPerTrigger"),
+    ({"latestFirst": "true"}, "unknown option 'latestfirst' for streamslice-files")])
 def test_bad_options_fail_in_one_line(spark, tmp_path, options, message):
     folder = tmp_path / "in"
     folder.mkdir()

@@ -18,6 +18,7 @@ def test_the_example_dag_parses_paused_and_unscheduled():
     dag = bag.dags["kafka_stream_example"]
     assert [t.task_id for t in dag.tasks] == ["read_available_now"]
     assert dag.is_paused_upon_creation is True
+    assert dag.max_active_runs == 1  # one query at a time on its checkpoint location
 
 
 def test_the_example_query_reads_each_record_once_across_runs(spark, broker, tmp_path):

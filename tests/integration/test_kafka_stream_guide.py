@@ -106,6 +106,29 @@ def test_minOffsetsPerTrigger_holds_a_batch_until_enough_records_wait(spark, bro
         spark.conf.unset(interval)
 
 
+def test_maxTriggerDelay_lets_fewer_records_than_minOffsetsPerTrigger_through(spark, broker,
+                                                                              tmp_path):
+    """Three records, where a hundred are asked for, make a batch once ``maxTriggerDelay``
+    (two seconds) has passed since the last batch (with the default, 15 minutes, they would
+    wait beyond this test's patience)."""
+    topic = unique("trigger-delay")
+    create_topic(broker.bootstrap, topic, 1)
+    df = spark.readStream.format("streamslice-kafka") \
+        .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic) \
+        .option("startingOffsets", "earliest").option("minOffsetsPerTrigger", 100) \
+        .option("maxTriggerDelay", "2s").load()
+    query = df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "cp")) \
+        .trigger(processingTime="100 milliseconds").start()
+    try:
+        wait_for(lambda: query.lastProgress is not None, 120, "the query's first trigger")
+        kafka.send(broker.bootstrap, topic, range(3), 0)
+        wait_for(lambda: any(p["numInputRows"] for p in query.recentProgress), 120,
+                 "the batch maxTriggerDelay lets through")
+        assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [3]
+    finally:
+        query.stop()
+
+
 def test_topics_and_partitions_added_while_the_query_runs(spark, broker, tmp_path):
     """``subscribePattern``: a topic created and a partition added while a processing-time
     query runs are read from their first offset, without a restart."""

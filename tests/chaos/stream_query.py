@@ -5,6 +5,11 @@ chaos tests start it in a new session and let a fault SIGKILL it (the process, i
 and Python workers) in the middle of a batch.
 
   python -m tests.chaos.stream_query BOOTSTRAP TOPIC CHECKPOINT OUTPUT MAX_OFFSETS SINK
+
+The same over a folder of JSON Lines files (``streamslice-files``, ``maxFilesPerTrigger``)
+into the file sink:
+
+  python -m tests.chaos.stream_query files FOLDER CHECKPOINT OUTPUT MAX_FILES
 """
 import sys
 
@@ -29,6 +34,19 @@ def main(bootstrap, topic, checkpoint, output, max_offsets, sink="files"):
     spark.stop()
 
 
+def files_main(folder, checkpoint, output, max_files):
+    from streamslice.spark.session import spark_session
+    spark = spark_session("local[2]")
+    df = spark.readStream.format("streamslice-files").option("pattern", "*.jsonl") \
+        .option("valueFormat", "json").option("schema", "n long") \
+        .option("maxFilesPerTrigger", max_files).load(folder)
+    query = df.select("n", "file", "line").writeStream.format("parquet") \
+        .option("path", output).option("checkpointLocation", checkpoint) \
+        .trigger(availableNow=True).start()
+    query.awaitTermination()
+    spark.stop()
+
+
 def table_settings(sink, output):
     """Delta's defaults; an Iceberg table in a SQLite catalog beside it."""
     from streamslice.commit.publishers.delta import DeltaSettings
@@ -44,4 +62,7 @@ def iceberg_catalog(output):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1] == "files":
+        files_main(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])

@@ -1,7 +1,8 @@
 """Chaos for ``spark.readStream``: a Trigger.AvailableNow query is SIGKILLed (its process,
 Spark JVM and Python workers) in the middle of a batch, after earlier batches of the same
 checkpoint have committed, and started again: the output holds every record of the topic
-exactly once. Into Spark's file sink, read as Spark reads its output (through its
+exactly once (or, for ``streamslice-files``, every line of the folder's files). Into Spark's
+file sink, read as Spark reads its output (through its
 ``_spark_metadata`` log); through ``foreachBatch`` into a Delta table by streamslice's
 publisher, killed in a read, before the table's commit and after it (before Spark's). Real
 broker, real Spark local[2] in a process of its own."""
@@ -31,6 +32,17 @@ def query(broker, topic, tmp_path, fault=None, sink="files"):
                           timeout=600, start_new_session=True)
 
 
+def files_query(folder, tmp_path, fault=None):
+    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
+    env.pop("STREAMSLICE_INJECT_FAULT", None)
+    if fault:
+        env["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"
+    args = [sys.executable, "-m", "tests.chaos.stream_query", "files", str(folder),
+            str(tmp_path / "checkpoint"), str(tmp_path / "out"), "2"]
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600, start_new_session=True)
+
+
 def send(broker, topic, values):
     with producer(broker.bootstrap) as p:
         for v in values:
@@ -54,6 +66,38 @@ def test_kill_a_query_mid_batch_then_restart_exactly_once_with_the_file_sink(spa
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted(int(r.v) for r in rows) == list(range(300))
     assert len({(r.partition, r.offset) for r in rows}) == 300
+
+
+def write_files(folder, numbers, per_file=20):
+    """``numbers`` as JSON Lines, ``per_file`` to a file; the first goes on the end of the
+    last file there, so a batch also reads on in a file that grew."""
+    numbers = list(numbers)
+    names = sorted(folder.glob("*.jsonl"))
+    if names:
+        with open(names[-1], "a") as f:
+            f.write("".join(f'{{"n": {n}}}\n' for n in numbers[:5]))
+        numbers = numbers[5:]
+    for i in range(0, len(numbers), per_file):
+        path = folder / f"{numbers[i]:05d}.jsonl"
+        path.write_text("".join(f'{{"n": {n}}}\n' for n in numbers[i:i + per_file]))
+
+
+def test_kill_a_files_query_mid_batch_then_restart_exactly_once(spark, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_files(folder, range(100))
+    first = files_query(folder, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    write_files(folder, range(100, 300))
+    killed = files_query(folder, tmp_path, fault="read:split=1:after=5")
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
+    committed = spark.read.parquet(str(tmp_path / "out")).count()
+    assert 100 <= committed < 300, "the kill came in a batch of the second run"
+    again = files_query(folder, tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(r.n for r in rows) == list(range(300))
+    assert len({(r.file, r.line) for r in rows}) == 300
 
 
 @pytest.mark.parametrize(("sink", "point"), [

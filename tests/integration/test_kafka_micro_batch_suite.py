@@ -317,17 +317,6 @@ def test_a_topic_matching_the_pattern_later_is_read_from_its_start(spark, broker
     assert available_now(spark, df, tmp_path / "cp").values() == list(range(6))
 
 
-def test_sources_without_a_stream_say_so(spark, tmp_path):
-    (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
-    df = spark.readStream.format("streamslice-files").option("pattern", "*.jsonl") \
-        .option("valueFormat", "string").load(str(tmp_path))
-    with pytest.raises(Exception, match="streamslice-files cannot be read with "
-                                        "spark.readStream yet") as failed:
-        Run(spark, df.selectExpr("value", "file AS topic", "0 AS partition", "line AS offset"),
-            tmp_path / "cp").query.awaitTermination(180)
-    assert "Traceback" not in str(failed.value)
-
-
 def test_read_committed_stops_at_an_open_transaction(spark, broker, tmp_path):
     """With kafka.isolation.level read_committed a batch ends where the open transaction
     begins (the last stable offset), and aborted records are never read; the default,

@@ -24,3 +24,16 @@ def json_option(opts: dict[str, str], name: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise ConfigError(f"option {name} must be a JSON object")
     return value
+
+
+def positive(opts: dict[str, str], name: str) -> int | None:
+    value = opts.get(name.lower())
+    if value is None:
+        return None
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"option {name}: {value!r} is not a whole number") from None
+    if number <= 0:
+        raise ConfigError(f"{name} must be positive")
+    return number

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..sources import Properties
     from .planner import FilePlanner
     from .reader import FileReaders
+    from .stream import FileStream
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class FileSource(Source[FileSplit]):
 
     kind = "files"
     option_prefix = "files."
-    options = ("path", "pattern", "startingPosition")
+    options = ("path", "pattern", "startingPosition", "maxFilesPerTrigger", "maxBytesPerTrigger")
     lag_unit = "records"
 
     # -- configuration ----------------------------------------------------------------------
@@ -50,6 +51,12 @@ class FileSource(Source[FileSplit]):
             raise ConfigError(f"option startingPosition: {start!r} is not earliest or latest")
         return cls(path=options["path"].rstrip("/") or "/",
                    pattern=options.get("pattern", "*"), start=start), {}
+
+    @classmethod
+    def stream(cls, options: dict[str, str]) -> FileStream:
+        """A ``spark.readStream`` query's offsets and read limits (``files.stream``)."""
+        from .stream import stream_from_options
+        return stream_from_options(options, cls.from_options(options)[0])
 
     def client_properties(self, resolved: Properties | None = None) -> Properties:
         return dict(resolved or {})

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config.data_source_options import client_properties
+from ..config.data_source_options import client_properties, positive
 from ..errors import ConfigError
 
 EARLIEST, LATEST = -2, -1
@@ -292,19 +292,6 @@ def boolean(opts: dict[str, str], name: str, default: bool) -> bool:
     if value.lower() not in ("true", "false"):
         raise ConfigError(f"option {name}: {value!r} is not a boolean (true or false)")
     return value.lower() == "true"
-
-
-def positive(opts: dict[str, str], name: str) -> int | None:
-    value = opts.get(name.lower())
-    if value is None:
-        return None
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise ConfigError(f"option {name}: {value!r} is not a whole number") from None
-    if number <= 0:
-        raise ConfigError(f"{name} must be positive")
-    return number
 
 
 def choice(opts: dict[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:

@@ -14,6 +14,8 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
     ReadMaxRows,
     ReadMinRows,
     SupportsTriggerAvailableNow,
@@ -85,7 +87,12 @@ def open_stream(options: dict[str, str], kind: str) -> tuple[Stream, ReadPlan[An
 
 def default_limit(limits: Any) -> ReadLimit:
     """Spark's ``getDefaultReadLimit`` of the Kafka source. PySpark has no composite limit:
-    with both options the stream applies ``minOffsetsPerTrigger`` itself."""
+    with both options the stream applies ``minOffsetsPerTrigger`` itself. Files are limited by
+    files or bytes, as Spark's file source is."""
+    if getattr(limits, "max_files", None):
+        return ReadMaxFiles(limits.max_files)
+    if getattr(limits, "max_bytes", None):
+        return ReadMaxBytes(limits.max_bytes)
     if limits.max_offsets:
         return ReadMaxRows(limits.max_offsets)
     if limits.min_offsets:

@@ -116,6 +116,8 @@ class KinesisStream:
                 self._end(shard, begin, cut, limit)
         self._expired(before, after, listed)
         self.latest = after
+        if self.available_now is not None and after == before:
+            self.close()  # Trigger.AvailableNow reached its end: Spark stops, no read follows
         return self._offset(initial, after)
 
     def report_latest(self) -> dict[str, Any] | None:
@@ -143,7 +145,9 @@ class KinesisStream:
         return splits
 
     def close(self) -> None:
-        """Spark stops the query: this query's consumers go (registration per_run)."""
+        """The query ends: its consumers go (registration per_run). Spark stops the query's
+        Python worker without waiting for it, so where the query is stopped (not run to an
+        availableNow end) this is a best effort, as in the connector."""
         from .consumers import deregister
         if self.limits.registration == "per_run" and self.registered:
             for arn, name in sorted(self.registered.items()):

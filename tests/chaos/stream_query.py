@@ -5,6 +5,10 @@ chaos tests start it in a new session and let a fault SIGKILL it (the process, i
 and Python workers) in the middle of a batch.
 
   python -m tests.chaos.stream_query BOOTSTRAP TOPIC CHECKPOINT OUTPUT MAX_OFFSETS SINK
+  python -m tests.chaos.stream_query kinesis ENDPOINT STREAM CHECKPOINT OUTPUT MAX_FETCH
+
+The second form reads a Kinesis stream (``maxFetchRecordsPerShard`` MAX_FETCH) into the file
+sink.
 """
 import sys
 
@@ -29,6 +33,21 @@ def main(bootstrap, topic, checkpoint, output, max_offsets, sink="files"):
     spark.stop()
 
 
+def kinesis_main(endpoint, stream, checkpoint, output, max_fetch):
+    from streamslice.spark.session import spark_session
+    spark = spark_session("local[2]")
+    options = {"kinesis.streamName": stream, "kinesis.endpointUrl": endpoint,
+               "kinesis.region": "us-east-1", "kinesis.awsAccessKeyId": "test",
+               "kinesis.awsSecretKey": "test", "kinesis.startingPosition": "TRIM_HORIZON",
+               "kinesis.maxFetchRecordsPerShard": max_fetch}
+    df = spark.readStream.format("streamslice-kinesis").options(**options).load()
+    query = (df.selectExpr("CAST(data AS STRING) AS v", "shardId", "sequenceNumber")
+             .writeStream.format("parquet").option("path", output)
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    query.awaitTermination()
+    spark.stop()
+
+
 def table_settings(sink, output):
     """Delta's defaults; an Iceberg table in a SQLite catalog beside it."""
     from streamslice.commit.publishers.delta import DeltaSettings
@@ -44,4 +63,7 @@ def iceberg_catalog(output):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1] == "kinesis":
+        kinesis_main(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])

@@ -73,54 +73,151 @@ def client(kinesis):
     return kinesis.client()
 
 
-def test_output_data_with_trim_horizon_and_the_same_query_again(spark, kinesis, client,
-                                                                tmp_path):
-    """Everything from TRIM_HORIZON in one availableNow run; a second run on the same
-    checkpoint reads only what was put since."""
-    stream = unique("kstream")
+CONSUMERS = ["GetRecords", "SubscribeToShard"]
+
+
+def consumer(kind):
+    """The options of a consumer type (SubscribeToShard with a consumer of its own)."""
+    if kind == "GetRecords":
+        return {"consumerType": kind}
+    return {"consumerType": kind, "consumerName": unique("consumer")}
+
+
+@pytest.mark.parametrize("kind", CONSUMERS)
+def test_trim_horizon_can_be_used_as_starting_position(spark, kinesis, client, tmp_path, kind):
+    """Everything from TRIM_HORIZON; the query stopped, two shards merged, records put, and
+    the query started again on its checkpoint reads the new ones once, parents first."""
+    stream = unique("ktrim")
     create_stream(client, stream, 2)
-    sent = values("a", 30)
-    put(client, stream, sent)
-    first = available_now(spark, load(spark, kinesis, stream, startingPosition="TRIM_HORIZON"),
-                          tmp_path / "cp")
-    assert first.values() == texts(sent)
-    more = values("b", 10)
-    put(client, stream, more)
-    again = available_now(spark, load(spark, kinesis, stream, startingPosition="TRIM_HORIZON"),
-                          tmp_path / "cp")
-    assert again.values() == texts(sent + more)  # the file sink holds both runs, once each
+    first = values("a", 30)
+    put(client, stream, first)
+    options = {"startingPosition": "TRIM_HORIZON", **consumer(kind)}
+    run = available_now(spark, load(spark, kinesis, stream, **options), tmp_path / "cp")
+    assert run.values() == texts(first)
+    one, two = sorted(s["ShardId"] for s in client.list_shards(StreamName=stream)["Shards"])
+    client.merge_shards(StreamName=stream, ShardToMerge=one, AdjacentShardToMerge=two)
+    wait_active(client, stream)
+    second = values("b", 10)
+    put(client, stream, second)
+    again = available_now(spark, load(spark, kinesis, stream, **options), tmp_path / "cp")
+    assert again.values() == texts(first + second)  # the file sink holds both runs, once each
     offsets = json.loads(again.query.lastProgress["sources"][0]["endOffset"])
-    assert offsets["initial"] == {"type": "TRIM_HORIZON"} and len(offsets["shards"]) == 2
+    assert offsets["initial"] == {"type": "TRIM_HORIZON"}
+    assert offsets["shards"][f"{stream}:{one}"] == {"finished": True}
+    assert len(offsets["shards"]) == 3
 
 
-def test_starting_position_latest_reads_only_what_comes_after_the_start(spark, kinesis, client,
-                                                                       tmp_path):
-    """LATEST is the connector's default: the first run reads nothing there was before it,
-    the next run what came after."""
+def test_earliest_can_be_used_as_starting_position(spark, kinesis, client, tmp_path):
+    stream = unique("kearliest")
+    create_stream(client, stream, 2)
+    sent = values("e", 12)
+    put(client, stream, sent)
+    run = available_now(spark, load(spark, kinesis, stream, startingPosition="EARLIEST"),
+                        tmp_path / "cp")
+    assert run.values() == texts(sent)
+
+
+def test_kinesis_connector_reads_from_latest_default(spark, kinesis, client, tmp_path):
+    """LATEST is the connector's default: a query under a processing-time trigger reads
+    what is put after it started, not what was there before."""
     stream = unique("klatest")
     create_stream(client, stream, 1)
     put(client, stream, values("old", 5))
-    assert available_now(spark, load(spark, kinesis, stream), tmp_path / "cp").values() == []
-    new = values("new", 4)
-    put(client, stream, new)
-    assert available_now(spark, load(spark, kinesis, stream),
-                         tmp_path / "cp").values() == texts(new)
+    run = Run(spark, load(spark, kinesis, stream), tmp_path / "cp",
+              {"processingTime": "1 second"})
+    try:
+        wait_for(lambda: run.query.lastProgress is not None, 120, "the query's first batch")
+        first = values("x", 3)
+        put(client, stream, first)
+        wait_for(lambda: run.values() == texts(first), 120, "the first records in the sink")
+        second = values("y", 3)
+        put(client, stream, second)
+        wait_for(lambda: run.values() == texts(first + second), 120, "the second records")
+    finally:
+        run.query.stop()
 
 
-def test_starting_position_at_timestamp(spark, kinesis, client, tmp_path):
+def test_at_timestamp_can_be_used_as_starting_position(spark, kinesis, client, tmp_path):
+    """``AT_TIMESTAMP 2023-08-30T19:00:05Z`` as the connector writes it: records that
+    arrived before that second are not read."""
     stream = unique("kts")
     create_stream(client, stream, 1)
     put(client, stream, values("before", 3))
-    at = time.time() + 1.5
-    wait_until_clock(at)
+    second = int(time.time()) + 2
+    wait_until_clock(second + 0.2)
     after = values("after", 3)
     put(client, stream, after)
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(at) + 1))
-    wait_until_clock(int(at) + 1.2)
-    late = values("late", 2)
-    put(client, stream, late)
-    df = load(spark, kinesis, stream, startingPosition=f"AT_TIMESTAMP {stamp}Z")
-    assert available_now(spark, df, tmp_path / "cp").values() == texts(late)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    df = load(spark, kinesis, stream, startingPosition=f"AT_TIMESTAMP {stamp}")
+    assert available_now(spark, df, tmp_path / "cp").values() == texts(after)
+
+
+@pytest.mark.parametrize("kind", CONSUMERS)
+def test_kinesis_connector_restore_from_previous_checkpoint_uncommitted(
+        spark, kinesis, client, tmp_path, kind):
+    """A batch whose commit is lost (its commit log entry and the file sink's) runs again on
+    restart with the offsets Spark logged: the same records, not the ones put since, which
+    the next batch reads."""
+    stream = unique("krestore")
+    create_stream(client, stream, 2)
+    first = values("a", 5)
+    put(client, stream, first)
+    options = {"startingPosition": "TRIM_HORIZON", **consumer(kind)}
+    cp = tmp_path / "cp"
+    assert batches(spark, load(spark, kinesis, stream, **options), cp) == {0: texts(first)}
+    for name in ("0", ".0.crc"):  # batch 0's commit is lost
+        (cp / "commits" / name).unlink(missing_ok=True)
+    second = values("b", 6)
+    put(client, stream, second)
+    again = batches(spark, load(spark, kinesis, stream, **options), cp)
+    assert again == {0: texts(first), 1: texts(second)}
+
+
+def batches(spark, df, checkpoint):
+    """{batch id: its values} of an availableNow query through ``foreachBatch``."""
+    seen = {}
+
+    def keep(batch, batch_id):
+        seen[batch_id] = sorted(r.v for r in batch.selectExpr("CAST(data AS STRING) AS v")
+                                .collect())
+    query = (df.writeStream.foreachBatch(keep).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(240)
+    assert not query.isActive
+    return {k: v for k, v in seen.items() if v}
+
+
+@pytest.mark.parametrize("kind", CONSUMERS)
+def test_read_from_trim_horizon_after_reshards(spark, kinesis, client, tmp_path, kind):
+    """A shard split and two of its children merged before the query starts: each closed
+    shard is read to its end in one batch, and its children only in a later one."""
+    stream = unique("kreshard")
+    create_stream(client, stream, 1)
+    expected = values("p", 20)
+    put(client, stream, expected, key=lambda i: f"k{i}")
+    parent = client.list_shards(StreamName=stream)["Shards"][0]
+    hi = int(parent["HashKeyRange"]["EndingHashKey"])
+    client.split_shard(StreamName=stream, ShardToSplit=parent["ShardId"],
+                       NewStartingHashKey=str(hi // 2))
+    wait_active(client, stream)
+    children = values("c", 20)
+    put(client, stream, children, key=lambda i: f"k{i}")
+    expected += children
+    shards = client.list_shards(StreamName=stream)["Shards"]
+    one, two = sorted(s["ShardId"] for s in shards if s.get("ParentShardId"))
+    client.merge_shards(StreamName=stream, ShardToMerge=one, AdjacentShardToMerge=two)
+    wait_active(client, stream)
+    merged = values("m", 20)
+    put(client, stream, merged, key=lambda i: f"k{i}")
+    expected += merged
+    df = load(spark, kinesis, stream, startingPosition="TRIM_HORIZON", **consumer(kind))
+    run = available_now(spark, df, tmp_path / "cp")
+    assert run.values() == texts(expected)
+    batches = [p["numInputRows"] for p in run.query.recentProgress if p["numInputRows"]]
+    assert batches == [20, 20, 20]  # the parent, its children, their child
+    rows = run.rows()
+    assert {s for v, s, _ in rows if v.startswith("p")} == {parent["ShardId"]}
+    assert {s for v, s, _ in rows if v.startswith("c")} == {one, two}
 
 
 def test_max_fetch_records_per_shard_bounds_each_batch(spark, kinesis, client, tmp_path):
@@ -146,64 +243,37 @@ def test_max_fetch_records_per_shard_bounds_each_batch(spark, kinesis, client, t
     assert once.values() == texts(sent) and once.batch_rows() == [len(sent)]
 
 
-def test_split_shard_reads_parents_before_children(spark, kinesis, client, tmp_path):
-    stream = unique("ksplit")
-    create_stream(client, stream, 1)
-    parent_rows = values("p", 20)
-    put(client, stream, parent_rows, key=lambda i: f"k{i}")
-    shard = client.list_shards(StreamName=stream)["Shards"][0]
-    hi = int(shard["HashKeyRange"]["EndingHashKey"])
-    client.split_shard(StreamName=stream, ShardToSplit=shard["ShardId"],
-                       NewStartingHashKey=str(hi // 2))
-    wait_active(client, stream)
-    children = values("c", 20)
-    put(client, stream, children, key=lambda i: f"k{i}")
-    df = load(spark, kinesis, stream, startingPosition="TRIM_HORIZON")
-    run = available_now(spark, df, tmp_path / "cp")
-    assert run.values() == texts(parent_rows + children)
-    batch_of_parent = [p for p in run.query.recentProgress if p["numInputRows"]]
-    assert [p["numInputRows"] for p in batch_of_parent] == [20, 20]  # parent, then children
-    end = json.loads(run.query.lastProgress["sources"][0]["endOffset"])["shards"]
-    assert end[f"{stream}:{shard['ShardId']}"] == {"finished": True}
-
-
-def test_processing_time_trigger_reads_records_as_they_come(spark, kinesis, client, tmp_path):
-    stream = unique("kproc")
-    create_stream(client, stream, 1)
-    run = Run(spark, load(spark, kinesis, stream, startingPosition="TRIM_HORIZON"),
-              tmp_path / "cp", {"processingTime": "1 second"})
-    try:
-        first = values("x", 3)
-        put(client, stream, first)
-        wait_for(lambda: run.values() == texts(first), 120, "the first records in the sink")
-        second = values("y", 3)
-        put(client, stream, second)
-        wait_for(lambda: run.values() == texts(first + second), 120, "the second records")
-    finally:
-        run.query.stop()
-
-
-def test_subscribe_to_shard_registers_reads_and_deregisters(spark, kinesis, client, tmp_path):
-    """consumerType SubscribeToShard: the consumer is registered when the query starts,
-    the records are read over SubscribeToShard, and it is deregistered when it stops."""
+@pytest.mark.parametrize("registration", ["per_run", "keep"])
+def test_subscribe_to_shard_registers_reads_and_deregisters(spark, kinesis, client, tmp_path,
+                                                            registration):
+    """consumerType SubscribeToShard: the consumer is registered (or reused) when the query
+    starts and the records are read over SubscribeToShard; per_run deregisters it when the
+    availableNow query reaches its end, keep leaves it for the next run."""
     stream = unique("kefo")
     arn = create_stream(client, stream, 2)
     sent = values("e", 40)
     put(client, stream, sent)
     name = unique("consumer")
     df = load(spark, kinesis, stream, startingPosition="TRIM_HORIZON",
-              consumerType="SubscribeToShard", consumerName=name)
+              consumerType="SubscribeToShard", consumerName=name, efoRegistration=registration)
     run = available_now(spark, df, tmp_path / "cp")
     assert run.values() == texts(sent)
 
-    def names():
-        return [c["ConsumerName"] for c in
-                client.list_stream_consumers(StreamARN=arn)["Consumers"]]
-    wait_for(lambda: name not in names(), 60, "the consumer to be deregistered")
+    def status():
+        found = [c["ConsumerStatus"] for c in
+                 client.list_stream_consumers(StreamARN=arn)["Consumers"]
+                 if c["ConsumerName"] == name]
+        return found[0] if found else None
+    if registration == "keep":
+        assert status() == "ACTIVE"
+    else:
+        wait_for(lambda: status() is None, 60, "the consumer to be deregistered")
 
 
-def test_bad_options_fail_with_one_line(spark, kinesis, tmp_path):
-    df = load(spark, kinesis, "any", consumerType="SubscribeToShard")
+def test_bad_options_fail_with_one_line(spark, kinesis):
     with pytest.raises(Exception, match="option kinesis.consumerName is required") as failed:
-        Run(spark, df, tmp_path / "cp").query.awaitTermination(120)
+        load(spark, kinesis, "any", consumerType="SubscribeToShard")
     assert "Traceback" not in str(failed.value)
+    with pytest.raises(Exception, match="unknown option 'kinesis.startposition'.*did you "
+                                        "mean kinesis.startingPosition"):
+        load(spark, kinesis, "any", startPosition="LATEST")

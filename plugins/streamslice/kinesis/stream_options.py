@@ -8,7 +8,7 @@ also taken without its ``kinesis.`` prefix, as the batch read names them. No PyS
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.data_source_options import client_properties, json_option
@@ -140,9 +140,12 @@ def starting_position(opts: dict[str, str]) -> Position:
 
 def _time(text: str) -> int:
     try:
-        return int(datetime.fromisoformat(text).timestamp() * 1000)
+        when = datetime.fromisoformat(text)
     except ValueError:
         pass
+    else:  # a time without an offset is UTC
+        return int((when if when.tzinfo else when.replace(tzinfo=timezone.utc))
+                   .timestamp() * 1000)
     from .config import parse_kinesis_time
     try:
         ms = parse_kinesis_time(text)

@@ -277,3 +277,25 @@ def test_bad_options_fail_with_one_line(spark, kinesis):
     with pytest.raises(Exception, match="unknown option 'kinesis.startposition'.*did you "
                                         "mean kinesis.startingPosition"):
         load(spark, kinesis, "any", startPosition="LATEST")
+
+
+def test_efo_registration_none_reads_with_the_consumer_it_is_given(spark, kinesis, client,
+                                                                   tmp_path):
+    """efoRegistration none: the executors subscribe with the ARN in consumerArns (a
+    consumer the test registered); an ARN of no consumer fails the read on SubscribeToShard,
+    so the records did come that way."""
+    from streamslice.kinesis.consumers import register
+    stream = unique("knone")
+    arn = create_stream(client, stream, 1)
+    sent = values("n", 10)
+    put(client, stream, sent)
+    consumer_arn = register(client, arn, unique("given"))
+    options = {"startingPosition": "TRIM_HORIZON", "consumerType": "SubscribeToShard",
+               "efoRegistration": "none"}
+    df = load(spark, kinesis, stream, consumerArns=json.dumps({stream: consumer_arn}),
+              **options)
+    assert available_now(spark, df, tmp_path / "cp").values() == texts(sent)
+    wrong = consumer_arn.replace(consumer_arn.split("/")[-1].split(":")[0], "nobody")
+    df = load(spark, kinesis, stream, consumerArns=json.dumps({stream: wrong}), **options)
+    with pytest.raises(Exception, match="SubscribeToShard|nobody"):
+        available_now(spark, df, tmp_path / "wrong")

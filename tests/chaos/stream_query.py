@@ -7,9 +7,13 @@ and Python workers) in the middle of a batch.
   python -m tests.chaos.stream_query BOOTSTRAP TOPIC CHECKPOINT OUTPUT MAX_OFFSETS SINK
 
 The same over a folder of JSON Lines files (``streamslice-files``, ``maxFilesPerTrigger``)
-into the file sink:
+into the file sink,
 
   python -m tests.chaos.stream_query files FOLDER CHECKPOINT OUTPUT MAX_FILES
+
+and a Kinesis stream (``maxFetchRecordsPerShard`` MAX_FETCH) into the file sink:
+
+  python -m tests.chaos.stream_query kinesis ENDPOINT STREAM CHECKPOINT OUTPUT MAX_FETCH
 """
 import sys
 
@@ -47,6 +51,21 @@ def files_main(folder, checkpoint, output, max_files):
     spark.stop()
 
 
+def kinesis_main(endpoint, stream, checkpoint, output, max_fetch):
+    from streamslice.spark.session import spark_session
+    spark = spark_session("local[2]")
+    options = {"kinesis.streamName": stream, "kinesis.endpointUrl": endpoint,
+               "kinesis.region": "us-east-1", "kinesis.awsAccessKeyId": "test",
+               "kinesis.awsSecretKey": "test", "kinesis.startingPosition": "TRIM_HORIZON",
+               "kinesis.maxFetchRecordsPerShard": max_fetch}
+    df = spark.readStream.format("streamslice-kinesis").options(**options).load()
+    query = (df.selectExpr("CAST(data AS STRING) AS v", "shardId", "sequenceNumber")
+             .writeStream.format("parquet").option("path", output)
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    query.awaitTermination()
+    spark.stop()
+
+
 def table_settings(sink, output):
     """Delta's defaults; an Iceberg table in a SQLite catalog beside it."""
     from streamslice.commit.publishers.delta import DeltaSettings
@@ -64,5 +83,7 @@ def iceberg_catalog(output):
 if __name__ == "__main__":
     if sys.argv[1] == "files":
         files_main(*sys.argv[2:])
+    elif sys.argv[1] == "kinesis":
+        kinesis_main(*sys.argv[2:])
     else:
         main(*sys.argv[1:])

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -119,6 +120,54 @@ def test_kill_a_foreachBatch_into_a_table_then_restart_exactly_once(broker, tmp_
     assert sorted(int(v) for v in table.column("value").to_pylist()) == list(range(300))
     pairs = set(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
     assert len(pairs) == 300
+
+
+def kinesis_query(kinesis, stream, tmp_path, fault=None):
+    env = dict(os.environ, PYTHONPATH=f"{ROOT / 'plugins'}{os.pathsep}{ROOT}")
+    env.pop("STREAMSLICE_INJECT_FAULT", None)
+    if fault:
+        env["STREAMSLICE_INJECT_FAULT"] = f"{fault}:action=kill"
+    args = [sys.executable, "-m", "tests.chaos.stream_query", "kinesis", kinesis.endpoint,
+            stream, str(tmp_path / "checkpoint"), str(tmp_path / "out"), "40"]
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600, start_new_session=True)
+
+
+def put_spread(client, stream, values):
+    """Records in small PutRecords calls, each in an arrival millisecond of its own, so the
+    batches' cuts (maxFetchRecordsPerShard) can fall between them."""
+    from tests.support.kinesis import put
+    from tests.support.wait import wait_until_clock
+    ledger = []
+    for lo in range(0, len(values), 10):
+        chunk = values[lo:lo + 10]
+        ledger += zip(chunk, put(client, stream, [str(v).encode() for v in chunk]))
+        wait_until_clock(time.time() + 0.002)
+    return ledger
+
+
+def test_kill_a_kinesis_query_mid_batch_then_restart_exactly_once_with_the_file_sink(
+        spark, kinesis, tmp_path):
+    """The Kinesis stream's batches end at arrival-time cuts: a batch killed in its read and
+    run again reads the same records, and the output holds every record put once, checked
+    against the ledger of what PutRecords stored (shard and sequence number)."""
+    from tests.support.kinesis import create_stream
+    client = kinesis.client()
+    stream = unique("kstream-chaos")
+    create_stream(client, stream, 2)
+    ledger = put_spread(client, stream, list(range(100)))
+    first = kinesis_query(kinesis, stream, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    ledger += put_spread(client, stream, list(range(100, 300)))
+    killed = kinesis_query(kinesis, stream, tmp_path, fault="read:split=1:after=5")
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
+    committed = spark.read.parquet(str(tmp_path / "out")).count()
+    assert 100 <= committed < 300, "the kill came in a batch of the second run"
+    again = kinesis_query(kinesis, stream, tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    got = sorted((int(r.v), r.shardId, r.sequenceNumber) for r in rows)
+    assert got == sorted((v, shard, seq) for v, (shard, seq) in ledger)
 
 
 def read_table(sink, output):

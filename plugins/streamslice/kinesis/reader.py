@@ -58,10 +58,14 @@ class KinesisReaders(ReaderFactory["KinesisSplit"]):
         props = {**{k: info[k] for k in ("region", "endpoint_url") if info.get(k)},
                  **request.properties}
         arns = request.options.get("consumer_arns") or info.get("consumer_arns") or {}
+        arn = arns.get(split.stream)
+        if arn is None and info.get("consumer_name") and split.stream_arn:
+            from .spark_stream import registered_consumer  # a readStream query's consumer
+            arn = registered_consumer(props, split.stream_arn, info["consumer_name"])
         return KinesisSplitReader(split, properties=props, decoder=request.decoder,
                                   staging=request.staging, fault=request.fault,
                                   settings=PollingSettings.from_dict(info.get("polling")),
-                                  consumer_arn=arns.get(split.stream),
+                                  consumer_arn=arn,
                                   interval=request.plan.interval)
 
     def next_positions(self, plan: ReadPlan[KinesisSplit], summaries: dict[int, SplitSummary],

@@ -13,6 +13,7 @@ from ..errors import StreamsliceError
 from ..sources import LifecycleTask, Source
 from .polling import PollingSettings
 from .split import KinesisSplit, KinesisSplitSerializer
+from .stream_options import NAMES as STREAM_NAMES
 
 if TYPE_CHECKING:
     import argparse
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .planner import KinesisPlanner
     from .positions import Position, Stop
     from .reader import KinesisReaders
+    from .spark_stream import KinesisStream
 
 LIFECYCLE = "streamslice.kinesis.lifecycle"
 
@@ -50,6 +52,7 @@ class KinesisSource(Source[KinesisSplit]):
     option_prefix = "aws."
     options = ("streamName", "startingPosition", "startingTimestamp", "endingTimestamp",
                "region", "endpointUrl", "consumerArns")
+    stream_options = STREAM_NAMES  # spark.readStream's: the AWS Kinesis connector's names
     conn_type = "aws"
     connection_hook = "streamslice.airflow.hooks.aws_properties"
     lag_unit = "ms"
@@ -71,6 +74,16 @@ class KinesisSource(Source[KinesisSplit]):
         fields, given = kinesis_from_options(options)
         source = cls(**fields)
         return source, source.client_properties(given)
+
+    @classmethod
+    def stream(cls, options: dict[str, str]) -> KinesisStream:
+        """A ``spark.readStream`` query's offsets and limits from the AWS Kinesis connector
+        for Spark's options (lower-cased keys; ``spark_stream``)."""
+        from .spark_stream import KinesisStream
+        from .stream_options import stream_from_options
+        fields, given, settings = stream_from_options(options)
+        source = cls(**fields)
+        return KinesisStream(source, source.client_properties(given), settings)
 
     def client_properties(self, resolved: Properties | None = None) -> Properties:
         props = dict(resolved or {})

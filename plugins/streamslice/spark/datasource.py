@@ -72,9 +72,20 @@ class PlannedSource(DataSource):
         try:
             return from_arrow_schema(self._schema())
         except ConfigError as exc:
+            if self._stream_names():  # a stream's own option names: its checks, its errors
+                return from_arrow_schema(self._stream_schema())
             if not getattr(exc, "stream_only", False) or not self._stream_options_hold():
                 raise
             return from_arrow_schema(self._stream_schema())
+
+    def _stream_names(self) -> bool:
+        """Whether an option is one only the source's stream takes (Kinesis: the AWS
+        connector's ``kinesis.*`` names)."""
+        from streamslice.sources import source_class
+        cls = source_class(self.kind)
+        only = {n.lower() for n in getattr(cls, "stream_options", ())} - \
+            {n.lower() for n in cls.options}
+        return any(k.lower() in only for k in self.options)
 
     def _stream_options_hold(self) -> bool:
         from streamslice.errors import StreamsliceError

@@ -69,7 +69,7 @@ def open_stream(options: dict[str, str], kind: str) -> tuple[Stream, ReadPlan[An
     if factory is None:
         raise ConfigError(f"streamslice-{kind} cannot be read with spark.readStream yet; "
                           "read it with spark.read")
-    check_names(opts, kind, cls.options, cls.option_prefix)
+    check_names(opts, kind, getattr(cls, "stream_options", cls.options), cls.option_prefix)
     if "plan" in opts:
         raise ConfigError("option plan is for spark.read: a streaming query plans its own "
                           "batches")
@@ -120,6 +120,7 @@ class PlanStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except StreamsliceError as exc:
             self.error = exc
         self._reader: PlanReader | None = None
+        self.properties = dict(self.stream.properties) if self.error is None else {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "stream"}
@@ -156,6 +157,8 @@ class PlanStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: Any) -> Iterator[Any]:
         if self._reader is None:
             self._reader = PlanReader(self.plan, self.options, self.mode, self.arrow_schema)
+            # client properties a stream's own option names give (Kinesis' awsAccessKeyId)
+            self._reader.properties = {**self.properties, **self._reader.properties}
         return self._reader.read(partition)
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -53,7 +54,7 @@ def test_a_combined_run_resumes_each_try_where_the_last_one_stopped(
     got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
     assert got == sorted((p, o) for p, o, _ in sent)
     manifest = json.loads((part / "_manifest.json").read_text())
-    checkpoint = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    checkpoint = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
     assert checkpoint.interval_end == T0 + HOUR
     assert (checkpoint.partition, checkpoint.run_id) == (manifest["partition"], run.run_id)
     assert list((tmp_path / "_streamslice").rglob("staging/*/*")) == []

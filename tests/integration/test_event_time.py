@@ -16,6 +16,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import Trip, produce
 from streamslice.commit.manifest import read_manifest
+from tests.support.checks import present
 from tests.support.connections import aws_connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 from tests.support.wait import wait_until_clock
@@ -92,13 +93,14 @@ def test_consecutive_intervals_publish_each_record_once_by_its_field(broker, spa
         assert where[o] == (hour, flag), (a, t)
     assert where == {o: expected_hour(a, t) for o, (a, t) in enumerate(rows)}
     for hour in range(4):
-        m = read_manifest(cfg.output.dataset(cfg.name), f"interval=20240501T{hour:02d}0000Z")
+        m = present(read_manifest(cfg.output.dataset(cfg.name),
+                                  f"interval=20240501T{hour:02d}0000Z"))
         mine = [f for h, f in where.values() if h == hour]
         assert (m["records"], m["late_records"], m["early_records"], m["dead_letters"]) == \
             (len(mine) - mine.count("dead"), mine.count("late"), mine.count("early"),
              mine.count("dead"))
-    dead = pq.read_table(read_manifest(cfg.output.dataset(cfg.name),
-                                       "interval=20240501T020000Z")["dead_letter_uri"])
+    dead = pq.read_table(present(read_manifest(cfg.output.dataset(cfg.name),
+                                               "interval=20240501T020000Z"))["dead_letter_uri"])
     assert sorted(dead.column("error").to_pylist()) == [
         "event_time: field 'event_time' is null or missing",
         'field \'event_time\': expected timestamp (ISO 8601 or epoch ms), got "soon"']
@@ -123,7 +125,7 @@ def landed(cfg):
                                   t.column("is_early").to_pylist()):
             assert not (late and early)
             out.append((o, hour, "late" if late else "early" if early else None))
-        uri = read_manifest(dataset, partition)["dead_letter_uri"]
+        uri = present(read_manifest(dataset, partition))["dead_letter_uri"]
         if uri:
             out += [(o, hour, "dead") for o in pq.read_table(uri).column("offset").to_pylist()]
     return out
@@ -226,7 +228,7 @@ def landed_kinesis(cfg, start):
         for shard, seq, late, early in zip(*(t.column(c).to_pylist() for c in (
                 "shardId", "sequenceNumber", "is_late", "is_early"))):
             out.append(((shard, seq), k, "late" if late else "early" if early else None))
-        uri = read_manifest(dataset, partition)["dead_letter_uri"]
+        uri = present(read_manifest(dataset, partition))["dead_letter_uri"]
         if uri:
             dead = pq.read_table(uri)
             out += [((s, q), k, "dead") for s, q in zip(dead.column("shardId").to_pylist(),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.checks import present
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
@@ -92,7 +93,7 @@ def test_the_getting_started_page_lands_an_interval_and_backfills_two_more(
     reading = block("python", "read_table").replace(OUTPUT, str(output)) \
         .replace("pipeline=orders", f"pipeline={name}")
     exec(reading, {})
-    said = re.search(r"print\(.*\)\s+# (.*)$", reading, re.M).group(1)
+    said = present(re.search(r"print\(.*\)\s+# (.*)$", reading, re.M)).group(1)
     assert capsys.readouterr().out.strip() == said
     first = json.loads((output / f"pipeline={name}" / "interval=20240501T000000Z" /
                         "_manifest.json").read_text())
@@ -113,8 +114,8 @@ def test_the_getting_started_page_lands_an_interval_and_backfills_two_more(
     # and as docs/outputs.md reads a dataset with DuckDB: the folders' keys are columns
     import duckdb
     outputs = (Path(__file__).resolve().parents[2] / "docs" / "outputs.md").read_text()
-    query = " ".join(re.search(r"`(SELECT \* FROM read_parquet\(.*?\))`", outputs,
-                               re.S).group(1).split())
+    query = " ".join(present(re.search(r"`(SELECT \* FROM read_parquet\(.*?\))`", outputs,
+                                       re.S)).group(1).split())
     query = re.sub(r"'output/pipeline=\w+/", f"'{output}/pipeline={name}/", query)
     rows = duckdb.sql(f"SELECT count(*), min(id), max(id), count(DISTINCT interval), "
                       f"any_value(pipeline) FROM ({query})").fetchall()

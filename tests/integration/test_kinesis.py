@@ -9,6 +9,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from streamslice.airflow.store import OfflineCheckpointStore
+from tests.support.checks import present
 from tests.support.connections import aws_connection
 from tests.support.kinesis import all_records, create_stream, put, wait_active
 from tests.support.pipelines import kinesis_pipeline, parsed, run_dag, unique
@@ -116,7 +117,7 @@ def test_incremental_across_split_and_merge(kinesis, spark, airflow_db, monkeypa
                 assert min(child) > max(parent), f"{sid} read before its parent {p} finished"
     children = [s for s, d in shards.items() if d.get("ParentShardId")]
     assert len(children) == 3 and all(any(s == c for s, _ in batch_of) for c in children)
-    cp = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    cp = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
     closed = [s for s, d in shards.items() if "EndingSequenceNumber" in d["SequenceNumberRange"]]
     assert all(cp.positions[f"{stream}:{s}"] == {"finished": True} for s in closed)
 

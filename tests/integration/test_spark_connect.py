@@ -20,6 +20,7 @@ from streamslice.errors import SourceError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from tests.conftest import ROOT
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -63,7 +64,8 @@ def test_interval_runs_through_airflow_on_spark_connect(broker, spark_connect, a
         part = f"{cfg.output.dataset(cfg.name)}/interval=20240501T{hour:02d}0000Z"
         assert all(re.fullmatch(r"part-\d{5}\.parquet|_manifest\.json", name)
                    for name in os.listdir(part))  # the readers wrote them (direct path)
-    assert OfflineCheckpointStore(f"streamslice/{cfg.name}").get().interval_end == T0 + 2 * HOUR
+    checkpoint = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
+    assert checkpoint.interval_end == T0 + 2 * HOUR
 
 
 def test_the_package_reaches_the_server_as_an_artifact(spark_connect):

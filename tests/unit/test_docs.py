@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.checks import present
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 PAGES = {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
@@ -191,8 +193,8 @@ def test_json_works_on_every_command():
 
 def test_the_airflow_backfill_command_is_airflows():
     from airflow.cli.cli_parser import get_parser
-    line = re.search(r"^airflow backfill create .*?(?=\n```)", page("operations.md"),
-                     re.S | re.M).group(0)
+    line = present(re.search(r"^airflow backfill create .*?(?=\n```)", page("operations.md"),
+                             re.S | re.M)).group(0)
     args = get_parser().parse_args(shlex.split(line.replace("\\\n", " "))[1:])
     assert (args.dag_id, args.reprocess_behavior) == ("taxi_trips", "completed")
 
@@ -287,8 +289,8 @@ def test_the_docs_json_dead_letter_reasons_are_what_the_decoder_says():
     from streamslice.formats import FormatSpec
     from streamslice.formats.json import Json
     text = section("formats.md", "Record formats and types")
-    ddl = re.search(r"schema: >-\n(.*?)\n  on_error", text, re.S).group(1)
-    listed = re.search(r"names the field's path.*?```\n(.*?)```", text, re.S).group(1)
+    ddl = present(re.search(r"schema: >-\n(.*?)\n  on_error", text, re.S)).group(1)
+    listed = present(re.search(r"names the field's path.*?```\n(.*?)```", text, re.S)).group(1)
     records = {
         b'{"order_id": 1, "customer": {"tags": ["a", "b", "c", 7]}}',
         b'{"order_id": 1, "amount": 123.456}',
@@ -306,7 +308,8 @@ def test_the_docs_json_dead_letter_reasons_are_what_the_decoder_says():
 def test_the_reference_table_lists_every_registered_format():
     from streamslice.formats import formats_for
     for role in ("value", "key"):
-        row = re.search(rf"^\| `format\.{role}` \|.*$", page("pipelines.md"), re.M).group(0)
+        row = present(re.search(rf"^\| `format\.{role}` \|.*$", page("pipelines.md"),
+                                re.M)).group(0)
         meaning = row.split(" | ")[2]
         assert set(re.findall(r"`(\w+)`", meaning)) >= set(formats_for(role)), role
 
@@ -335,7 +338,7 @@ def test_the_manifest_holds_what_the_outputs_page_says(tmp_path):
 
 def test_make_bench_runs_what_the_docs_say_and_every_benchmark_is_described():
     makefile = (ROOT / "Makefile").read_text()
-    target = re.search(r"^bench:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    target = present(re.search(r"^bench:.*?\n((?:\t.*\n)+)", makefile, re.M)).group(1)
     run = set(re.findall(r"(bench/\w+\.py)", target))
     perf = page("performance.md")
     text = perf[perf.index("`make bench` runs"):] + "\n\n"
@@ -453,13 +456,13 @@ def test_the_site_builds_strictly_and_a_broken_link_or_anchor_fails_it(tmp_path)
 
 def test_make_test_builds_the_site_strictly_and_make_docs_serves_it():
     makefile = (ROOT / "Makefile").read_text()
-    test_deps = re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
+    test_deps = present(re.search(r"^test:(.*)$", makefile, re.M)).group(1).split()
     assert "docs-build" in test_deps
-    build = re.search(r"^docs-build:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    build = present(re.search(r"^docs-build:.*?\n((?:\t.*\n)+)", makefile, re.M)).group(1)
     assert "mkdocs build --strict" in build
     # --quiet hides the warnings that --strict counts: the build would pass with broken links
     assert "--quiet" not in build
-    serve = re.search(r"^docs:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    serve = present(re.search(r"^docs:.*?\n((?:\t.*\n)+)", makefile, re.M)).group(1)
     assert "mkdocs serve" in serve
     # what the build needs is installed by `make venv`
     pins = (ROOT / "requirements.txt").read_text() + (ROOT / "constraints.txt").read_text()
@@ -816,10 +819,10 @@ def test_the_spark_page_names_every_decoding_option_and_what_happens_to_java_pro
     from streamslice.kafka.spark_options import JAVA_TO_LIBRDKAFKA, REFUSED
     from streamslice.spark.plan_options import DECODING
     text = page("spark.md")
-    listed = re.search(r"`valueFormat` \(([^)]*)\)", " ".join(text.split())).group(1)
+    listed = present(re.search(r"`valueFormat` \(([^)]*)\)", " ".join(text.split()))).group(1)
     assert re.findall(r"`(\w+)`", listed) == list(formats_for("value"))
     assert [o for o in DECODING if f"`{o}`" not in text] == []
-    kafka_row = re.search(r"^\| `kafka\.\*` \|.*$", text, re.M).group(0)
+    kafka_row = present(re.search(r"^\| `kafka\.\*` \|.*$", text, re.M)).group(0)
     dropped = [k for k, v in JAVA_TO_LIBRDKAFKA.items() if v is None]
     assert [n for n in (*dropped, *REFUSED) if f"`{n}`" not in kafka_row] == []
     assert "register(spark)" in text and "4.3" in text

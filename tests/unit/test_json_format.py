@@ -13,6 +13,7 @@ import pytest
 from streamslice.errors import ConfigError
 from streamslice.formats import FormatSpec
 from streamslice.formats.json import Json
+from tests.support.checks import present
 
 DDL = ("id BIGINT NOT NULL, user STRUCT<name: STRING, tags: ARRAY<STRING>>, "
        "amount DECIMAL(18,2), day DATE, attrs MAP<STRING, STRING>, at TIMESTAMP, "
@@ -298,7 +299,8 @@ def test_the_docs_format_examples_validate():
               if re.search(r"format:\n +value: json", b)]
     assert len(blocks) >= 2
     for block in blocks:
-        fmt = re.search(r"^format:\n(?:[ #].*\n)+", block, re.M).group(0)  # to the next key
+        # to the next key
+        fmt = present(re.search(r"^format:\n(?:[ #].*\n)+", block, re.M)).group(0)
         cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
                              + fmt, default_name="p")
         assert cfg.decode.value.name == "json" and "STRUCT<" in cfg.decode.value.schema

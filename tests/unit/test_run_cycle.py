@@ -19,6 +19,7 @@ from streamslice.commit.publishers.files import DirectoryRename
 from streamslice.errors import CommitError, StalePlanError
 from streamslice.planning.plan import OutputTarget
 from streamslice.reading.staging import Staging
+from tests.support.checks import present
 from tests.unit import test_partition_path as interval_case
 from tests.unit.test_commit import GOOD_ROWS, good_summaries, make_plan, stage
 
@@ -232,6 +233,6 @@ def test_two_commits_of_one_interval_never_interleave(tmp_path, monkeypatch):
     manual.join()
     assert errors == []
     folder = ds / plans["manual"].partition
-    manifest = read_manifest(str(ds), plans["manual"].partition)
+    manifest = present(read_manifest(str(ds), plans["manual"].partition))
     rows = pads.dataset(str(folder), format="parquet").count_rows()
     assert (manifest["records"], rows, manifest["run_id"]) == (2, 2, "manual")

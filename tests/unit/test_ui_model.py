@@ -18,6 +18,7 @@ from streamslice.ui.model import (
     headline,
     lag_chart,
 )
+from tests.support.checks import present
 from tests.support.records import run_metrics
 
 H = 3_600_000
@@ -251,7 +252,7 @@ def test_names_and_messages_are_escaped_everywhere():
     for text in (html, page):
         assert "<script>alert" not in text and "&lt;script&gt;" in text
     # The script's data cannot end its <script> element early.
-    blob = re.search(r'id="page-data">(.*?)</script>', page).group(1)
+    blob = present(re.search(r'id="page-data">(.*?)</script>', page)).group(1)
     assert json.loads(blob)["dag_id"] == hostile
 
 
@@ -267,14 +268,14 @@ def test_what_a_user_may_do_is_in_the_page_and_a_reader_is_told_why_not():
     cells = coverage([run("f", "failed", T0)], hours(1))
     row = Overview("p", "kafka", "interval", "@hourly", True, "")
     reader = pages.pipeline(view_of(row, cells, [cells[0].run]), "/streamslice", "/af")
-    data = json.loads(re.search(r'id="page-data">(.*?)</script>', reader).group(1))
+    data = json.loads(present(re.search(r'id="page-data">(.*?)</script>', reader)).group(1))
     assert data["can_run"] is False and data["can_clear"] is False
     assert data["api"] == "/af/api/v2" and data["paused"] is True
     assert data["cols"][0] == {"s": "failed", "t": T0, "e": T0 + H, "run": "f", "n": None}
     assert data["tz"] == "UTC"
     def told(page):
-        return "may read this pipeline but not run it" in re.search(
-            r'<p id="headline".*?</p>', page).group(0)
+        return "may read this pipeline but not run it" in present(re.search(
+            r'<p id="headline".*?</p>', page)).group(0)
     assert told(reader)
     runner = pages.pipeline(view_of(row, cells, [cells[0].run], can_run=True, can_clear=True),
                             "/streamslice", "/af")

@@ -267,7 +267,7 @@ def test_kinesis_offsets_reset_checks_sequence_numbers_and_asks_about_other_shar
     run_dag(pipeline(unique("nope")), expect="failed")
     cfg = pipeline(stream)
     shards = sorted(s["ShardId"] for s in client.list_shards(StreamName=stream)["Shards"])
-    seqs = {}
+    seqs: dict[str, str] = {}
     for i in range(40):  # until both shards hold a record
         r = client.put_record(StreamName=stream, Data=b"x", PartitionKey=f"k{i}")
         seqs.setdefault(r["ShardId"], r["SequenceNumber"])

@@ -254,7 +254,7 @@ def test_many_small_splits_share_tasks_and_stage_exactly_one_file_each(spark, br
     the records sent, in one file and one summary per split, as one task per split does."""
     topic = unique("packed")
     create_topic(broker.bootstrap, topic, 40)
-    sent = {}
+    sent: dict[int, list[tuple[bytes, bytes, int]]] = {}
     with producer(broker.bootstrap) as p:
         for i in range(300):
             part = i % 30  # partitions 30-39 stay empty
@@ -290,7 +290,7 @@ def test_many_small_splits_share_tasks_and_stage_exactly_one_file_each(spark, br
     got = ds.dataset(f"{packed.root}/data", format="parquet").to_table().sort_by(order)
     assert got.equals(ds.dataset(f"{single.root}/data", format="parquet").to_table()
                       .sort_by(order))
-    rows = {}
+    rows: dict[int, list[tuple[bytes, bytes, int]]] = {}
     for r in got.select(["partition", "offset", "key", "value", "timestamp"]).to_pylist():
         rows.setdefault(r["partition"], []).append(
             (r["key"], r["value"], int(r["timestamp"].timestamp() * 1000)))

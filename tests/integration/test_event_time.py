@@ -149,7 +149,7 @@ def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch
     start = (int(time.time()) // 4 + 1) * 4  # the next boundary (s)
     wait_until_clock(start)
     rng = random.Random(5)
-    times = {}  # payload id → event time (ms) or None
+    times: dict[int, int | None] = {}  # payload id → event time (ms) or None
     for second in range(3 * 4 + 2):  # past the last run's lateness
         payloads = []
         for _ in range(30):

@@ -34,7 +34,7 @@ def test_three_hours_each_interval_exact(broker, spark, airflow_db, tmp_path):
 
     expected = Counter((ts - base_ms) // HOUR for _, _, ts in sent)
     dataset = cfg.output.dataset(cfg.name)
-    seen = Counter()
+    seen: Counter[tuple[int, int]] = Counter()
     for hour in range(3):
         part = f"{dataset}/interval=20240501T{hour:02d}0000Z"
         table = ds.dataset(part, format="parquet").to_table()

@@ -45,7 +45,7 @@ def test_at_timestamp_intervals_match_arrival_times(kinesis, spark, airflow_db, 
                            schedule=f"{width}s", start_date=begin.isoformat(), retries=0,
                            kinesis={"conn_id": "test_aws", "polling": {"interval": "50ms"}},
                            format={"value": "json", "schema": {"n": "long"}}, output=tmp_path)
-    seen = Counter()
+    seen: Counter[tuple[str, str]] = Counter()
     for k in range(3):
         end = datetime.fromtimestamp(start + (k + 1) * width, tz=timezone.utc)
         run_dag(cfg, logical_date=end)

@@ -28,7 +28,7 @@ def pipeline(broker, tmp_path, fmt, topic):
 
 
 def sent_by_hour(sent):
-    hours = {}
+    hours: dict[int, set[tuple[int, int]]] = {}
     for part, off, ts in sent:
         hours.setdefault((ts - T0) // HOUR, set()).add((part, off))
     return hours

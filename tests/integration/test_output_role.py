@@ -25,11 +25,18 @@ ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT = "123456789012"
 
 
+class IamMoto(MotoServer):
+    """moto, and the IAM user's keys and the role they may assume."""
+
+    keys: dict[str, str]  # AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+    role: str  # the role's ARN
+
+
 @pytest.fixture(scope="module")
 def aws():
     """moto with a user whose keys may only assume ``lake-writer``, which may use S3 and
     Glue; then IAM is enforced."""
-    moto = MotoServer().start()
+    moto = IamMoto().start()
     iam = moto.client("iam")
     iam.create_user(UserName="etl")
     key = iam.create_access_key(UserName="etl")["AccessKey"]

@@ -24,7 +24,7 @@ def test_hive_folders_are_pruned_by_duckdb_and_spark(broker, spark, airflow_db, 
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, 3, 60, seed=5, late_share=0),
                    partitions=2)
-    by_hour = {}
+    by_hour: dict[int, set[tuple[int, int]]] = {}
     for part, off, ts in sent:
         by_hour.setdefault((ts - T0) // HOUR, set()).add((part, off))
     cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("layout"), mode="interval",

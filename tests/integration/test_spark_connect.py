@@ -205,7 +205,7 @@ def test_concurrent_interval_runs_share_one_server(broker, spark_connect, airflo
     overlapping = [(a, b) for i, a in enumerate(reads) for b in reads[i + 1:]
                    if a["start"] < b["end"] and b["start"] < a["end"]]
     assert overlapping, f"the runs' tasks never ran at the same time: {reads}"
-    seen = Counter()
+    seen: Counter[tuple[int, int]] = Counter()
     for hour in range(4):
         got = hour_rows(cfg, hour)
         assert sorted(got) == expected_rows(sent, hour), f"hour {hour}"

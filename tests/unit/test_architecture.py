@@ -117,7 +117,8 @@ def module_level(name: str) -> set[str]:
 
 def loads(name: str) -> set[str]:
     """Every module importing ``name`` loads, following streamslice's own imports."""
-    seen, todo = set(), [name]
+    seen: set[str] = set()
+    todo = [name]
     while todo:
         current = todo.pop()
         for target in module_level(current) - seen:

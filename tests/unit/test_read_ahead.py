@@ -61,7 +61,7 @@ class FakeTI:
 SPARK = {"runner": "connect", "remote": "sc://localhost:15002"}
 
 
-LAKE = {}  # the test's output folder (the claims' lease is in its work area)
+LAKE: dict[str, str] = {}  # the test's output folder (the claims' lease is in its work area)
 
 
 def pipeline(**fields):

@@ -19,6 +19,7 @@ from streamslice.sources import (
     SourcePlan,
     SplitSerializer,
 )
+from streamslice.splits import LagUnit
 
 _META = [("partition", pa.string()), ("n", pa.int64())]
 
@@ -30,7 +31,7 @@ class CounterSplit:
     start: int
     stop: int
 
-    lag_unit: ClassVar = "records"
+    lag_unit: ClassVar[LagUnit] = "records"
 
     @property
     def key(self) -> str:

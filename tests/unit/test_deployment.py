@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from streamslice.config import load_pipelines
+from streamslice.kinesis.source import KinesisSource
 from tests.support.checks import present
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +76,7 @@ def test_connections_cover_every_pipeline_and_point_at_services():
             assert cmd[cmd.index("--listen-port") + 1] == port
             upstream = cmd[cmd.index("--upstream-port") + 1]
             assert env("kinesis")["KINESIS_MOCK_PLAIN_PORT"] == upstream
+            assert isinstance(cfg.source, KinesisSource)
             assert any(s.startswith(f"{cfg.source.streams[0]}:")
                        for s in env("kinesis")["INITIALIZE_STREAMS"].split(","))
 

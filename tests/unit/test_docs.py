@@ -115,12 +115,14 @@ def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
                          default_name="taxi_trips")
     assert (cfg.name, cfg.mode, cfg.schedule, cfg.allowed_lateness) == \
         ("taxi_trips", "interval", "@hourly", 600_000)
+    assert isinstance(cfg.source, KafkaSource)
     assert (cfg.source.conn_id, cfg.source.subscriber.topics) == \
         ("streamslice_kafka", ("taxi-trips",))
     assert (cfg.decode.value.name, cfg.decode.key.name) == ("json", "string")
     assert parse_schema(cfg.decode.value.schema).names == \
         ["trip_id", "fare_amount", "event_time", "rider", "tags"]
-    assert (cfg.alerts.lag_records, cfg.alerts.dead_letters) == (1_000_000, 1)
+    alerts = present(cfg.alerts)
+    assert (alerts.lag_records, alerts.dead_letters) == (1_000_000, 1)
     assert cfg.output.path == str(tmp_path / "output")  # relative to the folder above dags/
 
 

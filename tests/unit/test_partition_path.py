@@ -125,8 +125,9 @@ def test_a_version_4_plan_publishes_where_it_did():
     data["version"] = 4
     del data["output"]["partition_path"]
     plan = read_plan(data)
-    assert plan.output.partition_path is None
-    assert plan.output.folder(plan.partition, plan.interval) == "interval=20240501T010000Z"
+    output = present(plan.output)
+    assert output.partition_path is None
+    assert output.folder(plan.partition, plan.interval) == "interval=20240501T010000Z"
 
 
 def make_plan(dataset, template, start=T0 + HOUR):

@@ -5,7 +5,7 @@ outside this package names it; the test registers it by one line."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -19,7 +19,9 @@ from streamslice.sources import (
     SourcePlan,
     SplitSerializer,
 )
-from streamslice.splits import LagUnit
+
+if TYPE_CHECKING:
+    from streamslice.splits import LagUnit
 
 _META = [("partition", pa.string()), ("n", pa.int64())]
 

@@ -49,7 +49,10 @@ def _deliberate(text: str, reason: str) -> bool:
     if name == "f":  # from_json makes a number beyond FLOAT Infinity
         return isinstance(value, (int, float)) and abs(value) > 3.4028235e38
     if name == "dec":  # from_json rounds to the scale
-        return isinstance(value, (int, float)) and Decimal(str(value)).as_tuple().exponent < -2
+        # an infinity's exponent is 'F', not a number
+        exponent = Decimal(str(value)).as_tuple().exponent if isinstance(value, (int, float)) \
+            else 0
+        return isinstance(exponent, int) and exponent < -2
     if name == "t" and isinstance(value, int):  # epoch seconds beyond year 9999: from_json
         return not -62135596800 <= value <= 253402300799  # overflows (2**63-1 → 1969-12-31)
     if name in ("t", "day"):  # lenient text, years beyond 9999, zone names

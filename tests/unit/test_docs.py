@@ -108,6 +108,7 @@ def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
     """The pipeline reference's example file."""
     from streamslice.config import parse_pipeline
     from streamslice.formats.types import parse_schema
+    from streamslice.kafka.source import KafkaSource
     shown = [(f, d) for f, _, d in yaml_examples() if d.startswith("description:")]
     assert {f for f, _ in shown} == {"docs/pipelines.md"}
     text = shown[0][1]

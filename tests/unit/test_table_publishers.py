@@ -104,8 +104,8 @@ def test_rolling_back_a_reprocessed_partition_as_the_readme_shows(tmp_path, fmt)
     if fmt == "iceberg":
         from pyiceberg.catalog import load_catalog
         table = load_catalog("streamslice", **output.catalog).load_table(output.table)
-        previous = [s for s in table.snapshots()
-                    if present(s.summary).additional_properties.get("streamslice.run_id") == "r1"][-1]
+        previous = [s for s in table.snapshots() if present(s.summary).additional_properties
+                    .get("streamslice.run_id") == "r1"][-1]
         table.manage_snapshots().rollback_to_snapshot(previous.snapshot_id).commit()
     else:
         from deltalake import DeltaTable

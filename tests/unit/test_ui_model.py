@@ -53,7 +53,8 @@ def test_a_failed_rerun_does_not_hide_an_earlier_publish_but_a_rerun_in_flight_s
 
 def test_incremental_pipelines_get_one_cell_per_batch_in_run_order():
     cells = coverage([run("b", "success", records=3, at=2), run("a", "failed", at=1)], None)
-    assert [(present(c.run).run_id, c.status) for c in cells] == [("a", "failed"), ("b", "published")]
+    assert [(present(c.run).run_id, c.status) for c in cells] == \
+        [("a", "failed"), ("b", "published")]
 
 
 def test_lag_names_the_top_partitions_and_bands_the_rest_per_column():

@@ -17,6 +17,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import PIPELINES_DIR, ROOT
+from tests.support.checks import present
 from tests.support.kinesis import all_records, create_stream, put
 from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
 from tests.support.wait import wait_until_clock
@@ -392,4 +393,4 @@ def test_backfill_without_a_scheduler_says_to_start_one(airflow_db):
         rf"heartbeat [^)]*\))?, and the backfill of {re.escape(cfg.name)} would wait for one: "
         r"start `airflow scheduler` with that AIRFLOW_HOME, or pass --no-wait to create the "
         r"backfill and return", line), line
-    assert DagModel.get_dagmodel(cfg.name).is_paused
+    assert present(DagModel.get_dagmodel(cfg.name)).is_paused

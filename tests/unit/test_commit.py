@@ -251,7 +251,7 @@ def test_the_staged_parquet_files_are_found_as_pyarrow_dataset_finds_them(tmp_pa
     (data / "part-2.parquet").write_bytes((data / "part-0.parquet").read_bytes()[:40])
     (data / "part-3.parquet").write_bytes(b"")
     cols = ["topic", "partition", "offset"]
-    ours = _parquet_columns(st, cols)
+    ours = present(_parquet_columns(st, cols))
     theirs = ds.dataset(str(data), format="parquet", exclude_invalid_files=True).to_table(cols)
     assert ours.num_rows == 9
     assert sorted(ours.to_pylist(), key=str) == sorted(theirs.to_pylist(), key=str)

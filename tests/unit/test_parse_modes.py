@@ -16,6 +16,7 @@ from streamslice.reading.decode import Decoder
 from streamslice.reading.malformed import Malformed, ParseMode
 from streamslice.sources import source_class
 from streamslice.spark.plan_options import parse_mode
+from tests.support.checks import present
 
 RAW = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
 
@@ -80,7 +81,7 @@ def test_each_mode_with_a_batch_of_dead_letters(caplog):
     decoder = Decoder("json", schema="id BIGINT NOT NULL")
     records = record_schema(decoder, False, include_headers=False)
     permissive = Malformed(ParseMode(), ParseMode().schema(records, RAW, True), "t:0")
-    rows = permissive.dead(dead_letters()).to_pylist()
+    rows = present(permissive.dead(dead_letters())).to_pylist()
     assert [(r["id"], r["offset"], r["key"], r["_corrupt_record"]) for r in rows] == [
         (None, 4, b"k1", {"key": b"k1", "value": b"{x", "error": "invalid JSON: …"}),
         (None, 9, None, {"key": None, "value": b"[]",

@@ -20,8 +20,8 @@ from streamslice.registry.wire import (
     parse,
     parse_header,
 )
-from tests.support.fuzz import mutations
 from tests.support.checks import present
+from tests.support.fuzz import mutations
 
 GUID = "b7b4a7f0-9c96-4e4a-a687-fb5de9ef0c63"
 # AWS's Java library (kafkastreams-serde AWSKafkaAvroSerDeTest): the generic record

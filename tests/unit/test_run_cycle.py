@@ -52,7 +52,7 @@ def test_a_saved_plan_is_reused_while_its_base_holds(tmp_path):
     plan = make_plan(1, dataset=str(tmp_path / "ds"))
     store = Store()
     cycle = RunCycle("a", store)
-    assert cycle.saved_plan(plan.to_dict()).partition == "batch=00000001"
+    assert present(cycle.saved_plan(plan.to_dict())).partition == "batch=00000001"
     assert cycle.saved_plan(None) is None
     # run b commits batch 1 from the same base: a's saved plan no longer holds
     RunCycle("b", store).commit(plan, staged(tmp_path, plan, "b"), now_ms=1)

@@ -7,7 +7,7 @@ tests/integration/test_spark_submit.py, test_spark_connect.py, test_emr_serverle
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 
@@ -19,9 +19,12 @@ from streamslice.planning.plan import ReadPlan
 from streamslice.secrets import SECRETS_FILE
 from tests.support.pipelines import modules_loaded_parsing
 
+if TYPE_CHECKING:
+    from streamslice.kafka.split import KafkaSplit
+
 # The plan a read is given, which the runner receives (the runners here are fakes or recorders).
-PLAN = ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0, splits=[],
-                partition="batch=00000001")
+PLAN: ReadPlan[KafkaSplit] = ReadPlan(pipeline="p", source="kafka", mode="incremental",
+                                      planned_at=0, splits=[], partition="batch=00000001")
 
 HEAD = "mode: incremental\nkafka: {bootstrap_servers: 'b:9092', topics: [t]}\n"
 RAN: list[runners.RunRequest] = []

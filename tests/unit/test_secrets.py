@@ -14,12 +14,13 @@ import pytest
 from streamslice.airflow import runners
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
+from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from streamslice.secrets import SECRETS_FILE, private_file, split_secrets, with_secrets
 
 # The plan a read is given, which the runner receives (the runners here are fakes or recorders).
-PLAN = ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=0, splits=[],
-                partition="batch=00000001")
+PLAN: ReadPlan[KafkaSplit] = ReadPlan(pipeline="p", source="kafka", mode="incremental",
+                                      planned_at=0, splits=[], partition="batch=00000001")
 
 KAFKA = {"bootstrap.servers": "b:9096", "security.protocol": "SASL_SSL",
          "sasl.mechanism": "PLAIN", "sasl.username": "svc", "sasl.password": "s3cret"}

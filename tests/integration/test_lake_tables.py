@@ -104,16 +104,16 @@ def readers(cfg, fmt):
         return scan, _ordered(versions, table), history
     from deltalake import DeltaTable
 
-    def scan(at=None):
+    def delta_scan(at=None):
         return DeltaTable(target.table, version=at).to_pyarrow_table()
 
-    def versions():
+    def delta_versions():
         return DeltaTable(target.table).version()
 
-    def history():
+    def delta_history():
         return [h for h in reversed(DeltaTable(target.table).history())
                 if "streamslice.plan_id" in h]
-    return scan, versions, history
+    return delta_scan, delta_versions, delta_history
 
 
 def _ordered(current, table):

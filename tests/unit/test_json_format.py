@@ -349,7 +349,8 @@ def test_flatten_false_keeps_a_record_in_one_struct_column():
     struct = pa.struct([("offset", pa.int64()), ("user", pa.struct([("name", pa.string())]))])
     assert reader.schema.names[:3] == ["key", "value", "topic"]
     assert reader.schema.field("value").type == struct
-    values = [b'{"offset": 7, "user": {"name": "a"}}', b'{"offset": "x"}', b'{"user": null}']
+    values: list[bytes | None] = [b'{"offset": 7, "user": {"name": "a"}}', b'{"offset": "x"}',
+                                  b'{"user": null}']
     batch = reader.to_arrow(RawBatch([4, 5, 6], [0] * 3, [0] * 3, [b"k", None, None], values,
                                      [None] * 3))
     assert batch.column("offset").to_pylist() == [4, 6]  # Kafka's offsets

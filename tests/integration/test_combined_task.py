@@ -41,7 +41,11 @@ def test_a_combined_run_resumes_each_try_where_the_last_one_stopped(
     monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", f"@{faults}")
     reads = []
     read = tasks._read
-    monkeypatch.setattr(tasks, "_read", lambda *a: reads.append(1) or read(*a))
+
+    def counted(*a):
+        reads.append(1)
+        return read(*a)
+    monkeypatch.setattr(tasks, "_read", counted)
 
     run = run_dag(cfg, logical_date=utc(2024, 5, 1, 1))
     assert faults.read_text() == "", "a fault never fired"

@@ -84,7 +84,8 @@ def raw_with_headers(broker, tmp_path, fmt):
     create_topic(broker.bootstrap, topic, 2)
     with producer(broker.bootstrap) as p:
         for i in range(240):
-            headers = [("h", b"%d" % i), ("empty", None)] if i % 3 == 0 else None
+            headers: list[tuple[str, str | bytes | None]] | None = \
+                [("h", b"%d" % i), ("empty", None)] if i % 3 == 0 else None
             p.produce(topic, key=None if i % 5 == 0 else b"k%d" % i,
                       value=None if i % 7 == 0 else bytes(range(i % 256)) * 3, partition=i % 2,
                       timestamp=T0 + i, headers=headers)

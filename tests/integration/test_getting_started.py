@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,7 @@ def test_the_getting_started_page_lands_an_interval_and_backfills_two_more(
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert [line.split()[:2] for line in checked.stdout.splitlines()] == \
         [["ok", "example_events"], ["ok", "orders"]]
-    scope = {"__file__": str(dags / "streamslice_pipelines.py")}
+    scope: dict[str, Any] = {"__file__": str(dags / "streamslice_pipelines.py")}
     exec(compile((dags / "streamslice_pipelines.py").read_text(), "factory", "exec"), scope)
     assert [t.task_id for t in scope["orders"].tasks] == ["plan", "read", "commit"]
 

@@ -89,8 +89,9 @@ def test_json_keys_land_as_spark_from_json_reads_them(broker, spark, airflow_db)
     from streamslice.commit.manifest import read_manifest
     topic = unique("jsonkey")
     create_topic(broker.bootstrap, topic, 1)
-    keys = [json.dumps({"customer_id": i, "region": "eu" if i % 2 else "us",
-                        "tags": [f"t{i}"] * (i % 3)}).encode() for i in range(10)]
+    keys: list[bytes | None] = [
+        json.dumps({"customer_id": i, "region": "eu" if i % 2 else "us",
+                    "tags": [f"t{i}"] * (i % 3)}).encode() for i in range(10)]
     keys[3] = None  # a record without a key
     keys.append(b'{"customer_id": "eleven"}')  # offset 10: a key that does not fit
     keys.append(b'{"customer_id": 11}')

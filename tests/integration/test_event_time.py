@@ -5,7 +5,6 @@ consecutive hourly runs read by broker time over their interval widened by the b
 ahead) land with the run they arrived in, flagged; records without a usable time are dead
 letters of that run. The union of the runs, and of a re-run of one hour, is exactly the
 produced set, each record once."""
-import functools
 import json
 import random
 from collections import Counter
@@ -159,7 +158,7 @@ def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch
             skew = rng.choice([0, 0, 300, -300, 900, -900, 2500, -2500, 6000, -6000, None])
             times[i] = None if skew is None else now + skew
             payloads.append(json.dumps({"id": i, "event_time": times[i]}).encode())
-        put(client, stream, payloads, key=functools.partial("k-{}-{}".format, second))
+        put(client, stream, payloads, key=lambda j: f"k-{second}-{j}")  # used at once
         wait_until_clock(start + second + 1)  # one wave of records a second
     truth = all_records(client, stream)  # (shard, seq) → arrival ms
     ids = {}

@@ -256,7 +256,11 @@ def airflow_services(request, sns_queue):
     shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", dags)
     faults = SESSION_DIR / "airflow-faults"
     faults.write_text("")
-    services = AirflowServices(SESSION_DIR / "airflow-services", dags, env={
+    class Services(AirflowServices):
+        faults: Path
+        pipelines: Path
+
+    services = Services(SESSION_DIR / "airflow-services", dags, env={
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"), "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join([str(ROOT / "plugins"), str(ROOT)]),
         **aws_environment("alerts_aws", moto.endpoint),

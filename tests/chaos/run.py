@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+from tests.support.checks import present
+
 
 def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
     from streamslice.config import load_pipeline
@@ -88,7 +90,7 @@ def run(cfg, state_dir, run_id, try_number, interval_start, options):
     current = load_checkpoint()
     summaries = {s.split: s for s in manifest.splits}
     positions = readers.next_positions(plan, summaries, current.positions if current else {})
-    new = advance(current, plan, now_ms=now, run_id=run_id, positions=positions)
+    new = present(advance(current, plan, now_ms=now, run_id=run_id, positions=positions))
     write_atomic(checkpoint_file, json.dumps(new.to_dict()))
     faults.check("after_checkpoint")
     print(json.dumps({"partition": plan.partition, "records": manifest.records}))

@@ -16,6 +16,7 @@ from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import ROOT
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
@@ -100,8 +101,8 @@ def exactly_once(cfg, topic, sent):
     got = sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
     assert got == sorted((p, o) for p, o, _ in sent)
     glob = f"{dataset}/**/*.parquet"
-    assert connect().sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0] == \
+    assert present(connect().sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone())[0] == \
         len(sent)
-    cp = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    cp = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
     assert cp.positions == {f"{topic}:{p}": 1 + max(o for q, o, _ in sent if q == p)
                             for p in (0, 1)}

@@ -94,7 +94,7 @@ def test_kill_an_object_store_publish_then_recover_exactly_once(broker, s3, tmp_
         ends = {f"{p.topic}:{part}": 1 + max(o for q, o, _ in p.sent if q == part)
                 for part in (0, 1)}
         assert cp["positions"] == ends
-        published = {}
+        published: dict[str, int] = {}
         for split in manifest["splits"]:
             published[split["key"]] = max(published.get(split["key"], 0), split["stop"])
         assert published == ends

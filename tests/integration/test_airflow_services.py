@@ -53,7 +53,7 @@ def create_backfill(airflow, body, timeout=300):
     until the scheduler counts it abandoned, 2 minutes after its creation. The same lock met
     outside the part Airflow guards (the request's own reads) is a 500 whose log says
     "database is locked". So those are tried again, and so is 409, but only after them."""
-    refused = []  # Airflow's answers that are tried again
+    refused: list[urllib.error.HTTPError] = []  # Airflow's answers that are tried again
 
     def created():
         try:

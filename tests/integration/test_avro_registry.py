@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from devtools.services import SchemaRegistry, create_topic
+from tests.support.checks import present
 from tests.support.connections import connection
 from tests.support.kafka import producer
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
@@ -91,7 +92,7 @@ def test_avro_v1_then_v2_through_the_registry(broker, spark, airflow_db, registr
     assert "s3cret" not in json.dumps(plan)  # the plan never holds the credentials
 
     from streamslice.commit.manifest import read_manifest
-    dead = pq.read_table(read_manifest(dataset, "batch=00000002")["dead_letter_uri"])
+    dead = pq.read_table(present(read_manifest(dataset, "batch=00000002"))["dead_letter_uri"])
     reasons = sorted(dead.column("error").to_pylist())
     assert reasons[0].startswith("schema id 999 is not in the Confluent Schema Registry at")
     assert "truncated Confluent frame: 3 bytes" in reasons[1]
@@ -143,7 +144,7 @@ def test_on_error_fail_fails_the_run_naming_the_record_and_publishes_nothing(
     cfg = pipeline(broker, topic, tmp_path, on_error="fail")
     run_dag(cfg)
     store = OfflineCheckpointStore(f"streamslice/{cfg.name}")
-    before = store.get().to_dict()
+    before = present(store.get()).to_dict()
     produce(broker.bootstrap, topic, registry, V1, trips[3:], extra=[b"\x00\x00\x00\x03\xe7\x02"])
     capfd.readouterr()
     run_dag(cfg, expect="failed")
@@ -154,7 +155,7 @@ def test_on_error_fail_fails_the_run_naming_the_record_and_publishes_nothing(
     assert sorted(os.listdir(dataset)) == ["batch=00000001"]  # nothing of the run published
     assert not os.path.exists(f"{tmp_path}/lake/_streamslice/pipeline={cfg.name}/dead_letter/"
                               "batch=00000002")
-    assert store.get().to_dict() == before  # the next run reads the same records again
+    assert present(store.get()).to_dict() == before  # the next run reads the same records again
 
 
 def test_a_registry_down_at_plan_time_names_the_task_and_its_retries(

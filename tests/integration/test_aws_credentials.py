@@ -165,7 +165,7 @@ def test_aws_keys_and_role_sessions_stay_out_of_every_artifact(
     """An AWS connection with static keys, and the same keys as the base of an assumed role
     (moto's STS): the readers sign with them (or with the role's session), and no key or
     session token is in any artifact."""
-    extra = {}
+    extra: dict[str, object] = {}
     if mode == "assumed role":
         extra.update(role_arn=ROLE, assume_role_kwargs={"ExternalId": "ext-7"},
                      service_config={"sts": {"endpoint_url": moto.endpoint}})

@@ -136,6 +136,7 @@ def add_run(dag_id, logical, interval_start, run_type="manual"):
     from airflow.models.dagbundle import DagBundleModel
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
     with create_session() as session:
         if session.get(DagBundleModel, "dags-folder") is None:
             session.add(DagBundleModel(name="dags-folder"))
@@ -144,7 +145,7 @@ def add_run(dag_id, logical, interval_start, run_type="manual"):
             session.add(DagModel(dag_id=dag_id, bundle_name="dags-folder", is_paused=True))
             session.flush()
         session.add(DagRun(dag_id=dag_id, run_id=f"{run_type}__{logical.isoformat()}",
-                           logical_date=logical, run_after=logical, state="success",
+                           logical_date=logical, run_after=logical, state=DagRunState.SUCCESS,
                            data_interval=(interval_start, interval_start + timedelta(hours=1)),
                            run_type=run_type))
 

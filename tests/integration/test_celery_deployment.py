@@ -34,6 +34,13 @@ T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 WORKERS = ("worker-a", "worker-b")
 
 
+class Deployment(CeleryDeployment):
+    """The deployment, its faults file and the folder its pipelines are written to."""
+
+    faults: Path
+    pipelines: Path
+
+
 @pytest.fixture(scope="module")
 def s3():
     moto = MotoServer().start()
@@ -54,7 +61,7 @@ def deployment(s3, tmp_path_factory):
     shutil.copy(ROOT / "dags" / "streamslice_pipelines.py", dags)
     faults = root / "faults"
     faults.write_text("")
-    deployment = CeleryDeployment(root / "scheduler-host", dags, db.url, workers=WORKERS,
+    deployment = Deployment(root / "scheduler-host", dags, db.url, workers=WORKERS,
                                   concurrency=1, env={
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"), "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": f"{ROOT / 'plugins'}:{ROOT}", "AWS_ACCESS_KEY_ID": "test",

@@ -11,6 +11,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from streamslice.airflow.store import OfflineCheckpointStore
+from tests.support.checks import present
 from tests.support.pipelines import clear_and_rerun, kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -62,14 +63,14 @@ def test_separate_tasks_clearing_the_failed_read_refuses_the_stale_plan(
     assert _published(cfg) == newer, "the cleared run replaced the newer run's batch"
     states = {ti.task_id: str(ti.state) for ti in again.get_task_instances()}
     assert states["read"] == "failed", states  # refused before it read anything
-    assert OfflineCheckpointStore(f"streamslice/{cfg.name}").get().batch == 1
+    assert present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get()).batch == 1
 
     # Cleared whole, the run plans again from the checkpoint the newer run left.
     sent += produce(broker.bootstrap, topic, trips(T0 + 2 * HOUR, 1, 30, seed=23))
     clear_and_rerun(cfg, run_a, only_failed=False, expect="success")
     assert list(_published(cfg)) == ["batch=00000001", "batch=00000002"]
     assert _published(cfg)["batch=00000001"] == newer["batch=00000001"]
-    assert OfflineCheckpointStore(f"streamslice/{cfg.name}").get().batch == 2
+    assert present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get()).batch == 2
     _exactly_once(cfg, sent)
 
 
@@ -82,7 +83,7 @@ def test_combined_task_cleared_after_a_newer_run_plans_again(broker, spark, airf
     assert published["batch=00000001"] == newer["batch=00000001"], \
         "the cleared run replaced the newer run's batch"
     assert list(published) == ["batch=00000001", "batch=00000002"]
-    checkpoint = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    checkpoint = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
     assert (checkpoint.batch, checkpoint.run_id) == (2, run_a.run_id)
     _exactly_once(cfg, sent)
 

@@ -17,6 +17,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from tests.conftest import PIPELINES_DIR, ROOT
+from tests.support.checks import present
 from tests.support.kinesis import all_records, create_stream, put
 from tests.support.pipelines import kafka_pipeline, kinesis_pipeline, run_dag, unique
 from tests.support.wait import wait_until_clock
@@ -267,7 +268,7 @@ def test_kinesis_offsets_reset_checks_sequence_numbers_and_asks_about_other_shar
     run_dag(pipeline(unique("nope")), expect="failed")
     cfg = pipeline(stream)
     shards = sorted(s["ShardId"] for s in client.list_shards(StreamName=stream)["Shards"])
-    seqs = {}
+    seqs: dict[str, str] = {}
     for i in range(40):  # until both shards hold a record
         r = client.put_record(StreamName=stream, Data=b"x", PartitionKey=f"k{i}")
         seqs.setdefault(r["ShardId"], r["SequenceNumber"])
@@ -392,4 +393,4 @@ def test_backfill_without_a_scheduler_says_to_start_one(airflow_db):
         rf"heartbeat [^)]*\))?, and the backfill of {re.escape(cfg.name)} would wait for one: "
         r"start `airflow scheduler` with that AIRFLOW_HOME, or pass --no-wait to create the "
         r"backfill and return", line), line
-    assert DagModel.get_dagmodel(cfg.name).is_paused
+    assert present(DagModel.get_dagmodel(cfg.name)).is_paused

@@ -11,6 +11,7 @@ import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -40,7 +41,11 @@ def test_a_combined_run_resumes_each_try_where_the_last_one_stopped(
     monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", f"@{faults}")
     reads = []
     read = tasks._read
-    monkeypatch.setattr(tasks, "_read", lambda *a: reads.append(1) or read(*a))
+
+    def counted(*a):
+        reads.append(1)
+        return read(*a)
+    monkeypatch.setattr(tasks, "_read", counted)
 
     run = run_dag(cfg, logical_date=utc(2024, 5, 1, 1))
     assert faults.read_text() == "", "a fault never fired"
@@ -53,7 +58,7 @@ def test_a_combined_run_resumes_each_try_where_the_last_one_stopped(
     got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist()))
     assert got == sorted((p, o) for p, o, _ in sent)
     manifest = json.loads((part / "_manifest.json").read_text())
-    checkpoint = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    checkpoint = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
     assert checkpoint.interval_end == T0 + HOUR
     assert (checkpoint.partition, checkpoint.run_id) == (manifest["partition"], run.run_id)
     assert list((tmp_path / "_streamslice").rglob("staging/*/*")) == []
@@ -62,5 +67,5 @@ def test_a_combined_run_resumes_each_try_where_the_last_one_stopped(
         splits = ui_data.latest_plan_splits(session, cfg.name, run.run_id)
         assert len(splits) == len(manifest["plan"]["splits"]) > 1
         shown = ui_data.runs(session, cfg.name, ui_data.asset(session, cfg.name), limit=5)
-    assert [(r.run_id, r.state, r.metrics.records) for r in shown] == \
+    assert [(r.run_id, r.state, present(r.metrics).records) for r in shown] == \
         [(run.run_id, "success", len(sent))]

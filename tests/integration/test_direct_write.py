@@ -26,6 +26,7 @@ from streamslice.reading.staging import Staging
 from streamslice.spark.datasource import DATA_SOURCES
 from streamslice.spark.job import run_read
 from tests.conftest import ROOT
+from tests.support.checks import present
 from tests.support.kafka import producer
 from tests.support.pipelines import kafka_pipeline, unique
 
@@ -83,7 +84,8 @@ def raw_with_headers(broker, tmp_path, fmt):
     create_topic(broker.bootstrap, topic, 2)
     with producer(broker.bootstrap) as p:
         for i in range(240):
-            headers = [("h", b"%d" % i), ("empty", None)] if i % 3 == 0 else None
+            headers: list[tuple[str, str | bytes | None]] | None = \
+                [("h", b"%d" % i), ("empty", None)] if i % 3 == 0 else None
             p.produce(topic, key=None if i % 5 == 0 else b"k%d" % i,
                       value=None if i % 7 == 0 else bytes(range(i % 256)) * 3, partition=i % 2,
                       timestamp=T0 + i, headers=headers)
@@ -200,7 +202,7 @@ def test_a_killed_read_leaves_no_partial_file_counted(spark, broker, tmp_path):
     whole = sum(s.stop - s.start for s in plan.splits[:len(staged)])
     assert sum(pq.read_metadata(p).num_rows for p in staged) == whole
     glob = f"{staging.root}/data/**/*.parquet"
-    counted = duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0] \
+    counted = present(duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone())[0] \
         if staged else 0
     assert counted == whole  # a glob sees whole files only
     with pytest.raises(CommitError, match="split 1 .* left no summary"):
@@ -253,7 +255,7 @@ def test_many_small_splits_share_tasks_and_stage_exactly_one_file_each(spark, br
     the records sent, in one file and one summary per split, as one task per split does."""
     topic = unique("packed")
     create_topic(broker.bootstrap, topic, 40)
-    sent = {}
+    sent: dict[int, list[tuple[bytes, bytes, int]]] = {}
     with producer(broker.bootstrap) as p:
         for i in range(300):
             part = i % 30  # partitions 30-39 stay empty
@@ -289,7 +291,7 @@ def test_many_small_splits_share_tasks_and_stage_exactly_one_file_each(spark, br
     got = ds.dataset(f"{packed.root}/data", format="parquet").to_table().sort_by(order)
     assert got.equals(ds.dataset(f"{single.root}/data", format="parquet").to_table()
                       .sort_by(order))
-    rows = {}
+    rows: dict[int, list[tuple[bytes, bytes, int]]] = {}
     for r in got.select(["partition", "offset", "key", "value", "timestamp"]).to_pylist():
         rows.setdefault(r["partition"], []).append(
             (r["key"], r["value"], int(r["timestamp"].timestamp() * 1000)))

@@ -21,9 +21,15 @@ pytestmark = pytest.mark.integration
 ROLE = "arn:aws:iam::123456789012:role/emr-job"
 
 
+class EmrApps(EmrServerlessLocal):
+    """The emulator, and its applications' ids by mode (``run``, ``hold``)."""
+
+    apps: dict[str, str]
+
+
 @pytest.fixture(scope="module")
 def emr():
-    server = EmrServerlessLocal().start()
+    server = EmrApps().start()
     client = server.client("emr-serverless")
     apps = {mode: client.create_application(name=f"streamslice-{mode}", type="SPARK",
                                             releaseLabel="emr-7.0.0",

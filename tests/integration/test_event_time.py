@@ -16,6 +16,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import Trip, produce
 from streamslice.commit.manifest import read_manifest
+from tests.support.checks import present
 from tests.support.connections import aws_connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 from tests.support.wait import wait_until_clock
@@ -92,13 +93,14 @@ def test_consecutive_intervals_publish_each_record_once_by_its_field(broker, spa
         assert where[o] == (hour, flag), (a, t)
     assert where == {o: expected_hour(a, t) for o, (a, t) in enumerate(rows)}
     for hour in range(4):
-        m = read_manifest(cfg.output.dataset(cfg.name), f"interval=20240501T{hour:02d}0000Z")
+        m = present(read_manifest(cfg.output.dataset(cfg.name),
+                                  f"interval=20240501T{hour:02d}0000Z"))
         mine = [f for h, f in where.values() if h == hour]
         assert (m["records"], m["late_records"], m["early_records"], m["dead_letters"]) == \
             (len(mine) - mine.count("dead"), mine.count("late"), mine.count("early"),
              mine.count("dead"))
-    dead = pq.read_table(read_manifest(cfg.output.dataset(cfg.name),
-                                       "interval=20240501T020000Z")["dead_letter_uri"])
+    dead = pq.read_table(present(read_manifest(cfg.output.dataset(cfg.name),
+                                               "interval=20240501T020000Z"))["dead_letter_uri"])
     assert sorted(dead.column("error").to_pylist()) == [
         "event_time: field 'event_time' is null or missing",
         'field \'event_time\': expected timestamp (ISO 8601 or epoch ms), got "soon"']
@@ -123,7 +125,7 @@ def landed(cfg):
                                   t.column("is_early").to_pylist()):
             assert not (late and early)
             out.append((o, hour, "late" if late else "early" if early else None))
-        uri = read_manifest(dataset, partition)["dead_letter_uri"]
+        uri = present(read_manifest(dataset, partition))["dead_letter_uri"]
         if uri:
             out += [(o, hour, "dead") for o in pq.read_table(uri).column("offset").to_pylist()]
     return out
@@ -147,7 +149,7 @@ def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch
     start = (int(time.time()) // 4 + 1) * 4  # the next boundary (s)
     wait_until_clock(start)
     rng = random.Random(5)
-    times = {}  # payload id → event time (ms) or None
+    times: dict[int, int | None] = {}  # payload id → event time (ms) or None
     for second in range(3 * 4 + 2):  # past the last run's lateness
         payloads = []
         for _ in range(30):
@@ -156,7 +158,7 @@ def test_kinesis_intervals_by_event_time(kinesis, spark, airflow_db, monkeypatch
             skew = rng.choice([0, 0, 300, -300, 900, -900, 2500, -2500, 6000, -6000, None])
             times[i] = None if skew is None else now + skew
             payloads.append(json.dumps({"id": i, "event_time": times[i]}).encode())
-        put(client, stream, payloads, key=lambda j, s=second: f"k-{s}-{j}")
+        put(client, stream, payloads, key=lambda j: f"k-{second}-{j}")  # used at once
         wait_until_clock(start + second + 1)  # one wave of records a second
     truth = all_records(client, stream)  # (shard, seq) → arrival ms
     ids = {}
@@ -226,7 +228,7 @@ def landed_kinesis(cfg, start):
         for shard, seq, late, early in zip(*(t.column(c).to_pylist() for c in (
                 "shardId", "sequenceNumber", "is_late", "is_early"))):
             out.append(((shard, seq), k, "late" if late else "early" if early else None))
-        uri = read_manifest(dataset, partition)["dead_letter_uri"]
+        uri = present(read_manifest(dataset, partition))["dead_letter_uri"]
         if uri:
             dead = pq.read_table(uri)
             out += [((s, q), k, "dead") for s, q in zip(dead.column("shardId").to_pylist(),

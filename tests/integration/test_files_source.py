@@ -10,6 +10,7 @@ import pytest
 from streamslice.airflow.checkpoints import reset_checkpoint
 from streamslice.airflow.store import OfflineCheckpointStore
 from streamslice.commit.manifest import read_manifest
+from tests.support.checks import present
 from tests.support.pipelines import files_pipeline, run_dag
 
 pytestmark = pytest.mark.integration
@@ -40,14 +41,14 @@ def test_files_replay_lines_exactly_once_through_airflow_and_spark(spark, airflo
     run_dag(cfg)
     assert published(cfg, "batch=00000001") == [("2024-05-02/b.jsonl", 0, 10, "c"),
                                                  ("a.jsonl", 0, 0, "a"), ("a.jsonl", 1, 1, "b")]
-    manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")
+    manifest = present(read_manifest(cfg.output.dataset(cfg.name), "batch=00000001"))
     assert (manifest["source"], manifest["records"], manifest["dead_letters"]) == \
         ("files", 3, 1)  # "not json" is line 2's dead letter, the half line is not read yet
     assert {s["key"]: (s["start"], s["stop"], s["lag"], s["lag_unit"])
             for s in manifest["splits"]} == {"a.jsonl": (0, 3, 3, "records"),
                                              "2024-05-02/b.jsonl": (0, 1, 1, "records")}
     store = OfflineCheckpointStore(f"streamslice/{cfg.name}")
-    assert store.get().positions == {"a.jsonl": 3, "2024-05-02/b.jsonl": 1}
+    assert present(store.get()).positions == {"a.jsonl": 3, "2024-05-02/b.jsonl": 1}
 
     with open(folder / "a.jsonl", "ab") as f:  # the writer finishes its line and adds one
         f.write(b': "d"}\n' + lines({"n": 4, "who": "e"}))
@@ -55,7 +56,7 @@ def test_files_replay_lines_exactly_once_through_airflow_and_spark(spark, airflo
     run_dag(cfg)
     assert published(cfg, "batch=00000002") == [("a.jsonl", 3, 3, "d"), ("a.jsonl", 4, 4, "e"),
                                                  ("c.jsonl", 0, 20, "f"), ("c.jsonl", 1, 21, "g")]
-    checkpoint = store.get()
+    checkpoint = present(store.get())
     assert (checkpoint.batch, checkpoint.positions) == \
         (2, {"a.jsonl": 5, "2024-05-02/b.jsonl": 1, "c.jsonl": 2})
 
@@ -64,7 +65,7 @@ def test_files_replay_lines_exactly_once_through_airflow_and_spark(spark, airflo
     assert published(cfg, "batch=00000003") == [
         ("2024-05-02/b.jsonl", 0, 10, "c"), ("a.jsonl", 4, 4, "e"),
         ("c.jsonl", 0, 20, "f"), ("c.jsonl", 1, 21, "g")]  # files the reset left out: line 0
-    assert store.get().positions == {"a.jsonl": 5, "2024-05-02/b.jsonl": 1, "c.jsonl": 2}
+    assert present(store.get()).positions == {"a.jsonl": 5, "2024-05-02/b.jsonl": 1, "c.jsonl": 2}
 
     df = spark.read.format("streamslice-files").option("pattern", "*.jsonl") \
         .option("valueFormat", "string").load(str(folder))

@@ -13,9 +13,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.support.checks import present
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
@@ -69,7 +71,7 @@ def test_the_getting_started_page_lands_an_interval_and_backfills_two_more(
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert [line.split()[:2] for line in checked.stdout.splitlines()] == \
         [["ok", "example_events"], ["ok", "orders"]]
-    scope = {"__file__": str(dags / "streamslice_pipelines.py")}
+    scope: dict[str, Any] = {"__file__": str(dags / "streamslice_pipelines.py")}
     exec(compile((dags / "streamslice_pipelines.py").read_text(), "factory", "exec"), scope)
     assert [t.task_id for t in scope["orders"].tasks] == ["plan", "read", "commit"]
 
@@ -92,7 +94,7 @@ def test_the_getting_started_page_lands_an_interval_and_backfills_two_more(
     reading = block("python", "read_table").replace(OUTPUT, str(output)) \
         .replace("pipeline=orders", f"pipeline={name}")
     exec(reading, {})
-    said = re.search(r"print\(.*\)\s+# (.*)$", reading, re.M).group(1)
+    said = present(re.search(r"print\(.*\)\s+# (.*)$", reading, re.M)).group(1)
     assert capsys.readouterr().out.strip() == said
     first = json.loads((output / f"pipeline={name}" / "interval=20240501T000000Z" /
                         "_manifest.json").read_text())
@@ -113,8 +115,8 @@ def test_the_getting_started_page_lands_an_interval_and_backfills_two_more(
     # and as docs/outputs.md reads a dataset with DuckDB: the folders' keys are columns
     import duckdb
     outputs = (Path(__file__).resolve().parents[2] / "docs" / "outputs.md").read_text()
-    query = " ".join(re.search(r"`(SELECT \* FROM read_parquet\(.*?\))`", outputs,
-                               re.S).group(1).split())
+    query = " ".join(present(re.search(r"`(SELECT \* FROM read_parquet\(.*?\))`", outputs,
+                                       re.S)).group(1).split())
     query = re.sub(r"'output/pipeline=\w+/", f"'{output}/pipeline={name}/", query)
     rows = duckdb.sql(f"SELECT count(*), min(id), max(id), count(DISTINCT interval), "
                       f"any_value(pipeline) FROM ({query})").fetchall()

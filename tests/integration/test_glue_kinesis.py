@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamslice.commit.manifest import read_manifest
+from tests.support.checks import present
 from tests.support.connections import aws_connection
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import kinesis_pipeline, run_dag, unique
@@ -109,7 +110,7 @@ def test_glue_avro_on_kinesis_v1_then_v2(glue, kinesis, spark, airflow_db, tmp_p
     assert SECRET not in json.dumps(plan)
     logged = "\n".join(r.getMessage() for r in caplog.records)  # the tasks' logs
     assert "Planned 2 splits" in logged and SECRET not in logged
-    dead = pq.read_table(read_manifest(dataset, "batch=00000002")["dead_letter_uri"])
+    dead = pq.read_table(present(read_manifest(dataset, "batch=00000002"))["dead_letter_uri"])
     assert dead.column("data").to_pylist() == [unknown]
     assert dead.column("error").to_pylist() == [
         f"schema version {uuid.UUID(bytes=unknown[2:18])} is not in the AWS Glue Schema "

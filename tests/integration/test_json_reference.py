@@ -48,8 +48,9 @@ def _deliberate(text: str, reason: str) -> bool:
         return not isinstance(value, str)
     if name == "f":  # from_json makes a number beyond FLOAT Infinity
         return isinstance(value, (int, float)) and abs(value) > 3.4028235e38
-    if name == "dec":  # from_json rounds to the scale
-        return isinstance(value, (int, float)) and Decimal(str(value)).as_tuple().exponent < -2
+    if name == "dec" and isinstance(value, (int, float)):  # from_json rounds to the scale
+        exponent = Decimal(str(value)).as_tuple().exponent  # 'F' for an infinity, 'n' NaN
+        return isinstance(exponent, int) and exponent < -2
     if name == "t" and isinstance(value, int):  # epoch seconds beyond year 9999: from_json
         return not -62135596800 <= value <= 253402300799  # overflows (2**63-1 → 1969-12-31)
     if name in ("t", "day"):  # lenient text, years beyond 9999, zone names

@@ -8,6 +8,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from streamslice.airflow.checkpoints import reset_checkpoint, show_checkpoint
+from tests.support.checks import present
 from tests.support.connections import connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
@@ -24,7 +25,7 @@ def test_reset_and_replay(broker, spark, airflow_db, monkeypatch, tmp_path):
                          kafka={"conn_id": "test_kafka"})
     sent = produce(broker.bootstrap, topic, trips(T0, 1, 100, seed=2), partitions=2)
     run_dag(cfg)
-    assert show_checkpoint(cfg).positions == {f"{topic}:0": 50, f"{topic}:1": 50}
+    assert present(show_checkpoint(cfg)).positions == {f"{topic}:0": 50, f"{topic}:1": 50}
 
     def batch(n):
         t = ds.dataset(f"{cfg.output.dataset(cfg.name)}/batch={n:08d}").to_table()

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from devtools.services import create_topic
+from tests.support.checks import present
 from tests.support.kafka import producer
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
 
@@ -37,7 +38,8 @@ def test_malformed_records_go_to_dead_letters(broker, spark, airflow_db, client)
     assert sorted(good.column("offset").to_pylist()) == [i for i in range(20) if i not in BAD]
     assert good.column("headers").to_pylist()[0] == [{"key": "source", "value": b"test"}]
     from streamslice.commit.manifest import read_manifest
-    dead_uri = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")["dead_letter_uri"]
+    manifest = present(read_manifest(cfg.output.dataset(cfg.name), "batch=00000001"))
+    dead_uri = manifest["dead_letter_uri"]
     assert dead_uri.endswith(f"/_streamslice/pipeline={cfg.name}/dead_letter/batch=00000001")
     assert not any(p.endswith("_dead_letter") for p in os.listdir(part))  # only data there
     dead = pq.read_table(dead_uri).to_pylist()
@@ -70,7 +72,7 @@ def test_values_that_cannot_become_rows_are_dead_letters_not_crashes(broker, spa
                                  "schema": {"id": "long", "ts": "timestamp", "name": "string"}})
     run_dag(cfg)
     from streamslice.commit.manifest import read_manifest
-    manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")
+    manifest = present(read_manifest(cfg.output.dataset(cfg.name), "batch=00000001"))
     assert (manifest["records"], manifest["dead_letters"]) == (3, 4)
 
 
@@ -87,8 +89,9 @@ def test_json_keys_land_as_spark_from_json_reads_them(broker, spark, airflow_db)
     from streamslice.commit.manifest import read_manifest
     topic = unique("jsonkey")
     create_topic(broker.bootstrap, topic, 1)
-    keys = [json.dumps({"customer_id": i, "region": "eu" if i % 2 else "us",
-                        "tags": [f"t{i}"] * (i % 3)}).encode() for i in range(10)]
+    keys: list[bytes | None] = [
+        json.dumps({"customer_id": i, "region": "eu" if i % 2 else "us",
+                    "tags": [f"t{i}"] * (i % 3)}).encode() for i in range(10)]
     keys[3] = None  # a record without a key
     keys.append(b'{"customer_id": "eleven"}')  # offset 10: a key that does not fit
     keys.append(b'{"customer_id": 11}')
@@ -104,7 +107,7 @@ def test_json_keys_land_as_spark_from_json_reads_them(broker, spark, airflow_db)
     got = pq.read_table(part).sort_by("offset")
     assert got.column_names[:4] == ["customer_id", "region", "tags", "amount"]
     assert got.column("offset").to_pylist() == [*range(10), 11]
-    manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")
+    manifest = present(read_manifest(cfg.output.dataset(cfg.name), "batch=00000001"))
     dead = pq.read_table(manifest["dead_letter_uri"]).to_pylist()
     assert [(r["offset"], r["error"]) for r in dead] == [
         (10, "key: field 'customer_id': expected long, got \"eleven\"")]
@@ -149,7 +152,7 @@ def test_a_run_whose_every_record_is_a_dead_letter_fails_unless_expected(broker,
         for i in range(5):
             p.produce(topic, value=json.dumps({"order": i}).encode(), partition=0)
     store = OfflineCheckpointStore(f"streamslice/{name}")
-    before = store.get().to_dict()
+    before = present(store.get()).to_dict()
     capfd.readouterr()
     run_dag(pipeline(), expect="failed")
     out, err = capfd.readouterr()
@@ -159,9 +162,9 @@ def test_a_run_whose_every_record_is_a_dead_letter_fails_unless_expected(broker,
             "format most likely does not match the records.") in out + err
     dataset = pipeline().output.dataset(name)
     assert sorted(os.listdir(dataset)) == ["batch=00000001"]  # nothing of the run published
-    assert store.get().to_dict() == before
+    assert present(store.get()).to_dict() == before
     cfg = pipeline(allow_all_dead_letters=True)
     run_dag(cfg)
     from streamslice.commit.manifest import read_manifest
-    manifest = read_manifest(dataset, "batch=00000002")
+    manifest = present(read_manifest(dataset, "batch=00000002"))
     assert (manifest["records"], manifest["dead_letters"]) == (0, 5)

@@ -8,6 +8,7 @@ import pytest
 from devtools.services import create_topic
 from devtools.taxi import TRIP_SCHEMA, produce, trips
 from streamslice.airflow.store import OfflineCheckpointStore
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -33,7 +34,7 @@ def test_three_hours_each_interval_exact(broker, spark, airflow_db, tmp_path):
 
     expected = Counter((ts - base_ms) // HOUR for _, _, ts in sent)
     dataset = cfg.output.dataset(cfg.name)
-    seen = Counter()
+    seen: Counter[tuple[int, int]] = Counter()
     for hour in range(3):
         part = f"{dataset}/interval=20240501T{hour:02d}0000Z"
         table = ds.dataset(part, format="parquet").to_table()
@@ -44,7 +45,7 @@ def test_three_hours_each_interval_exact(broker, spark, airflow_db, tmp_path):
     assert sorted(seen) == sorted((p, o) for p, o, _ in sent)
     assert set(seen.values()) == {1}, "a record landed twice"
 
-    checkpoint = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    checkpoint = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
     assert checkpoint.interval_end == base_ms + 3 * HOUR
 
 

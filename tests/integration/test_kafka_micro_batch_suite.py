@@ -147,7 +147,8 @@ def test_Trigger_AvailableNow_reads_what_was_there_when_the_query_started(spark,
     starts, and it stops there, in batches bounded by the limit."""
     topic = new_topic(broker, 1)
     send(broker, topic, range(30), 0)
-    sent, rows = [], []
+    sent: list[int] = []
+    rows: list[int] = []
 
     def each(batch, batch_id):
         rows.extend(int(r.v) for r in batch.selectExpr("CAST(value AS STRING) AS v").collect())

@@ -9,6 +9,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from streamslice.airflow.store import OfflineCheckpointStore
+from tests.support.checks import present
 from tests.support.connections import aws_connection
 from tests.support.kinesis import all_records, create_stream, put, wait_active
 from tests.support.pipelines import kinesis_pipeline, parsed, run_dag, unique
@@ -44,7 +45,7 @@ def test_at_timestamp_intervals_match_arrival_times(kinesis, spark, airflow_db, 
                            schedule=f"{width}s", start_date=begin.isoformat(), retries=0,
                            kinesis={"conn_id": "test_aws", "polling": {"interval": "50ms"}},
                            format={"value": "json", "schema": {"n": "long"}}, output=tmp_path)
-    seen = Counter()
+    seen: Counter[tuple[str, str]] = Counter()
     for k in range(3):
         end = datetime.fromtimestamp(start + (k + 1) * width, tz=timezone.utc)
         run_dag(cfg, logical_date=end)
@@ -116,7 +117,7 @@ def test_incremental_across_split_and_merge(kinesis, spark, airflow_db, monkeypa
                 assert min(child) > max(parent), f"{sid} read before its parent {p} finished"
     children = [s for s, d in shards.items() if d.get("ParentShardId")]
     assert len(children) == 3 and all(any(s == c for s, _ in batch_of) for c in children)
-    cp = OfflineCheckpointStore(f"streamslice/{cfg.name}").get()
+    cp = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
     closed = [s for s, d in shards.items() if "EndingSequenceNumber" in d["SequenceNumberRange"]]
     assert all(cp.positions[f"{stream}:{s}"] == {"finished": True} for s in closed)
 

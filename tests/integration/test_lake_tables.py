@@ -11,6 +11,7 @@ import pytest
 from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -27,7 +28,7 @@ def pipeline(broker, tmp_path, fmt, topic):
 
 
 def sent_by_hour(sent):
-    hours = {}
+    hours: dict[int, set[tuple[int, int]]] = {}
     for part, off, ts in sent:
         hours.setdefault((ts - T0) // HOUR, set()).add((part, off))
     return hours
@@ -59,7 +60,7 @@ def test_intervals_commit_atomically_and_replace_on_rerun(broker, spark, airflow
         query = f"SELECT count(*) FROM iceberg_scan('{metadata_location(cfg)}')"
     else:
         query = f"SELECT count(*) FROM delta_scan('{cfg.output.target(cfg.name).table}')"
-    assert con.sql(query).fetchone()[0] == len(sent)
+    assert present(con.sql(query).fetchone())[0] == len(sent)
     before = versions()
     run = run_dag(cfg, logical_date=utc(2024, 5, 1, 1))  # hour 0 again: replaced, not added
     assert rows_of(scan()) == rows
@@ -103,16 +104,16 @@ def readers(cfg, fmt):
         return scan, _ordered(versions, table), history
     from deltalake import DeltaTable
 
-    def scan(at=None):
+    def delta_scan(at=None):
         return DeltaTable(target.table, version=at).to_pyarrow_table()
 
-    def versions():
+    def delta_versions():
         return DeltaTable(target.table).version()
 
-    def history():
+    def delta_history():
         return [h for h in reversed(DeltaTable(target.table).history())
                 if "streamslice.plan_id" in h]
-    return scan, versions, history
+    return delta_scan, delta_versions, delta_history
 
 
 def _ordered(current, table):

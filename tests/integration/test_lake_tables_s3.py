@@ -46,7 +46,7 @@ def stage_s3(plan, rows, attempt):
     schema = table_schema(plan)
     st = staging_for(plan, attempt)
     st.fs.create_dir(f"{st.root}/data", recursive=True)
-    cols = {f.name: [None] * len(rows) for f in schema}
+    cols: dict[str, list[object]] = {f.name: [None] * len(rows) for f in schema}
     cols.update(topic=["t"] * len(rows), partition=[0] * len(rows), offset=rows,
                 n=[o * 10 for o in rows], streamslice_partition=[plan.partition] * len(rows))
     pq.write_table(pa.table(cols, schema=schema), f"{st.root}/data/part-0.parquet",

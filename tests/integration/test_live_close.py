@@ -6,6 +6,7 @@ the test produced (kept here, from the broker's delivery reports, apart from str
 is judged against the published dataset with pyarrow: no record missing, none twice, each in
 its own interval unless flagged late in a later one, and each quiet-partition record that
 arrived after its interval's run flagged late."""
+import functools
 import json
 import threading
 import time
@@ -106,7 +107,7 @@ def run_live(airflow, broker, topic, name, start, end, after_commit=None):
                       timestamp=(start + 1) * 1000)
             for k in range(INTERVALS - 1):
                 close = (start + (k + 1) * W) * 1000
-                wait_for(lambda c=close: committed(airflow, name, c - W * 1000), 300,
+                wait_for(functools.partial(committed, airflow, name, close - W * 1000), 300,
                          f"the run of interval {k} to commit", interval=1)
                 if time.time() <= end - 2:  # else the last interval's run would not read it
                     p.produce(topic, value=b"late", partition=QUIET, timestamp=close - 3000,
@@ -216,7 +217,7 @@ def test_a_clear_a_manual_re_run_and_killed_tasks_during_live_intervals_lose_not
         ledger, late = run_live(airflow, broker, topic, name, start, end, operator)
         assert set(reruns) == {"clear", "manual"}, reruns
         for what, (path, since) in reruns.items():
-            wait_for(lambda p=path, s=since: succeeded_after(airflow, p, s), 300,
+            wait_for(functools.partial(succeeded_after, airflow, path, since), 300,
                      f"the {what} run {path} to succeed", interval=1)
         assert airflow.faults.read_text() == ""  # both faults fired
     finally:

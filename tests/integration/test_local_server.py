@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from typing import TYPE_CHECKING, cast
 
 import pyarrow.dataset as ds
 import pytest
@@ -20,6 +21,9 @@ from streamslice.spark.local_server import ServerSpec, alive, lease
 from tests.conftest import ROOT
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 from tests.support.wait import wait_for
+
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -200,7 +204,9 @@ def worker_modules(remote):
                            "pandas" in sys.modules])
 
     with connect_session(remote) as spark:
-        return json.loads(spark.range(1).select(udf(loaded, StringType())("id")).collect()[0][0])
+        # Connect's udf() is typed as a UDF or a decorator; given a function it is a UDF
+        on_executor = cast("UserDefinedFunctionLike", udf(loaded, StringType()))
+        return json.loads(spark.range(1).select(on_executor("id")).collect()[0][0])
 
 
 def test_a_server_that_cannot_be_used_falls_back_to_the_tasks_own_spark(

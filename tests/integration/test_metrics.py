@@ -10,6 +10,7 @@ import pytest
 from devtools.services import create_topic
 from streamslice.commit.manifest import read_manifest
 from streamslice.metrics import NAMES
+from tests.support.checks import present
 from tests.support.kafka import producer
 from tests.support.metrics import OtlpReceiver, StatsdListener, run_with_metrics
 from tests.support.pipelines import kafka_pipeline, unique
@@ -39,7 +40,7 @@ def run(cfg, settings, env=None):
     before = time.time()
     run_with_metrics(cfg.file, settings, env)
     after = time.time()
-    manifest = read_manifest(cfg.output.dataset(cfg.name), "batch=00000001")
+    manifest = present(read_manifest(cfg.output.dataset(cfg.name), "batch=00000001"))
     newest = manifest["max_timestamp"] / 1000
     return manifest, (before - newest, after - newest), after - before
 

@@ -55,7 +55,7 @@ def events(broker, kinesis, airflow_db, tmp_path_factory):
     out = subprocess.run([sys.executable, "-c", RUNS, *(c.file for c in cfgs.values())],
                          env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    found = {}
+    found: dict[tuple[str, str], list[dict]] = {}
     for line in log.read_text().splitlines():
         event = json.loads(line)
         found.setdefault((event["job"]["name"], event["eventType"]), []).append(event)

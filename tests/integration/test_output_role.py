@@ -18,6 +18,7 @@ import pytest
 
 from devtools.services import MotoServer, create_topic
 from devtools.taxi import produce, trips
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, unique
 
 pytestmark = pytest.mark.integration
@@ -25,11 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT = "123456789012"
 
 
+class IamMoto(MotoServer):
+    """moto, and the IAM user's keys and the role they may assume."""
+
+    keys: dict[str, str]  # AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+    role: str  # the role's ARN
+
+
 @pytest.fixture(scope="module")
 def aws():
     """moto with a user whose keys may only assume ``lake-writer``, which may use S3 and
     Glue; then IAM is enforced."""
-    moto = MotoServer().start()
+    moto = IamMoto().start()
     iam = moto.client("iam")
     iam.create_user(UserName="etl")
     key = iam.create_access_key(UserName="etl")["AccessKey"]
@@ -132,15 +140,15 @@ def test_table_commits_through_the_role(aws, fmt, tmp_path, monkeypatch):
         from deltalake import DeltaTable
 
         from streamslice.aws.storage import delta_storage_options
-        table = DeltaTable(target.table, storage_options=delta_storage_options(
-            target.table, target.auth))
+        table = DeltaTable(present(target.table), storage_options=delta_storage_options(
+            present(target.table), target.auth))
         assert table.to_pyarrow_table().num_rows == 3
     else:
         from pyiceberg.catalog import load_catalog
 
         from streamslice.aws.storage import iceberg_properties
         catalog = load_catalog("g", **iceberg_properties(target.catalog, target.auth))
-        assert catalog.load_table(target.table).scan().to_arrow().num_rows == 3
+        assert catalog.load_table(present(target.table)).scan().to_arrow().num_rows == 3
         with pytest.raises(Exception, match="AccessDenied"):  # the keys alone: no Glue
             _client(aws, "glue").get_table(DatabaseName="lake_db", Name=name)
 
@@ -157,7 +165,7 @@ def _stage(plan, staging, offsets):
     from streamslice.commit.publishers.tables import table_schema
     from streamslice.reading.stats import SplitSummary
     schema = table_schema(plan)
-    cols = {f.name: [None] * len(offsets) for f in schema}
+    cols: dict[str, list[object]] = {f.name: [None] * len(offsets) for f in schema}
     cols.update(topic=["t"] * len(offsets), partition=[0] * len(offsets), offset=offsets,
                 n=[o * 10 for o in offsets], streamslice_partition=[plan.partition] * len(offsets))
     staging.fs.create_dir(f"{staging.root}/data", recursive=True)

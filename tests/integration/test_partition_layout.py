@@ -11,6 +11,7 @@ from devtools.duck import connect
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
 from streamslice.commit.manifest import read_manifest
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,7 @@ def test_hive_folders_are_pruned_by_duckdb_and_spark(broker, spark, airflow_db, 
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, 3, 60, seed=5, late_share=0),
                    partitions=2)
-    by_hour = {}
+    by_hour: dict[int, set[tuple[int, int]]] = {}
     for part, off, ts in sent:
         by_hour.setdefault((ts - T0) // HOUR, set()).add((part, off))
     cfg = kafka_pipeline(broker.bootstrap, topic, name=unique("layout"), mode="interval",
@@ -37,9 +38,9 @@ def test_hive_folders_are_pruned_by_duckdb_and_spark(broker, spark, airflow_db, 
     folders = sorted(p.relative_to(tmp_path).as_posix()
                      for p in tmp_path.glob(f"pipeline={cfg.name}/*/*"))
     assert folders == [f"pipeline={cfg.name}/dt=2024-05-01/hour={h:02d}" for h in range(3)]
-    first_run = read_manifest(dataset, "dt=2024-05-01/hour=00")["run_id"]
+    first_run = present(read_manifest(dataset, "dt=2024-05-01/hour=00"))["run_id"]
     for hour in range(3):
-        manifest = read_manifest(dataset, f"dt=2024-05-01/hour={hour:02d}")
+        manifest = present(read_manifest(dataset, f"dt=2024-05-01/hour={hour:02d}"))
         assert manifest["partition"] == f"interval=20240501T{hour:02d}0000Z"
         assert manifest["records"] == len(by_hour[hour])
     files = {h: sorted((tmp_path / f"pipeline={cfg.name}/dt=2024-05-01/hour={h:02d}")
@@ -71,7 +72,7 @@ def test_hive_folders_are_pruned_by_duckdb_and_spark(broker, spark, airflow_db, 
                     f"read_parquet('{dataset}/**/*.parquet', hive_partitioning = true) "
                     "GROUP BY hour ORDER BY hour").fetchall()
     assert again == [(f"{h:02d}", len(by_hour[h]), len(by_hour[h])) for h in range(3)]
-    assert read_manifest(dataset, "dt=2024-05-01/hour=00")["run_id"] != first_run
+    assert present(read_manifest(dataset, "dt=2024-05-01/hour=00"))["run_id"] != first_run
 
 
 def explained(df):
@@ -121,8 +122,8 @@ def test_an_iceberg_table_by_event_hour_is_pruned_by_a_filter_on_the_field(broke
     assert sum(f.file.record_count for f in planned) == got.num_rows
     assert got.num_rows == sum(1 for *_, ts in sent if T0 + HOUR <= ts < T0 + 2 * HOUR)
     con = connect()
-    assert con.sql(f"SELECT count(*) FROM iceberg_scan('{table.metadata_location}')"
-                   ).fetchone()[0] == len(sent)
+    assert present(con.sql(f"SELECT count(*) FROM iceberg_scan('{table.metadata_location}')"
+                           ).fetchone())[0] == len(sent)
     run_dag(cfg, logical_date=utc(2024, 5, 1, 1))  # hour 0 again: replaced, not added
     table = load_catalog(props.pop("name", "streamslice"), **props).load_table(target.table)
     assert table.scan().to_arrow().num_rows == len(sent)
@@ -145,10 +146,10 @@ def test_a_delta_table_by_event_hour_is_pruned_by_a_filter_on_its_hour_column(br
         == sorted((p, o) for p, o, _ in sent)
     con = connect()
     hour1 = f"FROM delta_scan('{uri}') WHERE event_time_hour = '2024-05-01-01'"
-    assert con.sql(f"SELECT count(*) {hour1}").fetchone()[0] == \
+    assert present(con.sql(f"SELECT count(*) {hour1}").fetchone())[0] == \
         sum(1 for *_, ts in sent if T0 + HOUR <= ts < T0 + 2 * HOUR)
     plan = con.sql(f"EXPLAIN ANALYZE SELECT count(*) {hour1}").fetchall()[0][1]
-    read, total = map(int, re.search(r"Scanning Files: (\d+)/(\d+)", plan).groups())
+    read, total = map(int, present(re.search(r"Scanning Files: (\d+)/(\d+)", plan)).groups())
     assert read == len(table.file_uris(partition_filters=[("event_time_hour", "=",
                                                            "2024-05-01-01")]))
     assert 0 < read < total and total == len(table.file_uris())

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from typing import TYPE_CHECKING, cast
 
 import pyarrow.dataset as ds
 import pytest
@@ -20,7 +21,11 @@ from streamslice.errors import SourceError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from tests.conftest import ROOT
+from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
+
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
 
 pytestmark = pytest.mark.integration
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
@@ -63,7 +68,8 @@ def test_interval_runs_through_airflow_on_spark_connect(broker, spark_connect, a
         part = f"{cfg.output.dataset(cfg.name)}/interval=20240501T{hour:02d}0000Z"
         assert all(re.fullmatch(r"part-\d{5}\.parquet|_manifest\.json", name)
                    for name in os.listdir(part))  # the readers wrote them (direct path)
-    assert OfflineCheckpointStore(f"streamslice/{cfg.name}").get().interval_end == T0 + 2 * HOUR
+    checkpoint = present(OfflineCheckpointStore(f"streamslice/{cfg.name}").get())
+    assert checkpoint.interval_end == T0 + 2 * HOUR
 
 
 def test_the_package_reaches_the_server_as_an_artifact(spark_connect):
@@ -79,7 +85,9 @@ def test_the_package_reaches_the_server_as_an_artifact(spark_connect):
         return streamslice.__file__
 
     with connect_session(spark_connect.remote) as spark:
-        found = spark.range(1).select(udf(where, StringType())("id")).collect()[0][0]
+        # Connect's udf() is typed as a UDF or a decorator; given a function it is a UDF
+        on_executor = cast("UserDefinedFunctionLike", udf(where, StringType()))
+        found = spark.range(1).select(on_executor("id")).collect()[0][0]
     # the zip is named by a hash of the sources (other work may change them meanwhile)
     assert re.search(r"/streamslice-[0-9a-f]{16}\.zip/streamslice/__init__\.py$", found), found
 
@@ -149,7 +157,7 @@ def test_server_killed_mid_read_then_the_retry_publishes_once(broker, airflow_db
     restarted = threading.Event()
 
     def restart_when_killed():
-        server._proc.wait()
+        present(server._proc).wait()
         monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")  # the retry reads undisturbed
         server.start()
         restarted.set()
@@ -203,7 +211,7 @@ def test_concurrent_interval_runs_share_one_server(broker, spark_connect, airflo
     overlapping = [(a, b) for i, a in enumerate(reads) for b in reads[i + 1:]
                    if a["start"] < b["end"] and b["start"] < a["end"]]
     assert overlapping, f"the runs' tasks never ran at the same time: {reads}"
-    seen = Counter()
+    seen: Counter[tuple[int, int]] = Counter()
     for hour in range(4):
         got = hour_rows(cfg, hour)
         assert sorted(got) == expected_rows(sent, hour), f"hour {hour}"
@@ -218,7 +226,11 @@ def test_a_shared_session_is_set_up_once(spark_connect, monkeypatch):
     from streamslice.spark import connect
     set_up = []
     original = connect._set_up
-    monkeypatch.setattr(connect, "_set_up", lambda *a: (set_up.append(a), original(*a)))
+
+    def counted(*a):
+        set_up.append(a)
+        original(*a)
+    monkeypatch.setattr(connect, "_set_up", counted)
     conf = {"spark.sql.shuffle.partitions": "7"}  # a session of this test's own
     for _ in range(2):
         with connect.connect_session(spark_connect.remote, conf) as spark:

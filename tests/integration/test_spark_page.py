@@ -13,6 +13,7 @@ import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import Trip, produce
+from tests.support.checks import present
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
@@ -66,7 +67,7 @@ def test_the_spark_pages_examples_read_what_they_say(broker, spark, capsys, tmp_
     assert (other.id, other.user, other.amount) == (8, None, None)
     # "the same rows from_json(value, schema) gives": Spark's own parse of the same values
     from pyspark.sql.functions import col, from_json
-    ddl = re.search(r'\.option\("schema", (".*?")\)\n', EXAMPLES[2], re.S).group(1)
+    ddl = present(re.search(r'\.option\("schema", (".*?")\)\n', EXAMPLES[2], re.S)).group(1)
     ddl = "".join(json.loads(part) for part in re.findall(r'"[^"]*"', ddl))
     theirs = spark.createDataFrame([(json.dumps(r),) for r in records], "value STRING") \
         .select(from_json(col("value"), ddl).alias("v")).select("v.user.name", "v.amount")

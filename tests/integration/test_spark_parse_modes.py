@@ -8,6 +8,7 @@ import json
 import pytest
 
 from devtools.services import create_topic
+from tests.support.checks import present
 from tests.support.kafka import producer
 from tests.support.pipelines import unique
 
@@ -64,8 +65,8 @@ def worker_logs(spark):
 def malformed_counts(lines):
     """(count, records) of each task's warning: '…: 3 of 18 records are malformed …'."""
     import re
-    return [tuple(map(int, re.search(r": (\d+) of (\d+) records are malformed", line).groups()))
-            for line in lines]
+    said = r": (\d+) of (\d+) records are malformed"
+    return [tuple(map(int, present(re.search(said, line)).groups())) for line in lines]
 
 
 def test_permissive_is_the_default_and_keeps_every_record_as_a_row(spark, broker, topic,

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import pyarrow.dataset as ds
 import pytest
@@ -14,6 +15,9 @@ from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from tests.support.connections import connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,7 +52,8 @@ def test_pipeline_read_through_spark_submit(broker, standalone, airflow_db, tmp_
     t = ds.dataset(f"{cfg.output.dataset(cfg.name)}/batch=00000001").to_table()
     assert sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist())) == \
         sorted((p, o) for p, o, _ in sent)
-    shipped, leaks = [], []
+    shipped: list[Path] = []
+    leaks: list[Path] = []
     for path in standalone.work_dir.rglob("*"):  # executors' folders, their logs, launch cmds
         if path.is_file() and password.encode() in path.read_bytes():
             (shipped if path.name == "secrets.json" else leaks).append(path)

@@ -28,6 +28,7 @@ def test_each_type_is_sparks(spark, ddl):
     expected = StructType.fromDDL(f"x {ddl} NOT NULL COMMENT 'c', y INT")
     assert from_arrow_schema(schema) == expected
     assert StructType.fromDDL(spark_ddl(schema)) == expected  # Spark reads our DDL
+    assert isinstance(expected, StructType)
     assert parse_schema(expected.toDDL()).equals(schema, check_metadata=True)  # we read theirs
 
 
@@ -88,7 +89,7 @@ def test_flatten_false_keeps_the_value_in_one_column_as_from_json_does(spark, br
 
 # (value, what from_json gives: "same" = a row we give too; "partial" = a row with that field
 # null, which is a dead letter here, a deliberate difference the docs list)
-FROM_JSON_CASES = [
+FROM_JSON_CASES: list[tuple[dict[str, object], str]] = [  # (a record, "same" or "partial")
     ({"t": 1714521600}, "same"), ({"t": -1}, "same"), ({"t": "2024-05-01T10:00:00Z"}, "same"),
     ({"d": "NaN"}, "same"), ({"d": "Infinity"}, "same"), ({"d": "+Infinity"}, "same"),
     ({"d": "-Infinity"}, "same"), ({"d": "+INF"}, "same"), ({"d": "-INF"}, "same"),

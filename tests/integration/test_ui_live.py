@@ -42,6 +42,9 @@ class Live:
     """The session's Airflow and this module's two pipelines: ``down`` (Kinesis EFO, endpoint
     down) and ``hourly`` (Kafka, by the hour, a freshness limit of 2 h)."""
 
+    failed: str  # down's run, which failed
+    holder: str  # hourly's run of 06:00-07:00, which succeeded
+
     def __init__(self, airflow, received, down, hourly):
         self.airflow, self.received, self.down, self.hourly = airflow, received, down, hourly
 

@@ -13,6 +13,7 @@ import pytest
 from devtools.airflow_ui import ApiServer
 from devtools.services import create_topic, free_port
 from devtools.taxi import Trip, produce
+from streamslice.config.pipeline import PipelineConfig
 from tests.conftest import PIPELINES_DIR, SESSION_DIR
 from tests.support.browser import ARTIFACTS
 from tests.support.kinesis import create_stream
@@ -34,6 +35,13 @@ AWS_SECRET = "aws-s3cr3t-0815"
 SEQ = "49651234567890123456789012345678901234567890123456789012"
 WIDE = 300  # partitions of the wide pipeline
 RANGE = "?start=2024-05-01T00:00&end=2024-05-01T06:00"
+
+
+class UiServer(ApiServer):
+    """The api-server, and two pipelines the tests read although it does not serve them."""
+
+    down: PipelineConfig  # its endpoint down: its runs fail
+    stale: PipelineConfig  # past its freshness limit
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +127,7 @@ def scene(broker, kinesis, spark, airflow_db, tmp_path_factory):
              "in use": run_consumer_name("ss-ui", queued), "other": "someone-else"}
     for name in names.values():
         client.register_stream_consumer(StreamARN=arn, ConsumerName=name)
-    server = ApiServer(SESSION_DIR / "ui-api", PIPELINES_DIR.parent,
+    server = UiServer(SESSION_DIR / "ui-api", PIPELINES_DIR.parent,
                        [cover.name, fresh.name, efo.name]).start()
     server.down, server.stale = down, stale
     yield server, cover, wide, fresh, kin, (efo, client, arn, names), stalled

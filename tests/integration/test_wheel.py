@@ -30,6 +30,7 @@ import pytest
 
 from devtools.services import create_topic, free_port
 from devtools.spark_cds import QUICK_JVM
+from tests.support.checks import present
 from tests.support.kafka import producer
 from tests.support.wait import wait_for
 
@@ -41,7 +42,7 @@ EXTRAS = "kafka,spark"
 
 def pinned(name):
     text = (ROOT / "constraints.txt").read_text()
-    return re.search(rf"^{re.escape(name)}==(\S+)$", text, re.M | re.I).group(1)
+    return present(re.search(rf"^{re.escape(name)}==(\S+)$", text, re.M | re.I)).group(1)
 
 
 @pytest.fixture(scope="module")

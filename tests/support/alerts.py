@@ -1,5 +1,6 @@
 import json
 import time
+from typing import TYPE_CHECKING
 
 from devtools.services import MotoServer
 
@@ -32,10 +33,13 @@ def sns_to_sqs():
     return moto, topic, received
 
 
-try:
+if TYPE_CHECKING:
     from airflow.sdk import BaseNotifier
-except ImportError:  # unit tests without Airflow never load the notifier
-    BaseNotifier = object
+else:
+    try:
+        from airflow.sdk import BaseNotifier
+    except ImportError:  # unit tests without Airflow never load the notifier
+        BaseNotifier = object
 
 
 class FileNotifier(BaseNotifier):

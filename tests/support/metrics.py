@@ -9,6 +9,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,8 @@ class OtlpReceiver:
     histogram's ``(count, sum)``."""
 
     def __init__(self):
-        points = self.points = []
+        points: list[tuple[str, dict[str, str], Any]] = []  # a number, or a (count, sum)
+        self.points = points
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 (http.server's name)

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from streamslice.config import load_pipeline, parse_pipeline
+from tests.support.checks import present
 
 
 def unique(prefix):
@@ -111,7 +112,7 @@ def clear_and_rerun(cfg, run, *, only_failed=True, expect=None):
     with create_session() as session:
         found = session.scalar(select(DagRun).where(DagRun.dag_id == cfg.name,
                                                     DagRun.run_id == run.run_id))
-        tis = [ti for ti in found.get_task_instances(session=session)
+        tis = [ti for ti in present(found).get_task_instances(session=session)
                if not only_failed or str(ti.state) in finished_badly]
         assert tis, f"nothing to clear in {run.run_id}"
         clear_task_instances(tis, session, dag_run_state=DagRunState.RUNNING)
@@ -131,8 +132,8 @@ def clear_and_rerun(cfg, run, *, only_failed=True, expect=None):
     return again
 
 
-def utc(*args):
-    return datetime(*args, tzinfo=timezone.utc)
+def utc(year, month, day, hour=0, minute=0, second=0):
+    return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
 
 
 def run_interval(cfg, start, expect="success"):
@@ -143,6 +144,7 @@ def run_interval(cfg, start, expect="success"):
     the next interval's run.)"""
     from unittest import mock
 
+    import pendulum
     from airflow.timetables.base import DataInterval
 
     from streamslice.config.schedule import interval_containing
@@ -150,7 +152,8 @@ def run_interval(cfg, start, expect="success"):
 
     def starting_at(self, *, run_after):
         iv = interval_containing(cfg, to_ms(run_after))
-        return DataInterval(from_ms(iv.start), from_ms(iv.end))
+        return DataInterval(pendulum.instance(from_ms(iv.start)),
+                            pendulum.instance(from_ms(iv.end)))
     from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
     with mock.patch.object(CronDataIntervalTimetable, "infer_manual_data_interval", starting_at), \
             mock.patch.object(DeltaDataIntervalTimetable, "infer_manual_data_interval",

@@ -1,6 +1,8 @@
 """Records for tests that need only a few of their fields: a manifest (``Manifest``) whose
 other fields are those of an empty run, its splits' summaries given as the JSON a reader
 writes (so a summary from before ``lag_unit`` reads as one does)."""
+from typing import Any
+
 from streamslice.commit.manifest import Manifest
 from streamslice.metrics import RunMetrics
 from streamslice.planning.plan import Interval
@@ -16,10 +18,11 @@ def summary(json=None, **fields):
 
 def manifest(splits=(), interval=None, **fields):
     """A manifest with ``fields``; ``splits`` as summaries' JSON, ``interval`` as a dict."""
-    base = dict(pipeline="p", source="kafka", mode="incremental", partition="batch=00000001",
-                plan_id="0", run_id=None, committed_at=None, records=0, dead_letters=0,
-                dead_letter_uri=None, late_records=0, min_timestamp=None, max_timestamp=None,
-                batch=None, gaps=[])
+    base: dict[str, Any] = dict(
+        pipeline="p", source="kafka", mode="incremental", partition="batch=00000001",
+        plan_id="0", run_id=None, committed_at=None, records=0, dead_letters=0,
+        dead_letter_uri=None, late_records=0, min_timestamp=None, max_timestamp=None,
+        batch=None, gaps=[])
     return Manifest(**{**base, **fields},
                     splits=[summary(s, split=i) for i, s in enumerate(splits)],
                     interval=Interval(**interval) if interval else None)

@@ -113,10 +113,11 @@ class CountingState:
 @pytest.mark.parametrize("before, records, after, writes", [
     (None, 5, None, 0), (0, 5, 0, 0), (3, 5, 0, 1), (None, 0, 1, 1), (2, 0, 3, 1)])
 def test_the_empty_streak_is_written_only_when_it_changes(before, records, after, writes):
-    from types import SimpleNamespace
-
     from streamslice.airflow.alerting import after_commit
+    from tests.support.pipelines import parsed
 
+    cfg = parsed("kafka", {"bootstrap_servers": "b:9092", "topics": ["t"]}, output="/lake")
+    # no alert rules (a parsed pipeline has empty ones, never None): only the streak is kept
     state = CountingState(before)
-    after_commit(SimpleNamespace(alerts=None), SimpleNamespace(records=records), None, state)
+    after_commit(cfg, manifest(records=records), None, state)
     assert (state.value, state.writes) == (after, writes)

@@ -117,7 +117,8 @@ def module_level(name: str) -> set[str]:
 
 def loads(name: str) -> set[str]:
     """Every module importing ``name`` loads, following streamslice's own imports."""
-    seen, todo = set(), [name]
+    seen: set[str] = set()
+    todo = [name]
     while todo:
         current = todo.pop()
         for target in module_level(current) - seen:
@@ -241,7 +242,9 @@ def test_every_source_implements_each_role_it_claims(kind, counter):
     for role, made in roles.items():
         assert isinstance(made, role) and not inspect.isabstract(type(made)), role
         assert split_type(type(made), role) == want, role
-    assert isinstance(roles[sources.ReaderFactory].verify_columns, tuple)
+    readers = roles[sources.ReaderFactory]
+    assert isinstance(readers, sources.ReaderFactory)
+    assert isinstance(readers.verify_columns, tuple)
     claimed = []
     for protocol in CAPABILITIES:
         has = {m for m in members(protocol) if hasattr(cls, m)}

@@ -173,7 +173,7 @@ def test_fuzz_every_record_is_a_row_or_a_dead_letter():
     registry = DictRegistry({1: ("AVRO", json.dumps(V1)), 2: ("AVRO", json.dumps(V2))})
     codec = AvroCodec(json.dumps(V2))
     seeds = [framed(1, V1, TRIP), framed(2, V2, {**TRIP, "tip": 3.0})]
-    values = list(mutations(seeds, 3000, seed=7))
+    values: list[bytes | None] = list(mutations(seeds, 3000, seed=7))
     columns, errors = Framed(codec, registry).decode(values)
     assert all(len(c) == len(values) for c in columns)
     assert all(isinstance(r, str) and r for r in errors.values())
@@ -218,6 +218,7 @@ def test_decimals_are_read_from_their_bytes_as_fastavro_reads_them():
     parsed = fastavro.parse_schema(DEC)
     expected = [fastavro.schemaless_reader(io.BytesIO(v), parsed) for v in values]
     for row, want in zip(rows, expected):
+        assert isinstance(want, dict)
         assert row == {**want, "m": list(want["m"].items())}
 
 

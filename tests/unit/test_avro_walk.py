@@ -43,6 +43,7 @@ def test_a_default_walks_a_recursive_type_as_deep_as_its_value():
     named: dict = {}
     parsed = fastavro.parse_schema(schema, named_schemas=named, _write_hint=False)
     bytes_defaults(parsed, named)
+    assert isinstance(parsed, dict)
     assert parsed["fields"][1]["default"] == {"tag": b"\xff",
                                               "next": {"tag": b"\x80", "next": None}}
 

@@ -23,10 +23,10 @@ LOCKED = "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) database i
 RUNNING = "airflow.exceptions.AlreadyRunningBackfill: Another backfill is running for dag x"
 
 
-def fake_airflow(monkeypatch, answers, open_runs):
+def fake_airflow(monkeypatch, answers, open_runs) -> list[datetime]:
     """``airflow backfill create`` fails with these errors in turn; ``open_runs(created_since)``
     fakes the count of queued or running runs of the DAG's open backfills."""
-    tries = []
+    tries: list[datetime] = []
 
     def backfill_create(*args):
         tries.append(datetime.now(timezone.utc))
@@ -44,9 +44,10 @@ def create(said):
 
 
 def test_a_try_that_failed_on_the_lock_after_creating_its_runs_is_followed(monkeypatch):
+    tries: list[datetime]  # the fake's answer below counts runs made since the first try
     tries = fake_airflow(monkeypatch, [LOCKED, RUNNING],
                          lambda since: 2 if since is None or since <= tries[0] else 0)
-    said = []
+    said: list[str] = []
     create(said)
     assert len(tries) == 2
     assert said[-1] == ("backfill x: the metadata database was busy, but the try created its "
@@ -73,7 +74,9 @@ def test_a_backfill_holding_only_some_intervals_is_followed_then_one_made_for_th
     # made a re-run report 'failed' with every interval exact.
     intervals = [Interval(h * HOUR, (h + 1) * HOUR) for h in range(4)]
     db = dict.fromkeys((iv.start for iv in intervals), "failed")
-    created, closed, said = [], [], []
+    created: list[list[int]] = []
+    closed: list[str] = []
+    said: list[str] = []
 
     def create(dag_id, todo, reprocess, max_active_runs, say):
         created.append([iv.start // HOUR for iv in todo])

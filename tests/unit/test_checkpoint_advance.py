@@ -3,6 +3,7 @@ from streamslice.commit.checkpoint import Checkpoint, advance, reset
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import Interval, ReadPlan
 from streamslice.sources import ResetTarget
+from tests.support.checks import present
 
 H = 3_600_000
 
@@ -14,9 +15,9 @@ def interval_plan(hour, positions):
 
 
 def test_interval_runs_advance_to_the_latest_interval():
-    first = advance(None, interval_plan(1, {"t:0": 10}), now_ms=5, run_id="r1")
+    first = present(advance(None, interval_plan(1, {"t:0": 10}), now_ms=5, run_id="r1"))
     assert (first.positions, first.interval_end, first.batch) == ({"t:0": 10}, 2 * H, 0)
-    second = advance(first, interval_plan(2, {"t:0": 20}), now_ms=6, run_id="r2")
+    second = present(advance(first, interval_plan(2, {"t:0": 20}), now_ms=6, run_id="r2"))
     assert (second.positions, second.interval_end, second.partition) == \
         ({"t:0": 20}, 3 * H, "interval=2")
 
@@ -30,13 +31,13 @@ def test_a_backfilled_older_interval_leaves_the_newest_in_place():
 def test_interval_runs_need_no_planned_base():
     """Interval runs are independent: an unrelated checkpoint never blocks them."""
     unrelated = Checkpoint(positions={"t:0": 999}, batch=7, interval_end=H)
-    out = advance(unrelated, interval_plan(3, {"t:0": 30}), now_ms=1)
+    out = present(advance(unrelated, interval_plan(3, {"t:0": 30}), now_ms=1))
     assert out.positions == {"t:0": 30} and out.batch == 7
 
 
 def test_readers_positions_replace_the_plans():
-    out = advance(None, interval_plan(1, {"t:0": 10}), now_ms=1,
-                  positions={"s:shard-0": {"after": "42"}})
+    out = present(advance(None, interval_plan(1, {"t:0": 10}), now_ms=1,
+                          positions={"s:shard-0": {"after": "42"}}))
     assert out.positions == {"s:shard-0": {"after": "42"}}
 
 
@@ -46,7 +47,7 @@ def test_initial_position_is_kept_from_the_first_plan():
     first = advance(None, plan, now_ms=1)
     later = interval_plan(2, {})
     later.source_info = {"initial_position": {"type": "AT_TIMESTAMP", "timestamp": 9}}
-    assert advance(first, later, now_ms=2).source_state == \
+    assert present(advance(first, later, now_ms=2)).source_state == \
         {"initial_position": {"type": "AT_TIMESTAMP", "timestamp": 5}}
 
 

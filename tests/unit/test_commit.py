@@ -19,6 +19,7 @@ from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import OutputTarget, ReadPlan
 from streamslice.reading.staging import Staging
 from streamslice.reading.stats import SplitSummary
+from tests.support.checks import present
 
 
 def make_plan(batch=1, base=None, dataset="/nowhere"):
@@ -164,9 +165,9 @@ def test_any_publish_removes_the_trash_of_partitions_in_place_again(tmp_path):
 
 
 def test_checkpoint_advances_only_from_the_planned_base():
-    first = advance(None, make_plan(1), now_ms=1, run_id="r1")
+    first = present(advance(None, make_plan(1), now_ms=1, run_id="r1"))
     assert first.positions == {"t:0": 5, "t:1": 12} and first.batch == 1
-    second = advance(first, make_plan(2, base=first.to_dict()), now_ms=2, run_id="r2")
+    second = present(advance(first, make_plan(2, base=first.to_dict()), now_ms=2, run_id="r2"))
     assert second.batch == 2
     with pytest.raises(CommitError, match="checkpoint moved since this run was planned"):
         advance(second, make_plan(2, base=first.to_dict()), now_ms=3)
@@ -192,7 +193,7 @@ def test_a_cleared_run_with_its_saved_plan_republishes(tmp_path):
     again = publish_once(plan, stage(tmp_path, GOOD_ROWS, good_summaries(plan)),
                          run_id="r1", now_ms=2)
     assert (first.committed_at, again.committed_at) == (1, 2)
-    assert read_manifest(str(tmp_path / "ds"), "batch=00000001")["committed_at"] == 2
+    assert present(read_manifest(str(tmp_path / "ds"), "batch=00000001"))["committed_at"] == 2
 
 
 def _group_by(table, group, position):
@@ -250,7 +251,7 @@ def test_the_staged_parquet_files_are_found_as_pyarrow_dataset_finds_them(tmp_pa
     (data / "part-2.parquet").write_bytes((data / "part-0.parquet").read_bytes()[:40])
     (data / "part-3.parquet").write_bytes(b"")
     cols = ["topic", "partition", "offset"]
-    ours = _parquet_columns(st, cols)
+    ours = present(_parquet_columns(st, cols))
     theirs = ds.dataset(str(data), format="parquet", exclude_invalid_files=True).to_table(cols)
     assert ours.num_rows == 9
     assert sorted(ours.to_pylist(), key=str) == sorted(theirs.to_pylist(), key=str)

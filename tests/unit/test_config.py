@@ -12,10 +12,12 @@ from streamslice.kafka.positions import (
     Specified,
     Timestamp,
 )
+from streamslice.kafka.source import KafkaSource
 from streamslice.runners.connect import ConnectRunner
 from streamslice.runners.emr_serverless import EmrServerlessRunner
 from streamslice.runners.local import LocalRunner
 from streamslice.runners.spark_submit import SparkSubmitRunner
+from tests.support.checks import present
 
 GOOD = """\
 mode: incremental
@@ -206,7 +208,8 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
         ("orders", None, None, None, False)
     assert (cfg.allowed_lateness, cfg.max_active_runs, cfg.retries, cfg.retry_delay) == \
         (0, 1, 2, 30_000)
-    assert (cfg.tags, cfg.description, cfg.alerts.notifiers, cfg.alerts.lag_records) == \
+    alerts = present(cfg.alerts)
+    assert (cfg.tags, cfg.description, alerts.notifiers, alerts.lag_records) == \
         ((), "", (), None)
     assert (cfg.decode.value.name, cfg.decode.key.name, cfg.decode.on_error,
             cfg.decode.flatten) == ("raw", "raw", "dead_letter", True)
@@ -219,6 +222,7 @@ def test_every_default_the_readme_reference_lists(monkeypatch):
     assert out.dataset("orders") == "/project/output/pipeline=orders"
     assert cfg.spark == LocalRunner(master="local[*]", conf={})
     src = cfg.source
+    assert isinstance(src, KafkaSource)
     assert (src.start, src.stop) == (Committed(Earliest()), Latest())
     assert (src.properties, src.client, src.on_data_loss, src.max_records_per_split,
             src.commit_group) == ({}, "confluent-kafka", "fail", 1_000_000, "streamslice-orders")

@@ -61,7 +61,7 @@ class FakeKinesis:
 
 def test_registration_retries_while_five_consumers_are_creating():
     from streamslice.kinesis.consumers import register
-    client, sleeps = FakeKinesis(), []
+    client, sleeps = FakeKinesis(), list[float]()
     assert register(client, "arn:s", "c", sleep=sleeps.append) == "arn:c"
     assert client.calls == ["register", "register", "register", "describe", "describe"]
     assert len(sleeps) == 3

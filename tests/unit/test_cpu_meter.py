@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from devtools.cpu_meter import CpuMeter, Root
+from tests.support.checks import present
 from tests.support.wait import wait_for
 
 BURN = 0.4  # CPU s each leaf burns
@@ -43,14 +44,15 @@ class Tree:
              f"signal.{'SIG_IGN' if ignore else 'SIG_DFL'}); sys.argv = sys.argv[1:]; "
              "runpy.run_path(sys.argv[0], run_name='__main__')", str(script), "root"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.root.stdout.readline() == "ready\n"
+        self.stdin, self.stdout = present(self.root.stdin), present(self.root.stdout)
+        assert self.stdout.readline() == "ready\n"
         # the thread never samples: only the snapshots the test asks for
         self.meter = CpuMeter({self.root.pid: Root("root", "tree")}, every=3600).start()
 
     def say(self, line, answer):
-        self.root.stdin.write(line + "\n")
-        self.root.stdin.flush()
-        assert self.root.stdout.readline() == answer + "\n"
+        self.stdin.write(line + "\n")
+        self.stdin.flush()
+        assert self.stdout.readline() == answer + "\n"
 
     def hold(self):
         """A leaf that the meter sees alive with its CPU, and that then ends with its parent
@@ -62,7 +64,7 @@ class Tree:
         return self.meter.since(before)
 
     def close(self):
-        self.root.stdin.close()
+        self.stdin.close()
         self.root.wait(30)
         self.meter.stop()
 

@@ -252,8 +252,11 @@ def test_a_task_process_builds_only_its_own_dag_the_one_the_folder_gives(tmp_pat
                             "streamslice_freshness", "trips"]
     loaded = []
     real = pipeline.load_pipeline
-    monkeypatch.setattr(pipeline, "load_pipeline", lambda path: loaded.append(path.name)
-                        or real(path))
+
+    def counted(path):
+        loaded.append(path.name)
+        return real(path)
+    monkeypatch.setattr(pipeline, "load_pipeline", counted)
     for dag_id, dag in full.items():
         loaded.clear()
         monkeypatch.setenv(_AIRFLOW_PARSING_CONTEXT_DAG_ID, dag_id)

@@ -14,6 +14,7 @@ import random
 import uuid
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -23,7 +24,7 @@ from streamslice.codecs.avro import AvroCodec
 from streamslice.codecs.framed import Framed
 from tests.support.fuzz import mutations
 
-RICH = {"type": "record", "name": "Rich", "namespace": "ref", "fields": [
+RICH: dict[str, Any] = {"type": "record", "name": "Rich", "namespace": "ref", "fields": [
     {"name": "b", "type": "boolean"},
     {"name": "i", "type": "int"},
     {"name": "l", "type": "long"},
@@ -98,6 +99,7 @@ def _reference(data: bytes) -> dict | Exception:
         value = fastavro.schemaless_reader(buf, REFERENCE, return_record_name=False)
     except Exception as exc:  # noqa: BLE001 - any refusal of the reference is a refusal
         return exc
+    assert isinstance(value, dict)  # a record
     return value if buf.tell() == len(data) else EOFError("bytes left")
 
 
@@ -111,7 +113,8 @@ def _beyond_python(exc: Exception) -> bool:
 def _spark_view(field: str, value: object) -> object:
     """A fastavro value as the row of Spark's ``from_avro`` mapping holds it."""
     if field == "m":
-        return list(value.items())  # type: ignore[union-attr]
+        assert isinstance(value, dict)
+        return list(value.items())
     if field == "u":  # a union of several types: one member set, by branch
         branch = {type(None): None, int: "member0", str: "member1", dict: "member2"}
         member = branch[type(value)]
@@ -122,7 +125,7 @@ def _spark_view(field: str, value: object) -> object:
 
 def _rows(values: list[bytes]) -> tuple[list[dict | None], dict[int, str]]:
     codec = AvroCodec(json.dumps(RICH))
-    columns, errors = Framed(codec, None).decode(values)
+    columns, errors = Framed(codec, None).decode(list(values))  # as list[bytes | None]
     batch = pa.RecordBatch.from_arrays(columns, schema=pa.schema(codec.fields()))
     rows: list[dict | None] = []
     for i in range(batch.num_rows):
@@ -154,6 +157,7 @@ def _assert_agree(values: list[bytes]) -> tuple[int, int]:
                                 f"{errors.get(i)!r}"
         expected = {k: _spark_view(k, v) for k, v in want.items()}
         got = rows[i]
+        assert got is not None
         for name, value in expected.items():
             assert _same(value, got[name]), \
                 f"input {i}, field {name!r}: fastavro {value!r}, we {got[name]!r}"
@@ -247,7 +251,7 @@ def test_protobuf_generated_and_mutated_records_agree_with_google_protobuf(seed)
     seeds = _trips(random.Random(seed), cls)
     values = seeds + list(mutations(seeds, 2000, seed=seed))
     codec = ProtobufCodec.from_descriptor_set(fds, "demo.Trip")
-    columns, errors = Framed(codec, None).decode(values)
+    columns, errors = Framed(codec, None).decode(list(values))  # as list[bytes | None]
     batch = pa.RecordBatch.from_arrays(columns, schema=pa.schema(codec.fields()))
     agreed = 0
     for i, data in enumerate(values):
@@ -310,7 +314,7 @@ def test_json_schema_mutated_records_agree_with_json_and_jsonschema():
     spec = FormatSpec("json_schema", "", {"reader": {
         "schema_type": "JSON", "name": "orders", "text": json.dumps(ORDER_SCHEMA)}})
     codec = JsonSchema.make_codec(spec)
-    columns, errors = Framed(codec, None).decode(values)
+    columns, errors = Framed(codec, None).decode(list(values))  # as list[bytes | None]
     rows = pa.RecordBatch.from_arrays(columns, schema=pa.schema(codec.fields())).to_pylist()
     agreed = 0
     for i, data in enumerate(values):

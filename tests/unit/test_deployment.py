@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from streamslice.config import load_pipelines
+from streamslice.kinesis.source import KinesisSource
+from tests.support.checks import present
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -69,11 +71,12 @@ def test_connections_cover_every_pipeline_and_point_at_services():
             assert f"PLAINTEXT://{host}:{port}" in env("kafka")["KAFKA_ADVERTISED_LISTENERS"]
         else:
             url = conn["extra"]["endpoint_url"]
-            host, port = re.match(r"http://([\w-]+):(\d+)$", url).groups()
+            host, port = present(re.match(r"http://([\w-]+):(\d+)$", url)).groups()
             cmd = SERVICES[host]["command"]
             assert cmd[cmd.index("--listen-port") + 1] == port
             upstream = cmd[cmd.index("--upstream-port") + 1]
             assert env("kinesis")["KINESIS_MOCK_PLAIN_PORT"] == upstream
+            assert isinstance(cfg.source, KinesisSource)
             assert any(s.startswith(f"{cfg.source.streams[0]}:")
                        for s in env("kinesis")["INITIALIZE_STREAMS"].split(","))
 
@@ -246,7 +249,7 @@ def test_every_command_exists_in_the_project_and_its_tools():
 
 
 def test_the_image_is_the_airflow_the_project_pins():
-    pinned = re.search(r"^apache-airflow\[\w+\]==([\d.]+)$",
-                       (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    pinned = present(re.search(r"^apache-airflow\[\w+\]==([\d.]+)$",
+                       (ROOT / "requirements.txt").read_text(), re.M)).group(1)
     assert f"FROM apache/airflow:{pinned}-python" in (ROOT / "Dockerfile").read_text()
     assert "apache-airflow-providers-celery==" in (ROOT / "requirements.txt").read_text()

@@ -14,9 +14,12 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+
+from tests.support.checks import present
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -106,6 +109,8 @@ def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
     """The pipeline reference's example file."""
     from streamslice.config import parse_pipeline
     from streamslice.formats.types import parse_schema
+    from streamslice.kafka.source import KafkaSource
+    from streamslice.kafka.subscriber import TopicList
     shown = [(f, d) for f, _, d in yaml_examples() if d.startswith("description:")]
     assert {f for f, _ in shown} == {"docs/pipelines.md"}
     text = shown[0][1]
@@ -113,12 +118,14 @@ def test_the_pipeline_file_example_means_what_its_comments_say(tmp_path):
                          default_name="taxi_trips")
     assert (cfg.name, cfg.mode, cfg.schedule, cfg.allowed_lateness) == \
         ("taxi_trips", "interval", "@hourly", 600_000)
+    assert isinstance(cfg.source, KafkaSource) and isinstance(cfg.source.subscriber, TopicList)
     assert (cfg.source.conn_id, cfg.source.subscriber.topics) == \
         ("streamslice_kafka", ("taxi-trips",))
     assert (cfg.decode.value.name, cfg.decode.key.name) == ("json", "string")
     assert parse_schema(cfg.decode.value.schema).names == \
         ["trip_id", "fare_amount", "event_time", "rider", "tags"]
-    assert (cfg.alerts.lag_records, cfg.alerts.dead_letters) == (1_000_000, 1)
+    alerts = present(cfg.alerts)
+    assert (alerts.lag_records, alerts.dead_letters) == (1_000_000, 1)
     assert cfg.output.path == str(tmp_path / "output")  # relative to the folder above dags/
 
 
@@ -165,7 +172,7 @@ def test_every_streamslice_command_in_the_docs_parses():
     named = set(re.findall(r"`streamslice ([a-z]+)`", ALL_TEXT))
     assert named >= {"validate", "backfill"}
     choices = next(a for a in parser()._actions if a.dest == "command").choices
-    assert named <= set(choices)
+    assert named <= set(present(choices))
 
 
 def test_json_works_on_every_command():
@@ -191,8 +198,8 @@ def test_json_works_on_every_command():
 
 def test_the_airflow_backfill_command_is_airflows():
     from airflow.cli.cli_parser import get_parser
-    line = re.search(r"^airflow backfill create .*?(?=\n```)", page("operations.md"),
-                     re.S | re.M).group(0)
+    line = present(re.search(r"^airflow backfill create .*?(?=\n```)", page("operations.md"),
+                             re.S | re.M)).group(0)
     args = get_parser().parse_args(shlex.split(line.replace("\\\n", " "))[1:])
     assert (args.dag_id, args.reprocess_behavior) == ("taxi_trips", "completed")
 
@@ -287,8 +294,8 @@ def test_the_docs_json_dead_letter_reasons_are_what_the_decoder_says():
     from streamslice.formats import FormatSpec
     from streamslice.formats.json import Json
     text = section("formats.md", "Record formats and types")
-    ddl = re.search(r"schema: >-\n(.*?)\n  on_error", text, re.S).group(1)
-    listed = re.search(r"names the field's path.*?```\n(.*?)```", text, re.S).group(1)
+    ddl = present(re.search(r"schema: >-\n(.*?)\n  on_error", text, re.S)).group(1)
+    listed = present(re.search(r"names the field's path.*?```\n(.*?)```", text, re.S)).group(1)
     records = {
         b'{"order_id": 1, "customer": {"tags": ["a", "b", "c", 7]}}',
         b'{"order_id": 1, "amount": 123.456}',
@@ -306,7 +313,8 @@ def test_the_docs_json_dead_letter_reasons_are_what_the_decoder_says():
 def test_the_reference_table_lists_every_registered_format():
     from streamslice.formats import formats_for
     for role in ("value", "key"):
-        row = re.search(rf"^\| `format\.{role}` \|.*$", page("pipelines.md"), re.M).group(0)
+        row = present(re.search(rf"^\| `format\.{role}` \|.*$", page("pipelines.md"),
+                                re.M)).group(0)
         meaning = row.split(" | ")[2]
         assert set(re.findall(r"`(\w+)`", meaning)) >= set(formats_for(role)), role
 
@@ -335,7 +343,7 @@ def test_the_manifest_holds_what_the_outputs_page_says(tmp_path):
 
 def test_make_bench_runs_what_the_docs_say_and_every_benchmark_is_described():
     makefile = (ROOT / "Makefile").read_text()
-    target = re.search(r"^bench:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    target = present(re.search(r"^bench:.*?\n((?:\t.*\n)+)", makefile, re.M)).group(1)
     run = set(re.findall(r"(bench/\w+\.py)", target))
     perf = page("performance.md")
     text = perf[perf.index("`make bench` runs"):] + "\n\n"
@@ -453,13 +461,13 @@ def test_the_site_builds_strictly_and_a_broken_link_or_anchor_fails_it(tmp_path)
 
 def test_make_test_builds_the_site_strictly_and_make_docs_serves_it():
     makefile = (ROOT / "Makefile").read_text()
-    test_deps = re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
+    test_deps = present(re.search(r"^test:(.*)$", makefile, re.M)).group(1).split()
     assert "docs-build" in test_deps
-    build = re.search(r"^docs-build:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    build = present(re.search(r"^docs-build:.*?\n((?:\t.*\n)+)", makefile, re.M)).group(1)
     assert "mkdocs build --strict" in build
     # --quiet hides the warnings that --strict counts: the build would pass with broken links
     assert "--quiet" not in build
-    serve = re.search(r"^docs:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    serve = present(re.search(r"^docs:.*?\n((?:\t.*\n)+)", makefile, re.M)).group(1)
     assert "mkdocs serve" in serve
     # what the build needs is installed by `make venv`
     pins = (ROOT / "requirements.txt").read_text() + (ROOT / "constraints.txt").read_text()
@@ -573,7 +581,7 @@ def test_the_install_pages_missing_extra_error_is_the_one_a_user_gets(monkeypatc
     from streamslice import __version__, extras
     monkeypatch.setattr(extras, "missing_modules", lambda extra: ["fastavro"])
     said = " ".join(section("install.md", "The extras").split())
-    assert extras.missing_message("avro", "format.value: value: avro") in said
+    assert present(extras.missing_message("avro", "format.value: value: avro")) in said
     assert f"dist/streamslice-{__version__}-py3-none-any.whl[kafka,spark]" in page("install.md")
     # no page tells anyone to install the package by name from an index
     assert [f for f, text in EVERYTHING.items()
@@ -701,7 +709,8 @@ def test_the_upgrading_page_lists_every_record_and_its_versions():
 # pipeline as a file leaving it out).
 
 INTERVAL = {"mode": "interval", "schedule": "@hourly", "start_date": "2024-05-01T00:00:00Z"}
-BASES = {
+# each source's pipeline settings, or a list of them when a field is checked against several
+BASES: dict[str, dict[str, Any] | list[dict[str, Any]]] = {
     "kafka": {"kafka": {"bootstrap_servers": "a:1", "topics": ["t"]}},
     "kinesis": {"kinesis": {"stream": "s", "region": "eu-west-1"}},
     "files": {"files": {"path": "/data/in"}},
@@ -789,10 +798,11 @@ def test_every_reference_tables_fields_and_defaults_are_the_parsers(monkeypatch)
                 value = yaml_value(shown[i]) if shown else "%%nonsense%%"
                 verdicts = []
                 json_value = {"format": {"value": "json", "schema": "id BIGINT"}}
-                sources = BASES[source] if isinstance(BASES[source], list) else [BASES[source]]
-                for mode, around in itertools.product(
-                        ({"mode": "incremental"}, INTERVAL, {"mode": "incremental",
-                                                             **json_value}), sources):
+                modes: list[dict[str, Any]] = [{"mode": "incremental"}, INTERVAL,
+                                               {"mode": "incremental", **json_value}]
+                bases = BASES[source]
+                sources = bases if isinstance(bases, list) else [bases]
+                for mode, around in itertools.product(modes, sources):
                     base = {**mode, **around}
                     try:
                         same = parses(with_field(base, path, value)) == parses(base)
@@ -816,10 +826,10 @@ def test_the_spark_page_names_every_decoding_option_and_what_happens_to_java_pro
     from streamslice.kafka.spark_options import JAVA_TO_LIBRDKAFKA, REFUSED
     from streamslice.spark.plan_options import DECODING
     text = page("spark.md")
-    listed = re.search(r"`valueFormat` \(([^)]*)\)", " ".join(text.split())).group(1)
+    listed = present(re.search(r"`valueFormat` \(([^)]*)\)", " ".join(text.split()))).group(1)
     assert re.findall(r"`(\w+)`", listed) == list(formats_for("value"))
     assert [o for o in DECODING if f"`{o}`" not in text] == []
-    kafka_row = re.search(r"^\| `kafka\.\*` \|.*$", text, re.M).group(0)
+    kafka_row = present(re.search(r"^\| `kafka\.\*` \|.*$", text, re.M)).group(0)
     dropped = [k for k, v in JAVA_TO_LIBRDKAFKA.items() if v is None]
     assert [n for n in (*dropped, *REFUSED) if f"`{n}`" not in kafka_row] == []
     assert "register(spark)" in text and "4.3" in text

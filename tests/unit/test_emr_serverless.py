@@ -3,6 +3,7 @@ provider's hooks to check what we send; tests/integration/test_emr_serverless.py
 against a local EMR Serverless): what it uploads, how it submits, what it defers to, how it
 takes the trigger's event."""
 import json
+from typing import Any
 
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
@@ -51,7 +52,8 @@ class FakeEmr:
     JOB_INTERMEDIATE_STATES = {"PENDING", "RUNNING", "SCHEDULED", "SUBMITTED"}
 
     def __init__(self, state="RUNNING", running=()):
-        self.state, self.started, self.cancelled = state, None, []
+        self.state, self.cancelled = state, []
+        self.started: dict[str, Any] = {}  # start_job_run's arguments, once called
         self.running = list(running)  # (id, name) of runs still going
         self.conn = self
 
@@ -73,7 +75,8 @@ class FakeEmr:
 
 
 def run(emr, staging="s3://lake/data/pipeline=p/_staging/batch=00000001/t1", **kw):
-    s3, started = FakeS3(), []
+    s3 = FakeS3()
+    started: list[dict[str, str]] = []
     with pytest.raises(TaskDeferred) as deferred:
         run_emr_serverless(CFG, PLAN, staging, {"bootstrap.servers": "b:9092"},
                            emr_hook=emr, s3_hook=s3, started=started.append, **kw)

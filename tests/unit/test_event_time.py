@@ -62,7 +62,7 @@ def kinesis_run(records, iv):
 
 def assign(records, lateness, earliness, run, intervals):
     """{record index: [(interval, how)]} over the runs of ``intervals``."""
-    got = {}
+    got: dict[int, list[tuple[int, str]]] = {}
     for k in intervals:
         iv = interval(k, lateness, earliness)
         idx, marks = run(records, iv)

@@ -5,6 +5,7 @@ import pytest
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError, DataLossError
+from streamslice.files.source import FileSource
 from streamslice.planning.planner import plan_run
 from streamslice.reading.decode import Decoder
 from streamslice.sources import ReadRequest, position_text, read_plan, source_class
@@ -136,10 +137,12 @@ def test_spark_options_and_the_files_blocks_defaults(tmp_path):
     files = source_class("files")
     src, props = files.from_options({"path": f"{tmp_path}/", "pattern": "*.log",
                                      "startingposition": "LATEST"})
+    assert isinstance(src, FileSource)
     assert (src.path, src.pattern, src.start, props) == (str(tmp_path), "*.log", "latest", {})
     planned = read_plan(plan_run(src, pipeline="p", mode="incremental").to_json())
     assert planned.splits == [] and planned.next_positions == {"a.log": 2}  # latest: its end
-    assert files.from_options({"path": str(tmp_path)})[0].start == "earliest"
+    default = files.from_options({"path": str(tmp_path)})[0]
+    assert isinstance(default, FileSource) and default.start == "earliest"
     with pytest.raises(ConfigError, match="option startingPosition: 'newest' is not earliest "
                                           "or latest"):
         files.from_options({"path": str(tmp_path), "startingposition": "newest"})

@@ -107,10 +107,12 @@ def test_a_watchdog_that_reads_after_the_commands_claim_leaves_it_to_the_command
         orders, sent):
     state = State()
 
+    checked: list[bool] = []
+
     def watchdog_task_running():  # the watchdog runs its check now: it sees the claim
-        running = not hasattr(watchdog_task_running, "done")
+        running = not checked
         if running:
-            watchdog_task_running.done = True
+            checked.append(True)
             assert run(orders, state) == "alerted"
         return running
     assert run(orders, state, CommandClaims(running=watchdog_task_running, poll=0),

@@ -13,6 +13,7 @@ import pytest
 from streamslice.errors import ConfigError
 from streamslice.formats import FormatSpec
 from streamslice.formats.json import Json
+from tests.support.checks import present
 
 DDL = ("id BIGINT NOT NULL, user STRUCT<name: STRING, tags: ARRAY<STRING>>, "
        "amount DECIMAL(18,2), day DATE, attrs MAP<STRING, STRING>, at TIMESTAMP, "
@@ -298,7 +299,8 @@ def test_the_docs_format_examples_validate():
               if re.search(r"format:\n +value: json", b)]
     assert len(blocks) >= 2
     for block in blocks:
-        fmt = re.search(r"^format:\n(?:[ #].*\n)+", block, re.M).group(0)  # to the next key
+        # to the next key
+        fmt = present(re.search(r"^format:\n(?:[ #].*\n)+", block, re.M)).group(0)
         cfg = parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
                              + fmt, default_name="p")
         assert cfg.decode.value.name == "json" and "STRUCT<" in cfg.decode.value.schema
@@ -347,7 +349,8 @@ def test_flatten_false_keeps_a_record_in_one_struct_column():
     struct = pa.struct([("offset", pa.int64()), ("user", pa.struct([("name", pa.string())]))])
     assert reader.schema.names[:3] == ["key", "value", "topic"]
     assert reader.schema.field("value").type == struct
-    values = [b'{"offset": 7, "user": {"name": "a"}}', b'{"offset": "x"}', b'{"user": null}']
+    values: list[bytes | None] = [b'{"offset": 7, "user": {"name": "a"}}', b'{"offset": "x"}',
+                                  b'{"user": null}']
     batch = reader.to_arrow(RawBatch([4, 5, 6], [0] * 3, [0] * 3, [b"k", None, None], values,
                                      [None] * 3))
     assert batch.column("offset").to_pylist() == [4, 6]  # Kafka's offsets

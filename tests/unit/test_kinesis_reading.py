@@ -66,7 +66,7 @@ FAST = PollingSettings(interval_ms=0, backoff={k: Backoff(3, 1, 2, 1.5) for k in
 
 
 def run_poll(client, sp):
-    state, sleeps = ShardRead(), []
+    state, sleeps = ShardRead(), list[float]()
     records = [r for batch in poll(client, sp, FAST, state, sleep=sleeps.append) for r in batch]
     return [r["SequenceNumber"] for r in records], state, sleeps
 
@@ -123,7 +123,7 @@ def event(records, cont, behind=100, children=None):
 
 
 def run_efo(client, sp):
-    state, sleeps = ShardRead(), []
+    state, sleeps = ShardRead(), list[float]()
     out = [r["SequenceNumber"] for b in subscribe(client, sp, "arn:consumer", FAST, state,
                                                   sleep=sleeps.append) for r in b]
     return out, state
@@ -170,7 +170,7 @@ def test_deaggregation_of_kpl_records():
 def test_checkpoint_older_than_the_trim_horizon():
     def client():
         return FakeClient([{"Records": [rec(900, T0)], "NextShardIterator": "x"}])
-    gaps = []
+    gaps: list[dict] = []
     with pytest.raises(DataLossError, match="checkpointed sequence number 500 is older than the"
                                             " trim horizon"):
         _check_trimmed(client(), "s", "shardId-0", AfterSequenceNumber("500"), "fail", gaps)

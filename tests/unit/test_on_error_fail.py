@@ -104,7 +104,7 @@ class FetchedKafka(KafkaSplitReader):
         return self.raws
 
 
-def raw(first: int, values: list[bytes]) -> RawBatch:
+def raw(first: int, values: list[bytes | None]) -> RawBatch:
     n = len(values)
     return RawBatch(list(range(first, first + n)), [1_714_521_600_000] * n, [0] * n,
                     [None] * n, values, [None] * n)
@@ -129,7 +129,8 @@ def assert_failed_cleanly(reader: KafkaSplitReader | KinesisSplitReader, staging
 
 
 AVRO = ("AVRO", json.dumps(TRIP))
-CASES = {
+# case: (format, schemas by id, the bad record, the reason given)
+CASES: dict[str, tuple[str, dict[Any, tuple[str, str]], bytes, str]] = {
     "avro unknown id": ("avro", {1: AVRO}, confluent(999, avro({"id": 2})),
                         "schema 999 is not in the test registry"),
     "avro truncated frame": ("avro", {1: AVRO}, b"\x00\x00\x01",

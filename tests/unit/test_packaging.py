@@ -14,6 +14,7 @@ from streamslice import __version__, extras
 from streamslice.cli import main
 from streamslice.config import load_pipeline, parse_pipeline
 from streamslice.errors import ConfigError
+from tests.support.checks import present
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -38,7 +39,7 @@ def test_the_entry_points_name_what_airflow_loads():
         "provider_info": "streamslice.airflow.provider:get_provider_info"}
     assert StreamslicePlugin.name == "streamslice"
     info = get_provider_info()
-    schema = json.loads((Path(__import__("airflow").__file__).parent
+    schema = json.loads((Path(present(__import__("airflow").__file__)).parent
                          / "provider_info.schema.json").read_text())
     import jsonschema
     jsonschema.validate(info, schema)

@@ -65,14 +65,14 @@ def test_codecs_map_from_sparks_names_or_stay_with_spark():
     assert parquet_codec("json", "gzip") is None and parquet_codec("orc", "zstd") is None
 
 
-def test_the_split_file_is_whole_and_in_place_before_the_summary(tmp_path):
+def test_the_split_file_is_whole_and_in_place_before_the_summary(tmp_path, monkeypatch):
     staging = Staging(str(tmp_path))
     finish, seen = staging.finish_split, []
 
     def finish_split(*args):
         seen.append(files(staging, "data"))
         finish(*args)
-    staging.finish_split = finish_split
+    monkeypatch.setattr(staging, "finish_split", finish_split)
     assert read(staging, constants={"streamslice_partition": "batch=00000001"}) == []
     assert seen == [["part-00007.parquet"]]
     assert files(staging, "data") == ["part-00007.parquet"]

@@ -2,7 +2,8 @@
 ``spark.plan_options.parse_mode``): the options, the schema with its corrupt-record column,
 and what each mode makes of a batch of dead letters. Plain Arrow batches; the same over a
 real broker and Spark is tests/integration/test_spark_parse_modes.py."""
-from types import SimpleNamespace
+
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
@@ -12,16 +13,23 @@ from streamslice.files.reader import DEAD_LETTER_SCHEMA as FILES_DEAD
 from streamslice.kafka.reader import DEAD_LETTER_SCHEMA as KAFKA_DEAD
 from streamslice.kafka.reader import record_schema
 from streamslice.kinesis.reader import DEAD_LETTER_SCHEMA as KINESIS_DEAD
+from streamslice.planning.plan import ReadPlan
 from streamslice.reading.decode import Decoder
 from streamslice.reading.malformed import Malformed, ParseMode
 from streamslice.sources import source_class
 from streamslice.spark.plan_options import parse_mode
+from tests.support.checks import present
+
+if TYPE_CHECKING:
+    from streamslice.kafka.split import KafkaSplit
 
 RAW = [pa.field("key", pa.binary()), pa.field("value", pa.binary())]
 
 
 def mode(plan_on_error=None, **options):
-    plan = SimpleNamespace(decode={"on_error": plan_on_error} if plan_on_error else {})
+    plan: ReadPlan[KafkaSplit] = ReadPlan(
+        pipeline="p", source="kafka", mode="incremental", planned_at=0, splits=[],
+        partition="batch=00000001", decode={"on_error": plan_on_error} if plan_on_error else {})
     if plan_on_error:
         options["plan"] = "{}"
     return parse_mode({k.lower(): v for k, v in options.items()}, plan)
@@ -80,7 +88,7 @@ def test_each_mode_with_a_batch_of_dead_letters(caplog):
     decoder = Decoder("json", schema="id BIGINT NOT NULL")
     records = record_schema(decoder, False, include_headers=False)
     permissive = Malformed(ParseMode(), ParseMode().schema(records, RAW, True), "t:0")
-    rows = permissive.dead(dead_letters()).to_pylist()
+    rows = present(permissive.dead(dead_letters())).to_pylist()
     assert [(r["id"], r["offset"], r["key"], r["_corrupt_record"]) for r in rows] == [
         (None, 4, b"k1", {"key": b"k1", "value": b"{x", "error": "invalid JSON: …"}),
         (None, 9, None, {"key": None, "value": b"[]",

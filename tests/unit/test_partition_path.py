@@ -18,6 +18,7 @@ from streamslice.planning.planner import check_columns
 from streamslice.reading.staging import Staging
 from streamslice.reading.stats import SplitSummary
 from streamslice.sources import read_plan
+from tests.support.checks import present
 from tests.unit.test_config import error, parse
 
 HOURLY = """\
@@ -124,8 +125,9 @@ def test_a_version_4_plan_publishes_where_it_did():
     data["version"] = 4
     del data["output"]["partition_path"]
     plan = read_plan(data)
-    assert plan.output.partition_path is None
-    assert plan.output.folder(plan.partition, plan.interval) == "interval=20240501T010000Z"
+    output = present(plan.output)
+    assert output.partition_path is None
+    assert output.folder(plan.partition, plan.interval) == "interval=20240501T010000Z"
 
 
 def make_plan(dataset, template, start=T0 + HOUR):
@@ -154,7 +156,7 @@ def test_publish_lands_in_the_templated_folder_and_a_retry_or_rerun_finds_it(tmp
     assert manifest.partition == "interval=20240501T010000Z"  # its identity is unchanged
     assert sorted(p.name for p in folder.iterdir()) == ["_manifest.json", "part-0.parquet"]
     assert not (ds / "interval=20240501T010000Z").exists()
-    assert read_manifest(str(ds), "dt=2024-05-01/hour=01")["plan_id"] == manifest.plan_id
+    assert present(read_manifest(str(ds), "dt=2024-05-01/hour=01"))["plan_id"] == manifest.plan_id
     # a retried commit (its staging area gone) recognises its publish in the templated folder
     retried = publish_once(plan, Staging(str(tmp_path / "staging")), run_id="r1", now_ms=2)
     assert retried.plan_id == manifest.plan_id
@@ -164,7 +166,7 @@ def test_publish_lands_in_the_templated_folder_and_a_retry_or_rerun_finds_it(tmp
     again.planned_at = 5
     publish_once(again, stage(tmp_path, again, "s2"), run_id="r2", now_ms=3)
     assert sorted(p.name for p in folder.iterdir()) == ["_manifest.json", "part-0.parquet"]
-    assert read_manifest(str(ds), "dt=2024-05-01/hour=01")["run_id"] == "r2"
+    assert present(read_manifest(str(ds), "dt=2024-05-01/hour=01"))["run_id"] == "r2"
 
 
 def test_without_a_template_publish_is_as_before(tmp_path):

@@ -14,6 +14,7 @@ from streamslice.planning import plan as plan_module
 from streamslice.planning.plan import PLAN_VERSION, Interval, OutputTarget, ReadPlan
 from streamslice.sources import read_plan
 from streamslice.spark.plan_options import plan_from_options
+from tests.support.checks import present
 
 
 def kafka_plan(**kw):
@@ -80,9 +81,10 @@ def test_an_older_plan_is_migrated_step_by_step(monkeypatch):
         data["skipped"] = data.pop("gaps")
         return data
 
-    Later = dataclasses.make_dataclass(  # noqa: N806 - that release's plan type
-        "Later", [("note", str, ""), ("skipped", list, dataclasses.field(default_factory=list))],
-        bases=(ReadPlan,))
+    @dataclasses.dataclass
+    class Later(ReadPlan):  # that release's plan type
+        note: str = ""
+        skipped: list = dataclasses.field(default_factory=list)
     monkeypatch.setattr(plan_module, "PLAN_VERSION", 4)
     monkeypatch.setattr(plan_module, "MIGRATIONS", {2: v2_to_v3, 3: v3_to_v4})
     old = saved(version=2, gaps=[{"key": "t:0", "from": 0, "to": 5, "reason": "expired"}])
@@ -92,6 +94,7 @@ def test_an_older_plan_is_migrated_step_by_step(monkeypatch):
     assert upgraded["skipped"] == old["gaps"] and upgraded["note"] == "from 2"
     assert old == old_copy  # the saved plan itself is not changed
     later = Later.from_dict(old, lambda kind, d: KafkaSplit(**d))
+    assert isinstance(later, Later)
     assert (later.note, later.skipped[0]["key"], later.version) == ("from 2", "t:0", 4)
     # a version 1 plan still has no way there
     monkeypatch.setattr(plan_module, "UNREADABLE", {})
@@ -110,8 +113,10 @@ def test_a_version_7_kafka_split_s_late_sides_are_its_unresolved_ones():
     old["splits"][0].pop("unresolved")
     old["splits"][0].update(late=sides, late_from=4)
     plan = read_plan(old)
-    assert (plan.splits[0].unresolved, plan.splits[0].late_from) == (sides, 4)
-    assert plan.splits[1].unresolved is None and plan.version == PLAN_VERSION
+    first, second = plan.splits[:2]
+    assert isinstance(first, KafkaSplit) and isinstance(second, KafkaSplit)
+    assert (first.unresolved, first.late_from) == (sides, 4)
+    assert second.unresolved is None and plan.version == PLAN_VERSION
     with pytest.raises(PlanError, match="unknown field 'late'"):  # this version has no late
         read_plan({**saved(), "splits": [{**saved()["splits"][0], "late": sides}]})
 
@@ -122,7 +127,7 @@ def test_a_version_8_interval_s_neighbours_are_one_width_away():
     old = saved(version=8)
     for name in ("previous_start", "next_end"):
         old["interval"].pop(name)
-    interval = read_plan(old).interval
+    interval = present(read_plan(old).interval)
     assert (interval.previous_from, interval.next_until) == (-3_600_000, 7_200_000)
 
 @pytest.mark.parametrize("change, message", [

@@ -158,8 +158,8 @@ def simulate(seed, lateness, event_time=False, frozen=True, intervals=None):
     store = MemoryStore()
     ivs = intervals or [Interval(k * W, (k + 1) * W, lateness, ET if event_time else None,
                                  lateness // 2 if event_time else 0) for k in range(20)]
-    due = {i: None for i in range(len(ivs))}
-    kept = {}
+    due: dict[int, int | None] = {i: None for i in range(len(ivs))}  # -1 once it ran
+    kept: dict[int, list[int]] = {}
     steps = records[-1][0] + 1 if records else 0
     for step in range(steps + 1):
         now = step * W // 4
@@ -245,7 +245,7 @@ def test_marks_are_replaced_by_one_run_at_a_time_under_the_work_areas_lease(tmp_
 
     def lease(run):
         return (lambda name: Lease(output, name, run)) if leased else (lambda name: NoLease())
-    won = {}
+    won: dict[str, bool] = {}
     runs = [threading.Thread(name=r, target=lambda r=r: won.__setitem__(
         r, TaskMarks(state, lease(r)).replace("progress/t:0", None, {"by": r})))
         for r in ("a", "b")]

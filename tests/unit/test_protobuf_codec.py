@@ -210,7 +210,7 @@ def test_fuzz_every_record_is_a_row_or_a_dead_letter():
     _, cls = classes()
     trip = cls["Trip"](id="f", count=-5, big=7, tags=["x"] * 3, kind=1)
     trip.m["a"] = 1
-    values = list(mutations([confluent_serialize(trip)], 3000, seed=3))
+    values: list[bytes | None] = list(mutations([confluent_serialize(trip)], 3000, seed=3))
     codec = ProtobufCodec.from_registered(Registered("PROTOBUF", serialized(), "s"), "demo.Trip")
     columns, errors = Framed(codec, DictRegistry({1: serialized()})).decode(values)
     assert all(len(c) == len(values) for c in columns) and errors

@@ -4,6 +4,7 @@ Airflow's task SDK (task states, an asset's state) is faked here, to cover our l
 tests/integration/test_read_ahead.py runs it through Airflow's scheduler and Spark Connect."""
 import threading
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,7 @@ class FakeTI:
 SPARK = {"runner": "connect", "remote": "sc://localhost:15002"}
 
 
-LAKE = {}  # the test's output folder (the claims' lease is in its work area)
+LAKE: dict[str, str] = {}  # the test's output folder (the claims' lease is in its work area)
 
 
 def pipeline(**fields):
@@ -221,11 +222,13 @@ def test_read_ahead_is_on_where_a_run_can_read_ahead_and_refused_where_it_cannot
     assert pipeline(tasks="separate").read_ahead == 0
     assert pipeline(spark={"runner": "local"}, tasks="combined").read_ahead == 16
     assert pipeline(spark={"runner": "local"}).read_ahead == 0  # separate by default there
-    for fields, why in [({"tasks": "separate", "read_ahead": 4}, "needs tasks: combined"),
-                        ({"mode": "incremental", "schedule": None, "start_date": None,
-                          "max_active_runs": 1, "read_ahead": 2}, "needs mode: interval"),
-                        ({"spark": {"runner": "spark-submit"}, "tasks": "combined",
-                          "read_ahead": 2}, "not possible with spark.runner spark-submit"),
-                        ({"read_ahead": -1}, "must be at least 0")]:
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"tasks": "separate", "read_ahead": 4}, "needs tasks: combined"),
+        ({"mode": "incremental", "schedule": None, "start_date": None, "max_active_runs": 1,
+          "read_ahead": 2}, "needs mode: interval"),
+        ({"spark": {"runner": "spark-submit"}, "tasks": "combined", "read_ahead": 2},
+         "not possible with spark.runner spark-submit"),
+        ({"read_ahead": -1}, "must be at least 0")]
+    for fields, why in refused:
         with pytest.raises(ConfigError, match=f"read_ahead.*{why}"):
             pipeline(**fields)

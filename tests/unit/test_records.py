@@ -19,6 +19,7 @@ from streamslice.metrics import RunMetrics
 from streamslice.reading.stats import SplitSummary
 from streamslice.records import RecordKind, Versioned, upgrade
 from streamslice.ui.model import Run
+from tests.support.checks import present
 
 SAVED = Path(__file__).parent / "saved"
 
@@ -135,7 +136,7 @@ def test_the_page_leaves_out_a_sent_alert_it_cannot_read_and_says_so(caplog):
     with caplog.at_level("WARNING", logger="streamslice"):
         assert _sent(newer) is None
     assert "sent alert version 2 was written by a newer streamslice" in caplog.text
-    assert _sent(json.dumps(saved("sent-alerts.json")[0])).kind == "data_loss"
+    assert present(_sent(json.dumps(saved("sent-alerts.json")[0]))).kind == "data_loss"
 
 
 MANIFESTS = ["manifest-files-incremental.json", "manifest-kafka-incremental.json",
@@ -159,15 +160,16 @@ def test_manifests_written_before_versions_are_read_by_attribute():
     kinesis = Manifest.from_dict(saved("manifest-kinesis-interval-event-time.json"))
     assert (kinesis.records, kinesis.dead_letters, kinesis.late_records,
             kinesis.early_records) == (109, 10, 22, 12)
-    assert kinesis.interval.event_time == {"field": "event_time", "format": None, "unit": "ms"}
-    assert (kinesis.interval.end, kinesis.interval.allowed_earliness) == (1795685292000, 1000)
+    interval = present(kinesis.interval)
+    assert interval.event_time == {"field": "event_time", "format": None, "unit": "ms"}
+    assert (interval.end, interval.allowed_earliness) == (1795685292000, 1000)
     shard = kinesis.splits[0]
     assert (shard.key, shard.records, shard.early, shard.lag, shard.lag_unit) == (
         "evtime-1b9c6370:shardId-000000000000", 61, 5, 0, "ms")
     assert shard.start == {"timestamp": 1795685287000, "type": "AT_TIMESTAMP"}
     # the source's own figures, which its checkpoint is made from
     assert shard.extra["last_seq"] == shard.last and shard.extra["reader"] == "polling"
-    assert kinesis.plan["version"] == 7 and kinesis.published is None
+    assert present(kinesis.plan)["version"] == 7 and kinesis.published is None
     files = Manifest.from_dict(saved("manifest-files-incremental.json"))
     assert (files.batch, files.interval, files.early_records) == (1, None, None)
     assert files.splits[0].extra == {} and files.splits[0].early is None
@@ -183,7 +185,7 @@ def test_what_a_run_reports_is_computed_from_a_saved_manifest():
     assert (extra.records, extra.early_records, extra.lag_unit, extra.splits) == (
         109, 12, "ms", 2)
     assert extra.dead_letter_uri == manifest.dead_letter_uri
-    assert {f.name: f.value for f in run_figures(manifest, manifest.interval.end)}[
+    assert {f.name: f.value for f in run_figures(manifest, present(manifest.interval).end)}[
         "late_records"] == 22
     (kind, message, _), = evaluate(AlertRules(dead_letters=5), manifest)
     assert kind == "dead_letters" and message.startswith("10 records failed to decode")

@@ -92,10 +92,15 @@ def test_a_registry_that_does_not_answer_fails_within_10_s_by_default():
     """*slow (10 s timeout by default)*: the client confluent-kafka builds has that timeout
     and a bounded retry, unless the connection's extra says otherwise."""
     from streamslice.registry import open_registry
-    rest = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {}).client._rest_client
+    from streamslice.registry.confluent import ConfluentRegistry
+    registry = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {})
+    assert isinstance(registry, ConfluentRegistry)
+    rest = registry.client._rest_client
     assert (rest.timeout, rest.max_retries) == (10.0, 2)
-    rest = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"},
-                         {"timeout": "2.5", "max.retries": "0"}).client._rest_client
+    registry = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"},
+                             {"timeout": "2.5", "max.retries": "0"})
+    assert isinstance(registry, ConfluentRegistry)
+    rest = registry.client._rest_client
     assert (rest.timeout, rest.max_retries) == (2.5, 0)
     with pytest.raises(ConfigError, match="schema registry property timeout: 'soon' is not a "
                                           "number"):

@@ -20,6 +20,7 @@ from streamslice.registry.wire import (
     parse,
     parse_header,
 )
+from tests.support.checks import present
 from tests.support.fuzz import mutations
 
 GUID = "b7b4a7f0-9c96-4e4a-a687-fb5de9ef0c63"
@@ -54,7 +55,7 @@ def test_confluent_protobuf_message_indexes(indexes):
         # and the client reads back what we read
         back = SchemaId("PROTOBUF")
         rest = back.from_bytes(io.BytesIO(head + b"\x08\x01"))
-        assert tuple(back.message_indexes) == f.indexes and rest.read() == f.payload
+        assert tuple(present(back.message_indexes)) == f.indexes and rest.read() == f.payload
 
 
 @pytest.mark.parametrize("compression", [None, "zlib"])
@@ -143,7 +144,7 @@ def test_schema_id_headers_as_the_client_writes_and_reads_them(role, indexes):
     payload = b"\x00\x0a\x68\x72\x32body"
     data, headers = header_serialized(role, sid, payload)
     assert data == payload and [h[0] for h in headers][1] == f"__{role}_schema_id"
-    header = header_value(headers, role)
+    header = present(header_value(headers, role))
     f = parse_header(header, data, role, protobuf)
     assert (f.kind, f.schema, f.payload) == (CONFLUENT_GUID, GUID, payload)
     assert f.indexes == (tuple(indexes) if protobuf else ())

@@ -19,6 +19,7 @@ from streamslice.commit.publishers.files import DirectoryRename
 from streamslice.errors import CommitError, StalePlanError
 from streamslice.planning.plan import OutputTarget
 from streamslice.reading.staging import Staging
+from tests.support.checks import present
 from tests.unit import test_partition_path as interval_case
 from tests.unit.test_commit import GOOD_ROWS, good_summaries, make_plan, stage
 
@@ -51,7 +52,7 @@ def test_a_saved_plan_is_reused_while_its_base_holds(tmp_path):
     plan = make_plan(1, dataset=str(tmp_path / "ds"))
     store = Store()
     cycle = RunCycle("a", store)
-    assert cycle.saved_plan(plan.to_dict()).partition == "batch=00000001"
+    assert present(cycle.saved_plan(plan.to_dict())).partition == "batch=00000001"
     assert cycle.saved_plan(None) is None
     # run b commits batch 1 from the same base: a's saved plan no longer holds
     RunCycle("b", store).commit(plan, staged(tmp_path, plan, "b"), now_ms=1)
@@ -232,6 +233,6 @@ def test_two_commits_of_one_interval_never_interleave(tmp_path, monkeypatch):
     manual.join()
     assert errors == []
     folder = ds / plans["manual"].partition
-    manifest = read_manifest(str(ds), plans["manual"].partition)
+    manifest = present(read_manifest(str(ds), plans["manual"].partition))
     rows = pads.dataset(str(folder), format="parquet").count_rows()
     assert (manifest["records"], rows, manifest["run_id"]) == (2, 2, "manual")

@@ -7,7 +7,7 @@ tests/integration/test_spark_submit.py, test_spark_connect.py, test_emr_serverle
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 
@@ -15,8 +15,16 @@ from streamslice import runners
 from streamslice.airflow.runners import run_spark_read
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
+from streamslice.planning.plan import ReadPlan
 from streamslice.secrets import SECRETS_FILE
 from tests.support.pipelines import modules_loaded_parsing
+
+if TYPE_CHECKING:
+    from streamslice.kafka.split import KafkaSplit
+
+# The plan a read is given, which the runner receives (the runners here are fakes or recorders).
+PLAN: ReadPlan[KafkaSplit] = ReadPlan(pipeline="p", source="kafka", mode="incremental",
+                                      planned_at=0, splits=[], partition="batch=00000001")
 
 HEAD = "mode: incremental\nkafka: {bootstrap_servers: 'b:9092', topics: [t]}\n"
 RAN: list[runners.RunRequest] = []
@@ -66,10 +74,11 @@ def test_a_runner_registered_by_one_line_is_chosen_and_runs_the_read():
                 "  recorder: {queue: q1, attempts: 3}\n")
     assert cfg.spark == RecordingRunner(conf={"spark.executor.memory": "2g"}, queue="q1",
                                         attempts=3)
-    run_spark_read(cfg, None, "/staging", {"bootstrap.servers": "b:9092",
+    run_spark_read(cfg, PLAN, "/staging", {"bootstrap.servers": "b:9092",
                                            "sasl.password": "s3cret"}, {"o": 1})
     (request,) = RAN
-    assert (request.cfg, request.staging_uri, request.options) == (cfg, "/staging", {"o": 1})
+    assert (request.cfg, request.plan, request.staging_uri, request.options) == \
+        (cfg, PLAN, "/staging", {"o": 1})
     # not an own-identity runner: the secret reaches it in the private file, never inline
     assert "sasl.password" not in request.properties
     assert request.properties[SECRETS_FILE] == request.secrets_path

@@ -1,22 +1,25 @@
 """Interval arithmetic (as Airflow's data-interval timetables lay intervals out) and error
 kinds that survive a process boundary."""
+from datetime import datetime, timezone
+
 import pytest
 
 from streamslice import errors
 from streamslice.config.schedule import interval_containing, interval_width_ms, intervals_between
 from streamslice.planning.bounds import IntervalBounds
 from streamslice.planning.plan import Interval
+from tests.support.pipelines import parsed
 
 H, D = 3_600_000, 86_400_000
 MAY1 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 
 
-class Cfg:
-    def __init__(self, schedule, start_date=MAY1, lateness=0):
-        self.schedule, self.start_date, self.allowed_lateness = schedule, start_date, lateness
-
-    def interval(self, start, end):  # as PipelineConfig.interval, without an event time
-        return Interval(start, end, self.allowed_lateness)
+def Cfg(schedule, start_date=MAY1, lateness=0):  # noqa: N802 (reads as the config it makes)
+    """An interval pipeline's configuration, as its file gives it (times in ms)."""
+    start = datetime.fromtimestamp(start_date / 1000, timezone.utc).isoformat()
+    return parsed("kafka", {"bootstrap_servers": "b:9092", "topics": ["t"]}, mode="interval",
+                  schedule=schedule, start_date=start, allowed_lateness=f"{lateness}ms",
+                  output="/lake")
 
 
 @pytest.mark.parametrize("schedule, at, start, end", [
@@ -64,7 +67,7 @@ def test_interval_bounds():
 def test_error_kinds_cross_a_process_boundary_as_one_line(exc):
     text = f"py4j.Py4JJavaError: An error occurred\nTraceback...\nRuntimeError: {exc.to_line()}\n"
     back = errors.from_text(text)
-    assert type(back) is type(exc) and back.split == exc.split
+    assert back is not None and type(back) is type(exc) and back.split == exc.split
     assert str(back) == str(exc) and errors.from_text("no marker here") is None
 
 

@@ -14,7 +14,13 @@ import pytest
 from streamslice.airflow import runners
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
+from streamslice.kafka.split import KafkaSplit
+from streamslice.planning.plan import ReadPlan
 from streamslice.secrets import SECRETS_FILE, private_file, split_secrets, with_secrets
+
+# The plan a read is given, which the runner receives (the runners here are fakes or recorders).
+PLAN: ReadPlan[KafkaSplit] = ReadPlan(pipeline="p", source="kafka", mode="incremental",
+                                      planned_at=0, splits=[], partition="batch=00000001")
 
 KAFKA = {"bootstrap.servers": "b:9096", "security.protocol": "SASL_SSL",
          "sasl.mechanism": "PLAIN", "sasl.username": "svc", "sasl.password": "s3cret"}
@@ -51,7 +57,7 @@ def recorded(monkeypatch):
 @pytest.mark.parametrize("runner", ["local", "spark-submit"])
 def test_local_and_submitted_readers_get_secrets_in_a_private_file_removed_after(recorded,
                                                                                   runner):
-    runners.run_spark_read(config("kafka", runner), None, "/staging", dict(KAFKA), {})
+    runners.run_spark_read(config("kafka", runner), PLAN, "/staging", dict(KAFKA), {})
     (call,) = recorded
     public = {k: v for k, v in call["properties"].items() if k != SECRETS_FILE}
     assert public == {k: v for k, v in KAFKA.items() if k != "sasl.password"}
@@ -70,13 +76,13 @@ def test_a_kafka_password_is_never_sent_to_a_runtime_with_its_own_identity(recor
     with pytest.raises(ConfigError, match=rf"spark.runner: spark.runner {runner}: the read "
                                           rf"needs sasl.password from kafka.conn_id 'k', and "
                                           rf"secrets are never sent to {where}.*msk_iam"):
-        runners.run_spark_read(config("kafka", runner), None, "/staging", dict(KAFKA), {})
+        runners.run_spark_read(config("kafka", runner), PLAN, "/staging", dict(KAFKA), {})
     assert recorded == []  # failed at once, before any read
 
 
 @pytest.mark.parametrize("runner", ["connect", "emr-serverless"])
 def test_static_aws_keys_stay_in_airflow_and_the_role_still_travels(recorded, runner):
-    runners.run_spark_read(config("kinesis", runner), None, "/staging", dict(KINESIS), {})
+    runners.run_spark_read(config("kinesis", runner), PLAN, "/staging", dict(KINESIS), {})
     (call,) = recorded
     assert call["properties"] == {"region": "eu-west-1",
                                   "role_arn": "arn:aws:iam::123456789012:role/r"}

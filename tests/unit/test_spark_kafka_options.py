@@ -7,6 +7,7 @@ import re
 import pytest
 
 from streamslice.errors import ConfigError
+from streamslice.kafka.admin import TopicPartition
 from streamslice.kafka.properties import kafka_python_kwargs
 from streamslice.kafka.source import KafkaSource
 from streamslice.kafka.spark_options import OPTIONS
@@ -47,7 +48,7 @@ def test_subscriptions():
     assert parse(subscribe=None, subscribePattern="ord")[0].subscriber == \
         TopicPattern("ord", search=True)
     assert parse(subscribe=None, assign='{"t": [0, 2]}')[0].subscriber == \
-        PartitionSet((("t", 0), ("t", 2)))
+        PartitionSet((TopicPartition("t", 0), TopicPartition("t", 2)))
 
 
 def test_defaults_are_earliest_to_latest_without_headers_failing_on_data_loss():

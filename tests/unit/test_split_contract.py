@@ -6,7 +6,7 @@ import pytest
 
 from streamslice.reading.stats import SplitSummary
 from streamslice.sources import SOURCES, lag_unit, position_text, source_class
-from streamslice.splits import PositionText, Split, elide, lag_text, total_lag
+from streamslice.splits import LagUnit, PositionText, Split, elide, lag_text, total_lag
 from tests.support.records import manifest
 
 SEQ = "49651234567890123456789012345678901234567890123456789012"
@@ -142,9 +142,10 @@ def test_lag_text_says_its_unit(value, unit, text):
 
 
 def test_run_lag_adds_records_but_takes_the_worst_time_behind():
-    summaries = [SplitSummary(i, "k", 0, 1, lag=lag, lag_unit=unit) for i, (lag, unit) in
-                 enumerate([(5, "records"), (7, "records"), (900, "ms"), (100, "ms"),
-                            (None, "ms")])]
+    lags: list[tuple[int | None, LagUnit]] = [(5, "records"), (7, "records"), (900, "ms"),
+                                               (100, "ms"), (None, "ms")]
+    summaries = [SplitSummary(i, "k", 0, 1, lag=lag, lag_unit=unit)
+                 for i, (lag, unit) in enumerate(lags)]
     assert total_lag(summaries) == {"records": 12, "ms": 900}
     assert total_lag([]) == {"records": None, "ms": None}
 

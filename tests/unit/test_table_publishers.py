@@ -13,6 +13,7 @@ from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
 from streamslice.reading.staging import Staging
 from streamslice.reading.stats import SplitSummary
+from tests.support.checks import present
 from tests.support.connections import connection
 
 
@@ -39,7 +40,7 @@ def stage(tmp_path, plan, rows, name="s1", values=None):
     schema = table_schema(plan)
     st = Staging(str(tmp_path / "staging" / name))
     (tmp_path / "staging" / name / "data").mkdir(parents=True)
-    cols = {f.name: [None] * len(rows) for f in schema}
+    cols: dict[str, list[object]] = {f.name: [None] * len(rows) for f in schema}
     cols.update(topic=["t"] * len(rows), partition=[0] * len(rows), offset=rows,
                 streamslice_partition=[plan.partition] * len(rows))
     n_type = schema.field("n").type
@@ -103,8 +104,8 @@ def test_rolling_back_a_reprocessed_partition_as_the_readme_shows(tmp_path, fmt)
     if fmt == "iceberg":
         from pyiceberg.catalog import load_catalog
         table = load_catalog("streamslice", **output.catalog).load_table(output.table)
-        previous = [s for s in table.snapshots()
-                    if s.summary.additional_properties.get("streamslice.run_id") == "r1"][-1]
+        previous = [s for s in table.snapshots() if present(s.summary).additional_properties
+                    .get("streamslice.run_id") == "r1"][-1]
         table.manage_snapshots().rollback_to_snapshot(previous.snapshot_id).commit()
     else:
         from deltalake import DeltaTable
@@ -127,7 +128,7 @@ def test_iceberg_catalog_properties_from_an_airflow_connection(tmp_path, monkeyp
                          "conn_id: lake_catalog}\n", default_name="p")
     output = cfg.output.target("p")
     assert output.catalog == {} and "sqlite" not in make_plan(output).to_json()
-    resolved = with_catalog_connection(output)
+    resolved = present(with_catalog_connection(output))
     assert resolved.catalog["uri"] == f"sqlite:///{tmp_path}/c.db"
     plan = make_plan(resolved)
     publish_once(plan, stage(tmp_path, plan, [0, 1]), run_id="r1", now_ms=1)
@@ -227,7 +228,7 @@ def test_widened_types_and_a_dropped_field(tmp_path, fmt):
         narrower.partition = "batch=00000002"
         publish_once(narrower, stage(tmp_path, narrower, [1], name="s3", values={
             "d": [Decimal("2.50")]}), run_id="r3", now_ms=3)
-        expected = {"n": 10, "f": None, "d": Decimal("2.50"), "note": None}
+        expected: dict[str, object] = {"n": 10, "f": None, "d": Decimal("2.50"), "note": None}
     else:
         publish_once(wider, staged, run_id="r2", now_ms=2)
         expected = {"n": 2**40, "f": 2.5, "d": Decimal("1234567890.25"), "note": None}
@@ -254,14 +255,14 @@ def test_each_commit_carries_its_run_and_the_staged_files_are_not_rewritten(tmp_
     if fmt == "iceberg":
         from pyiceberg.catalog import load_catalog
         table = load_catalog("streamslice", **output.catalog).load_table(output.table)
-        props = table.current_snapshot().summary.additional_properties
+        props = present(present(table.current_snapshot()).summary).additional_properties
         (data,) = [task.file.file_path for task in table.scan().plan_files()]
         assert os.stat(data.removeprefix("file://")).st_ino == inode
     else:
         from deltalake import DeltaTable
-        table = DeltaTable(output.table)
-        props = table.history(1)[0]
-        assert table.transaction_version("p") == plan.batch == 1
+        delta = DeltaTable(output.table)
+        props = delta.history(1)[0]
+        assert delta.transaction_version("p") == plan.batch == 1
     assert (props["streamslice.pipeline"], props["streamslice.run_id"]) == ("p", "r1")
     assert props["streamslice.plan_id"] == plan_id(plan)
     assert json.loads(props["streamslice.end_positions"]) == {"t:0": 3}

@@ -133,7 +133,7 @@ def test_a_pod_override_becomes_the_pod_object_of_the_kubernetes_provider(monkey
             return ("V1Pod", pod["metadata"]["labels"]["team"])
 
     module = types.ModuleType("airflow.providers.cncf.kubernetes.pod_generator")
-    module.PodGenerator = PodGenerator
+    vars(module)["PodGenerator"] = PodGenerator
     for name in ("airflow.providers.cncf", "airflow.providers.cncf.kubernetes"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, module.__name__, module)

@@ -65,11 +65,11 @@ def test_a_cron_schedule_in_another_time_zone_is_left_to_airflow():
     paris = pendulum.timezone("Europe/Paris")
     dag = DAG("paris", schedule=CronDataIntervalTimetable("0 9 * * *", timezone=paris),
               start_date=datetime(2024, 3, 20, tzinfo=timezone.utc))
-    dag = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    stored = DagSerialization.from_dict(DagSerialization.to_dict(dag))
     since = to_ms(datetime(2024, 3, 25, tzinfo=timezone.utc))
     until = since + 14 * 86_400_000  # Paris moves to summer time on 31 March
-    ours = intervals_of(dag, since, until)
-    assert ours == airflows_own(dag, since, until)
+    ours = intervals_of(stored, since, until)
+    assert ours == airflows_own(stored, since, until)
     assert {(e - s) // 3_600_000 for s, e in ours} == {23, 24}
 
 
@@ -92,10 +92,13 @@ def test_the_page_shows_times_in_the_time_zone_of_the_dags_timetable():
 def test_the_strip_shows_the_latest_48_intervals_up_to_now_by_default():
     """*default: the latest 48 intervals up to now*, as wide as the newest run's (an hour
     before any run): a pipeline that stopped running shows what it missed since."""
+    from sqlalchemy.orm import Session
+
     from streamslice.airflow.ui_data import default_range
     from streamslice.ui.model import Run
+    session = Session()  # not bound to a database: the range needs none
     end = datetime(2024, 5, 3, tzinfo=timezone.utc)
     quarter = Run("r", "success", start=to_ms(end) - 900_000, end=to_ms(end))
     now = to_ms(end) + 7 * 86_400_000
-    assert default_range(None, "orders", quarter, now_ms=now) == (now - 48 * 900_000, now)
-    assert default_range(None, "orders", None, now_ms=now) == (now - 48 * 3_600_000, now)
+    assert default_range(session, "orders", quarter, now_ms=now) == (now - 48 * 900_000, now)
+    assert default_range(session, "orders", None, now_ms=now) == (now - 48 * 3_600_000, now)

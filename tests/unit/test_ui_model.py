@@ -18,6 +18,7 @@ from streamslice.ui.model import (
     headline,
     lag_chart,
 )
+from tests.support.checks import present
 from tests.support.records import run_metrics
 
 H = 3_600_000
@@ -52,14 +53,15 @@ def test_a_failed_rerun_does_not_hide_an_earlier_publish_but_a_rerun_in_flight_s
 
 def test_incremental_pipelines_get_one_cell_per_batch_in_run_order():
     cells = coverage([run("b", "success", records=3, at=2), run("a", "failed", at=1)], None)
-    assert [(c.run.run_id, c.status) for c in cells] == [("a", "failed"), ("b", "published")]
+    assert [(present(c.run).run_id, c.status) for c in cells] == \
+        [("a", "failed"), ("b", "published")]
 
 
 def test_lag_names_the_top_partitions_and_bands_the_rest_per_column():
     lag = [{f"t:{p}": p * (i + 1) for p in range(12)} for i in range(3)]
     runs = [run(str(i), "success", T0 + i * H, 1, lag_records=1, lag_by_split=lag[i])
             for i in (0, 2)]  # interval 1 has no run: no figure there
-    chart = lag_chart(coverage(runs, hours(3)), top=3)
+    chart = present(lag_chart(coverage(runs, hours(3)), top=3))
     assert chart.unit == "records"
     assert list(chart.lines) == ["t:11", "t:10", "t:9"]
     assert chart.lines["t:11"] == [11.0, None, 33.0]
@@ -72,13 +74,13 @@ def test_lag_names_the_top_partitions_and_bands_the_rest_per_column():
 def test_the_named_lines_are_listed_furthest_behind_now_first():
     runs = [run("a", "success", T0, 1, lag_records=1, lag_by_split={"t:0": 100, "t:1": 50}),
             run("b", "success", T0 + H, 1, lag_records=1, lag_by_split={"t:0": 1, "t:1": 40})]
-    assert list(lag_chart(coverage(runs, hours(2))).lines) == ["t:1", "t:0"]
+    assert list(present(lag_chart(coverage(runs, hours(2)))).lines) == ["t:1", "t:0"]
 
 
 def test_time_behind_is_folded_as_the_worst_not_summed():
     runs = [run("k", "success", T0, 1, millis_behind_latest=900,
                 lag_by_split={"s:shardId-0": 900, "s:shardId-1": 40})]
-    chart = lag_chart(coverage(runs, hours(1)), top=1)
+    chart = present(lag_chart(coverage(runs, hours(1)), top=1))
     assert chart.unit == "ms" and chart.total == [900.0] and chart.high == [40.0]
     legend = svg.lag_legend(chart, "shards")
     assert "0.9 s behind" in legend and "1 other shards" in legend
@@ -96,7 +98,7 @@ def test_a_line_breaks_where_a_column_has_no_figure():
 
 def test_time_axis_labels_round_hours_in_the_pipelines_zone_and_names_each_day():
     berlin = axis.zone("Europe/Berlin")
-    starts = [T0 + i * H for i in range(48)]  # 2024-05-01 00:00Z = 02:00 CEST
+    starts: list[int | None] = [T0 + i * H for i in range(48)]  # 2024-05-01 00:00Z = 02:00 CEST
     ticks = axis.time_ticks(starts, berlin, 840)
     assert ticks[0] == (4, "06:00", "May 1")  # the first round 6-hour mark in Berlin
     assert [t[1] for t in ticks[:4]] == ["06:00", "12:00", "18:00", "00:00"]
@@ -251,7 +253,7 @@ def test_names_and_messages_are_escaped_everywhere():
     for text in (html, page):
         assert "<script>alert" not in text and "&lt;script&gt;" in text
     # The script's data cannot end its <script> element early.
-    blob = re.search(r'id="page-data">(.*?)</script>', page).group(1)
+    blob = present(re.search(r'id="page-data">(.*?)</script>', page)).group(1)
     assert json.loads(blob)["dag_id"] == hostile
 
 
@@ -267,14 +269,14 @@ def test_what_a_user_may_do_is_in_the_page_and_a_reader_is_told_why_not():
     cells = coverage([run("f", "failed", T0)], hours(1))
     row = Overview("p", "kafka", "interval", "@hourly", True, "")
     reader = pages.pipeline(view_of(row, cells, [cells[0].run]), "/streamslice", "/af")
-    data = json.loads(re.search(r'id="page-data">(.*?)</script>', reader).group(1))
+    data = json.loads(present(re.search(r'id="page-data">(.*?)</script>', reader)).group(1))
     assert data["can_run"] is False and data["can_clear"] is False
     assert data["api"] == "/af/api/v2" and data["paused"] is True
     assert data["cols"][0] == {"s": "failed", "t": T0, "e": T0 + H, "run": "f", "n": None}
     assert data["tz"] == "UTC"
     def told(page):
-        return "may read this pipeline but not run it" in re.search(
-            r'<p id="headline".*?</p>', page).group(0)
+        return "may read this pipeline but not run it" in present(re.search(
+            r'<p id="headline".*?</p>', page)).group(0)
     assert told(reader)
     runner = pages.pipeline(view_of(row, cells, [cells[0].run], can_run=True, can_clear=True),
                             "/streamslice", "/af")
@@ -304,11 +306,13 @@ kinesis: {{stream: s, region: us-east-1, reader: efo,
 output: {{path: /lake}}
 """, file="p.yaml", default_name="p").source
     mine = run_consumer_name("app", "manual__1")
-    act = leak_action(source("per_run"), "s", mine, "ACTIVE", set())
+    act = present(leak_action(source("per_run"), "s", mine, "ACTIVE", set()))
     assert (act.name, act.label, act.disabled) == ("deregister", "Deregister", None)
     assert json.loads(act.target) == {"stream": "s", "consumer": mine}
-    assert "uses it" in leak_action(source("per_run"), "s", mine, "ACTIVE", {mine}).disabled
-    assert "deleting" in leak_action(source("per_run"), "s", mine, "DELETING", set()).disabled
+    in_use = present(leak_action(source("per_run"), "s", mine, "ACTIVE", {mine}))
+    assert "uses it" in present(in_use.disabled)
+    deleting = present(leak_action(source("per_run"), "s", mine, "DELETING", set()))
+    assert "deleting" in present(deleting.disabled)
     for other in ("someone-else", "app", "app-2", "apple-0123456789"):
         assert leak_action(source("per_run"), "s", other, "ACTIVE", set()) is None
     assert leak_action(source("keep"), "s", mine, "ACTIVE", set()) is None  # kept on purpose
@@ -437,7 +441,7 @@ def test_tile_legend_and_positions_give_the_lag_of_the_run_planned_last():
     backfill = run("bf", "success", T0, 0, at=T0 + 5 * H, lag_records=0,
                    lag_by_split={"t:0": 0})
     cells = coverage([newest, backfill], hours(3))
-    chart = lag_chart(cells)
+    chart = present(lag_chart(cells))
     assert chart.latest == 0 and chart.measured_at == T0 + 5 * H
     assert chart.latest_total == 0
     assert ">0 records<" in svg.lag_legend(chart, "partitions")

@@ -8,7 +8,8 @@ from tests.support.wait import wait_for, wait_until_clock
 
 
 def test_wait_for_returns_the_first_truthy_value():
-    calls = iter([None, 0, [], "ready"])
+    answers: list[object] = [None, 0, [], "ready"]  # falsy values of all kinds, then a truthy one
+    calls = iter(answers)
     assert wait_for(lambda: next(calls), timeout=5, interval=0) == "ready"
 
 

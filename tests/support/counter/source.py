@@ -5,7 +5,7 @@ outside this package names it; the test registers it by one line."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -20,6 +20,9 @@ from streamslice.sources import (
     SplitSerializer,
 )
 
+if TYPE_CHECKING:
+    from streamslice.splits import LagUnit
+
 _META = [("partition", pa.string()), ("n", pa.int64())]
 
 
@@ -30,7 +33,7 @@ class CounterSplit:
     start: int
     stop: int
 
-    lag_unit: ClassVar = "records"
+    lag_unit: ClassVar[LagUnit] = "records"
 
     @property
     def key(self) -> str:

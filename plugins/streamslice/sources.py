@@ -49,8 +49,11 @@ if TYPE_CHECKING:
 Mode = Literal["interval", "incremental", "bounded"]
 # A source's client properties: its connection's settings as its clients take them (Kafka's
 # dotted names, Kinesis's region and endpoint, a registry's URL), plus what a run adds (an
-# MSK IAM token callback); ``secrets`` keeps the secret ones apart.
-Properties = dict[str, Any]
+# MSK IAM token callback); ``secrets`` keeps the secret ones apart. A value is text as
+# connections and the YAML give it, or a number, flag or None a source's own settings add
+# (an AWS session's duration, a role's external id not set).
+PropertyValue = str | int | float | bool | None
+Properties = dict[str, PropertyValue]
 OnDataLoss = Literal["fail", "skip"]  # records gone before a run read them: fail, or skip
 ON_DATA_LOSS: tuple[OnDataLoss, ...] = ("fail", "skip")
 

@@ -13,7 +13,7 @@ from .positions import PlanContext
 from .split import KafkaSplit
 
 if TYPE_CHECKING:
-    from ..sources import PlanRequest
+    from ..sources import PlanRequest, Properties
     from .admin import KafkaAdmin, TopicPartition
     from .positions import Offsets
     from .source import KafkaSource
@@ -25,11 +25,11 @@ class KafkaPlanner(Planner[KafkaSplit]):
 
     source: KafkaSource
 
-    def _admin(self, properties: dict[str, Any]) -> KafkaAdmin:
+    def _admin(self, properties: Properties) -> KafkaAdmin:
         from .admin import KafkaAdmin
         return KafkaAdmin(properties)
 
-    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+    def split_keys(self, properties: Properties) -> list[str]:
         with self._admin(properties) as admin:
             return [tp.key for tp in self.source.subscriber.partitions(admin)]
 
@@ -40,7 +40,7 @@ class KafkaPlanner(Planner[KafkaSplit]):
                 return plan_spark_read(self.source, admin, request)
             return plan_kafka(self.source, admin, request)
 
-    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+    def reset_positions(self, to: Any, properties: Properties) -> ResetTarget:
         """``to``: earliest | latest | {timestamp: ms} | {offsets: {"topic:p": offset}}."""
         from .positions import Committed, parse_position
         if to in ("TRIM_HORIZON", "LATEST"):

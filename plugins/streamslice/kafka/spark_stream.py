@@ -37,6 +37,7 @@ from .spark_options import (
 )
 
 if TYPE_CHECKING:
+    from ..sources import Properties
     from .admin import KafkaAdmin, TopicPartition
     from .source import KafkaSource
     from .split import KafkaSplit
@@ -162,7 +163,7 @@ class KafkaStream:
     anew in every Python worker that needs it: it connects only when first asked for offsets,
     so Spark can ship it to the executors, whose tasks read with the batch readers."""
 
-    def __init__(self, source: KafkaSource, properties: dict[str, Any], limits: Limits) -> None:
+    def __init__(self, source: KafkaSource, properties: Properties, limits: Limits) -> None:
         self.source, self.properties, self.limits = source, properties, limits
         assert source.spark is not None
         self.read = source.spark

@@ -30,7 +30,7 @@ from .positions import (
 from .split import KinesisSplit
 
 if TYPE_CHECKING:
-    from ..sources import PlanRequest
+    from ..sources import PlanRequest, Properties
     from .source import KinesisSource
 
 
@@ -41,7 +41,7 @@ class KinesisPlanner(Planner[KinesisSplit]):
 
     source: KinesisSource
 
-    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+    def split_keys(self, properties: Properties) -> list[str]:
         return list(self._shards(make_client(properties))[0])
 
     def _shards(self, client: Any) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
@@ -57,7 +57,7 @@ class KinesisPlanner(Planner[KinesisSplit]):
     def plan(self, request: PlanRequest) -> SourcePlan[KinesisSplit]:
         return plan_kinesis(self.source, request)
 
-    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+    def reset_positions(self, to: Any, properties: Properties) -> ResetTarget:
         """Sequence numbers are checked against their shards (GetShardIterator
         AT_SEQUENCE_NUMBER), so a wrong one is refused now rather than failing the next read;
         the shards they do not name start over from the trim horizon, which the reset asks

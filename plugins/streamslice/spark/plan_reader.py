@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..reading.loop import SplitReader
     from ..reading.malformed import Malformed, ParseMode
     from ..reading.sink import ParquetSink
-    from ..sources import ReaderFactory, ReadRequest
+    from ..sources import Properties, ReaderFactory, ReadRequest
 
 
 F = TypeVar("F", bound="Callable[..., Any]")
@@ -134,7 +134,7 @@ class PlanReader(DataSourceReader):
         return [SplitPartition([items[i] for i in group])
                 for group in pack_splits(sizes, self.slots)]
 
-    def _properties(self) -> dict[str, Any]:
+    def _properties(self) -> Properties:
         from streamslice.registry.base import split_properties
         from streamslice.secrets import with_secrets
         return split_properties(with_secrets(self.properties, _spark_file))[0]

@@ -28,13 +28,14 @@ if TYPE_CHECKING:
 
     from ..planning.plan import ReadPlan
     from ..reading.malformed import ParseMode
+    from ..sources import Properties
 
 
 class Stream(Protocol):
     """What a source's ``stream(options)`` gives (``kafka.spark_stream.KafkaStream``)."""
 
     info: dict[str, Any]  # the plan's source_info
-    properties: dict[str, Any]
+    properties: Properties
 
     @property
     def limits(self) -> Any: ...

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .reading.loop import SplitReader
     from .reading.staging import Staging
     from .reading.stats import SplitSummary
+    from .records import JsonObject
     from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
@@ -358,10 +359,10 @@ class SplitSerializer(ABC, Generic[SplitT]):
     read them."""
 
     @abstractmethod
-    def from_dict(self, data: dict[str, Any]) -> SplitT:
+    def from_dict(self, data: JsonObject) -> SplitT:
         """A split as the plan's JSON holds it → the split object."""
 
-    def to_dict(self, split: SplitT) -> dict[str, Any]:
+    def to_dict(self, split: SplitT) -> JsonObject:
         return split.to_dict()
 
     def position_text(self, position: Any) -> PositionText:

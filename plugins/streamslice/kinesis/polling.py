@@ -26,6 +26,7 @@ from .positions import NO_BOUND, AfterSequenceNumber, Position
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
 
+    from ..records import JsonObject
     from .client import ApiArgs, Record
     from .split import KinesisSplit
 
@@ -38,7 +39,7 @@ class PollingSettings:
     interval_ms: int = 200
     backoff: dict[str, Backoff] = field(default_factory=lambda: dict(DEFAULT_BACKOFF))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """As the plan's ``source_info`` carries them to the readers."""
         return {"max_records": self.max_records, "interval_ms": self.interval_ms,
                 "backoff": {k: [b.max_retries, b.base_ms, b.max_ms, b.exponent]

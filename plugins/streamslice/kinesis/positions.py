@@ -20,6 +20,7 @@ from ..timeutil import SYMBOLS, iso
 
 if TYPE_CHECKING:
     from ..planning.bounds import IntervalBounds
+    from ..records import JsonObject
 
 NO_BOUND = 2 ** 62  # "read until caught up", for stop: shard_end
 
@@ -51,7 +52,7 @@ class Position:
         """SubscribeToShard's StartingPosition."""
         return {"Type": self.type}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type}
 
     def describe(self) -> str:
@@ -94,7 +95,7 @@ class AtTimestamp(Position):
             raise PlanError(f"AT_TIMESTAMP {self.timestamp} was not resolved")
         return self.timestamp / 1000
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type, "timestamp": self.timestamp}
 
     def describe(self) -> str:
@@ -112,7 +113,7 @@ class _Sequence(Position):
     def starting_position(self) -> dict[str, Any]:
         return {"Type": self.type, "SequenceNumber": self.seq}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type, "seq": self.seq}
 
     def describe(self) -> str:
@@ -148,7 +149,7 @@ class SequenceNumbers(Position):
         return AtSequenceNumber(seq) if self.kind == AtSequenceNumber.type \
             else AfterSequenceNumber(seq)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.kind, "seq": dict(self.seqs)}
 
     def describe(self) -> str:

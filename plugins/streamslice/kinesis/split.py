@@ -15,6 +15,7 @@ from ..splits import NO_POSITION
 from .positions import NO_BOUND, Position, position_from_dict, position_text
 
 if TYPE_CHECKING:
+    from ..records import JsonObject
     from ..splits import LagUnit, PositionText
 
 
@@ -59,12 +60,12 @@ class KinesisSplit:
     def offset_range(self) -> None:
         return None  # sequence numbers are not range-checked against the staged rows
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
 class KinesisSplitSerializer(SplitSerializer[KinesisSplit]):
-    def from_dict(self, data: dict[str, Any]) -> KinesisSplit:
+    def from_dict(self, data: JsonObject) -> KinesisSplit:
         split: KinesisSplit = build(KinesisSplit, data, "Kinesis split")
         return split
 

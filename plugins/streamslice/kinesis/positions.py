@@ -33,6 +33,11 @@ class PlanTime:
     bounds: IntervalBounds | None = None
 
 
+# A position as Kinesis' API takes it (GetShardIterator's arguments, SubscribeToShard's
+# StartingPosition): its type and sequence number as text, a timestamp in epoch seconds
+ShardArgs = dict[str, str | float]
+
+
 class Position:
     """A start position. Concrete ones (no symbols, no per-shard maps) go into splits."""
 
@@ -44,11 +49,11 @@ class Position:
     def resolve(self, at: PlanTime) -> Position:
         return self
 
-    def iterator_args(self) -> dict[str, Any]:
+    def iterator_args(self) -> ShardArgs:
         """GetShardIterator arguments besides StreamName and ShardId."""
         return {"ShardIteratorType": self.type}
 
-    def starting_position(self) -> dict[str, Any]:
+    def starting_position(self) -> ShardArgs:
         """SubscribeToShard's StartingPosition."""
         return {"Type": self.type}
 
@@ -84,10 +89,10 @@ class AtTimestamp(Position):
     def resolve(self, at: PlanTime) -> Position:
         return AtTimestamp(resolve_time(self.timestamp, at.bounds))
 
-    def iterator_args(self) -> dict[str, Any]:
+    def iterator_args(self) -> ShardArgs:
         return {"ShardIteratorType": self.type, "Timestamp": self._seconds()}
 
-    def starting_position(self) -> dict[str, Any]:
+    def starting_position(self) -> ShardArgs:
         return {"Type": self.type, "Timestamp": self._seconds()}
 
     def _seconds(self) -> float:
@@ -107,10 +112,10 @@ class AtTimestamp(Position):
 class _Sequence(Position):
     seq: str
 
-    def iterator_args(self) -> dict[str, Any]:
+    def iterator_args(self) -> ShardArgs:
         return {"ShardIteratorType": self.type, "StartingSequenceNumber": self.seq}
 
-    def starting_position(self) -> dict[str, Any]:
+    def starting_position(self) -> ShardArgs:
         return {"Type": self.type, "SequenceNumber": self.seq}
 
     def to_dict(self) -> JsonObject:

@@ -71,7 +71,7 @@ def source_class(kind: str) -> type[Source[Any]]:
     return cls
 
 
-def read_split(kind: str, data: dict[str, Any]) -> Split[Any]:
+def read_split(kind: str, data: JsonObject) -> Split[Any]:
     """One split of a ``kind`` source from a plan's JSON."""
     from .errors import PlanError
     if kind not in SOURCES:
@@ -81,7 +81,7 @@ def read_split(kind: str, data: dict[str, Any]) -> Split[Any]:
     return split
 
 
-def read_plan(data: dict[str, Any] | str | bytes) -> ReadPlan[Split[Any]]:
+def read_plan(data: JsonObject | str | bytes) -> ReadPlan[Split[Any]]:
     """A ReadPlan from its JSON (text or parsed), each split read by the plan's own source;
     a plan of another version is migrated or refused (``planning.plan.upgrade``)."""
     from .planning.plan import ReadPlan
@@ -269,7 +269,7 @@ class Source(ABC, Generic[SplitT]):
         """Options for the readers, from the config and the setup tasks' results."""
         return {}
 
-    def asset_extra(self) -> dict[str, Any]:
+    def asset_extra(self) -> JsonObject:
         """Facts about the source for the output asset's extra, which downstream DAGs and the
         page read (no client settings, no secrets)."""
         return {}
@@ -386,7 +386,7 @@ class Connected(Protocol):
     # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
     ambient_secrets: tuple[str, ...]
 
-    def connection_hints(self) -> dict[str, Any]:
+    def connection_hints(self) -> dict[str, str | None]:
         """Keyword arguments for ``connection_hook`` besides the conn_id (e.g. a region)."""
         ...
 

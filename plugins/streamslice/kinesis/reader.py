@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
     from ..reading.stats import SplitSummary
+    from ..records import JsonObject
     from ..sources import Properties, ReadRequest
     from .client import Record
     from .split import KinesisSplit
@@ -103,7 +104,7 @@ class KinesisSplitReader(SplitReader["KinesisSplit"]):
     def positions(self, raw: list[Record]) -> list[str]:
         return [r["SequenceNumber"] for r in raw]
 
-    def summary_extra(self) -> dict[str, Any]:
+    def summary_extra(self) -> JsonObject:
         s = self.state
         return {"finished": s.finished, "last_seq": s.last_seq, "lag": s.millis_behind_first,
                 "millis_behind_latest": s.millis_behind_first,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
+    from ..records import JsonObject
     from ..sources import CommandKit, OnDataLoss, PageSection, Properties
     from .config import Reader, Registration
     from .planner import KinesisPlanner
@@ -81,7 +82,7 @@ class KinesisSource(Source[KinesisSplit]):
         props.update(self.credentials)
         return props
 
-    def connection_hints(self) -> dict[str, Any]:
+    def connection_hints(self) -> dict[str, str | None]:
         return {"region": self.region, "service": "kinesis"}
 
     def describe(self) -> str:
@@ -113,7 +114,7 @@ class KinesisSource(Source[KinesisSplit]):
                                     "a failed read.")]
         return tasks
 
-    def asset_extra(self) -> dict[str, Any]:
+    def asset_extra(self) -> JsonObject:
         return {"efo": self.reader == "efo"}
 
     def page_sections(self, properties: Callable[[], Properties],

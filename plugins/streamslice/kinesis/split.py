@@ -24,7 +24,7 @@ class KinesisSplit:
     id: int
     stream: str
     shard_id: str
-    start: dict[str, Any]
+    start: JsonObject  # its Position (``positions.position_from_dict``)
     stop_before: int  # epoch ms: stop at the first record that arrived at or after this
     closed: bool = False  # the shard was closed at plan time
     parents: list[str] = field(default_factory=list)
@@ -41,7 +41,7 @@ class KinesisSplit:
         return position_from_dict(self.start)
 
     @property
-    def end(self) -> dict[str, Any]:
+    def end(self) -> JsonObject:
         """``{"arrived_before": ms}``, or ``{"shard_end": true}`` (read until the shard ends
         or the reader has caught up)."""
         if self.stop_before >= NO_BOUND:

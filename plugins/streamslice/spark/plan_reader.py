@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..reading.loop import SplitReader
     from ..reading.malformed import Malformed, ParseMode
     from ..reading.sink import ParquetSink
+    from ..records import JsonObject
     from ..sources import Properties, ReaderFactory, ReadRequest
 
 
@@ -62,7 +63,7 @@ class SplitPartition(InputPartition):
     """The splits one Spark task reads, in order, each with the index of its plan (``None``
     for the split: a plan without splits)."""
 
-    def __init__(self, splits: list[tuple[int, dict[str, Any] | None]]) -> None:
+    def __init__(self, splits: list[tuple[int, JsonObject | None]]) -> None:
         super().__init__(splits)
 
 
@@ -104,7 +105,7 @@ class PlanReader(DataSourceReader):
         self.mode, self.schema = (mode, schema) if not self.staging else (None, None)
         ahead = json.loads(options.get("ahead") or "[]") if self.codec else []
         # (plan JSON, staging URI, its splits) of each plan read: this one first
-        self.plans: list[tuple[str, str | None, list[dict[str, Any]]]] = [
+        self.plans: list[tuple[str, str | None, list[JsonObject]]] = [
             (plan.to_json(), self.staging, [s.to_dict() for s in plan.splits])]
         for other in ahead:
             from streamslice.sources import read_plan
@@ -120,7 +121,7 @@ class PlanReader(DataSourceReader):
         from streamslice.sources import source_class
         source = source_class(self.kind)
         readers, serializer = source.readers(), source.serializer()
-        items: list[tuple[int, dict[str, Any] | None]] = []
+        items: list[tuple[int, JsonObject | None]] = []
         for index, (_, _, splits) in enumerate(self.plans):
             if not splits:
                 items.append((index, None))

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .config.fields import Fields
     from .config.pipeline import PipelineConfig
     from .lineage import DatasetName
-    from .planning.plan import Interval, ReadPlan
+    from .planning.plan import Gap, Interval, ReadPlan
     from .planning.progress import MarkStore
     from .reading.decode import Decoder
     from .reading.loop import SplitReader
@@ -134,7 +134,7 @@ class SourcePlan(Generic[SplitT]):
     """What a source's planner returns, the same shape for every source."""
 
     splits: Sequence[SplitT]
-    gaps: list[dict[str, Any]] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
     next_positions: Positions = field(default_factory=dict)  # {} when readers decide
     info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
 

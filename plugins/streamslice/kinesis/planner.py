@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..aws import stream_ref
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
+from ..planning.plan import Gap
 from ..sources import Planner, ResetTarget, SourcePlan
 from .client import DEFAULT_BACKOFF, Backoff, call, error_code, make_client
 from .polling import iterator_args, stream_arg, stream_arn_arg
@@ -133,7 +134,7 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - th
     stop_before = source.stop.stop_before(at)
     initial = initial_position(source, request, at)
     splits: list[KinesisSplit] = []
-    gaps: list[dict[str, Any]] = []
+    gaps: list[Gap] = []
     pending, expired = [], []
     info: dict[str, Any] = {"reader": source.reader, "streams": {},
                             "region": props.get("region"),
@@ -183,8 +184,8 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - th
     if isinstance(initial, SequenceNumbers) and not checkpoint:
         check_sequence_numbers(client, initial.seqs, all_shards, info["streams"])
     if expired:
-        gap = [{"key": k, "from": checkpoint[k], "to": None,
-                "reason": "shard expired before it was read to its end"} for k in expired]
+        gap = [Gap(k, checkpoint[k], None,
+                   "shard expired before it was read to its end") for k in expired]
         if source.on_data_loss != "skip":
             raise DataLossError(f"data loss: shards {', '.join(expired)} expired before they "
                                 "were read to their end. Set on_data_loss: skip to continue.",
@@ -233,7 +234,7 @@ def check_sequence_numbers(client: Any, seqs: dict[str, str], shards: dict[str, 
 
 
 def _check_trimmed(client: Any, stream: str, shard_id: str, position: AfterSequenceNumber,
-                   policy: str, gaps: list[dict[str, Any]], key: str | None = None
+                   policy: str, gaps: list[Gap], key: str | None = None
                    ) -> Position:
     """The record a checkpoint stopped at must still be there; if the trim horizon has passed
     it, records after it may have expired unread."""
@@ -261,8 +262,7 @@ def _check_trimmed(client: Any, stream: str, shard_id: str, position: AfterSeque
             raise
     if first == seq:
         return position
-    gap = {"key": key, "from": seq, "to": first,
-           "reason": "checkpoint older than the trim horizon"}
+    gap = Gap(key, seq, first, "checkpoint older than the trim horizon")
     if policy != "skip":
         raise DataLossError(
             f"data loss: {key}: the checkpointed sequence number {seq} is older "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, TypeGuard
 
 from ..aws import AwsAuth
 from ..errors import PlanError, PlanVersionError
@@ -139,6 +139,46 @@ class Interval:
         return self.next_end if self.next_end is not None else self.end + self.width
 
 
+GapPosition = int | str | JsonObject
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Records a run passed over because they were gone before it read them (``on_data_loss:
+    skip``): the split's key, between which positions (offsets, sequence numbers, an expired
+    Kinesis shard's checkpoint value; ``to`` None: to that shard's end) and why. Its JSON
+    says ``from`` and ``to``."""
+
+    key: str
+    from_: GapPosition
+    to: GapPosition | None
+    reason: str
+
+    def to_dict(self) -> JsonObject:
+        return {"key": self.key, "from": self.from_, "to": self.to, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Gap:
+        """A gap from a plan's JSON, its fields checked (a PlanError names the bad one)."""
+        read = dict(_mapping(data, "plan gap"))
+        if sorted(read) != ["from", "key", "reason", "to"]:
+            raise PlanError(f"plan gap: fields must be key, from, to and reason, got "
+                            f"{', '.join(sorted(read))}")
+        key, start, end, reason = read["key"], read["from"], read["to"], read["reason"]
+        if isinstance(key, str) and isinstance(reason, str) and _position(start) \
+                and (end is None or _position(end)):
+            return cls(key, start, end, reason)
+        raise PlanError(f"plan gap: {read!r} is not a key, two positions and a reason")
+
+    def __str__(self) -> str:
+        return f"{self.key} from {self.from_} to {self.to} ({self.reason})"
+
+
+def _position(value: JsonValue) -> TypeGuard[GapPosition]:
+    return isinstance(value, str | dict) or (isinstance(value, int)
+                                             and not isinstance(value, bool))
+
+
 @dataclass(frozen=True)
 class OutputTarget:
     """Where and how a run publishes: planned once, so read and commit agree even if the
@@ -201,7 +241,7 @@ class ReadPlan(Generic[SplitT]):
     batch: int | None = None
     base_checkpoint: dict[str, Any] | None = None  # the checkpoint this plan started from
     next_positions: Positions = field(default_factory=dict)  # the checkpoint on commit
-    gaps: list[dict[str, Any]] = field(default_factory=list)  # skipped data loss
+    gaps: list[Gap] = field(default_factory=list)  # skipped data loss
     decode: dict[str, Any] = field(default_factory=dict)
     source_info: dict[str, Any] = field(default_factory=dict)  # servers, stream ARNs: no secrets
     version: int = PLAN_VERSION
@@ -212,6 +252,7 @@ class ReadPlan(Generic[SplitT]):
     def to_dict(self) -> JsonObject:
         data: JsonObject = asdict(self)
         data["splits"] = [s.to_dict() for s in self.splits]
+        data["gaps"] = [g.to_dict() for g in self.gaps]
         return data
 
     @classmethod
@@ -227,6 +268,10 @@ class ReadPlan(Generic[SplitT]):
         if not isinstance(splits, list):
             raise PlanError(f"plan: 'splits' must be a list, got {type(splits).__name__}")
         read["splits"] = [_split(read_split, kind, s, i) for i, s in enumerate(splits)]
+        gaps = read.get("gaps", [])
+        if not isinstance(gaps, list):
+            raise PlanError(f"plan: 'gaps' must be a list, got {type(gaps).__name__}")
+        read["gaps"] = [Gap.from_dict(g) for g in gaps]
         if read.get("interval") is not None:
             read["interval"] = build(Interval, read["interval"], "plan interval")
         if read.get("output") is not None:

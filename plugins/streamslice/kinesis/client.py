@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import SourceError
 
@@ -20,6 +20,39 @@ if TYPE_CHECKING:
 # arguments, and one record (Data, SequenceNumber, ApproximateArrivalTimestamp, …).
 ApiArgs = dict[str, Any]
 Record = dict[str, Any]
+
+
+class ShardRange(TypedDict, total=False):
+    StartingSequenceNumber: str
+    EndingSequenceNumber: str  # only once the shard is closed
+
+
+class Shard(TypedDict, total=False):
+    """One shard as ListShards gives it (the keys the planner reads)."""
+
+    ShardId: str
+    ParentShardId: str
+    AdjacentParentShardId: str
+    SequenceNumberRange: ShardRange
+    HashKeyRange: dict[str, str]
+
+
+class ShardFilter(TypedDict):
+    """ListShards' ShardFilter: the shards open at or after a time (epoch seconds)."""
+
+    Type: str
+    Timestamp: float
+
+
+class StreamConsumer(TypedDict, total=False):
+    """An Enhanced Fan-Out consumer as ListStreamConsumers and DescribeStreamConsumer give
+    it."""
+
+    ConsumerName: str
+    ConsumerARN: str
+    ConsumerStatus: str  # CREATING | ACTIVE | DELETING
+    ConsumerCreationTimestamp: datetime
+    StreamARN: str
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from .split import KinesisSplit
 
 if TYPE_CHECKING:
     from ..sources import PlanRequest, Properties
+    from .client import ApiArgs, Shard, ShardFilter
     from .source import KinesisSource
 
 
@@ -101,13 +102,13 @@ def stream_names(client: Any, ref: str,
 
 
 def list_shards(client: Any, stream: str,
-                shard_filter: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                shard_filter: ShardFilter | None = None) -> list[Shard]:
     """All shards of a stream (a name or ARN; open and closed ones still within
     retention), following NextToken pages."""
-    shards: list[dict[str, Any]] = []
+    shards: list[Shard] = []
     token = None
     while True:
-        args: dict[str, Any] = {"NextToken": token} if token else stream_arg(stream)
+        args: ApiArgs = {"NextToken": token} if token else stream_arg(stream)
         if shard_filter and not token:
             args["ShardFilter"] = shard_filter
         resp = call(client.list_shards, f"ListShards({stream})", DEFAULT_BACKOFF["list_shards"],
@@ -118,7 +119,7 @@ def list_shards(client: Any, stream: str,
             return shards
 
 
-def parents_of(shard: dict[str, Any]) -> list[str]:
+def parents_of(shard: Shard) -> list[str]:
     return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId")) if p]
 
 
@@ -149,8 +150,9 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - th
         name, arn = stream_names(client, ref)
         info["streams"][name] = arn
         since = at.bounds.read_from if at.bounds is not None else None  # shards open then
-        shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (since - 1000) / 1000}
-                        if since is not None else None)
+        shard_filter: ShardFilter | None = (
+            {"Type": "FROM_TIMESTAMP", "Timestamp": (since - 1000) / 1000}
+            if since is not None else None)
         shards = list_shards(client, arn, shard_filter)
         listed = {s["ShardId"] for s in shards}
         all_shards.update((sid, name) for sid in listed)

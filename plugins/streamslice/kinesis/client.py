@@ -44,6 +44,16 @@ class ShardFilter(TypedDict):
     Timestamp: float
 
 
+class ResponseMetadata(TypedDict, total=False):
+    HTTPHeaders: dict[str, str]  # lower-case names: "date", …
+
+
+class Answer(TypedDict, total=False):
+    """Any call's answer, as far as its metadata (the server's clock) is read."""
+
+    ResponseMetadata: ResponseMetadata
+
+
 class StreamConsumer(TypedDict, total=False):
     """An Enhanced Fan-Out consumer as ListStreamConsumers and DescribeStreamConsumer give
     it."""

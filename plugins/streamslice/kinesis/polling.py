@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
 
     from ..records import JsonObject
-    from .client import ApiArgs, Record
+    from .client import Answer, ApiArgs, Record
     from .split import KinesisSplit
 
     Records = list[Record]
@@ -169,7 +169,7 @@ def wall_ms() -> int:
     return int(time.time() * 1000)
 
 
-def server_ms(resp: dict[str, Any]) -> int | None:
+def server_ms(resp: Answer) -> int | None:
     """The server's clock when it answered (its ``Date`` header), if it said."""
     date = resp.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
     try:
@@ -183,7 +183,7 @@ def bound_passed(split: KinesisSplit) -> bool:
     return split.stop_before < NO_BOUND and wall_ms() >= split.stop_before
 
 
-def stream_behind(resp: dict[str, Any], split: KinesisSplit) -> int:
+def stream_behind(resp: Answer, split: KinesisSplit) -> int:
     """How far (ms) the stream's clock is still before a bound this worker's clock has
     passed; 0 when the read may end (no bound, a future one, or no clock to go by)."""
     server = server_ms(resp)

@@ -22,7 +22,8 @@ CHUNK = 4 << 20
 
 def folder(uri: str) -> tuple[pafs.FileSystem, str]:
     try:
-        return pafs.FileSystem.from_uri(uri)
+        found: tuple[pafs.FileSystem, str] = pafs.FileSystem.from_uri(uri)
+        return found
     except (ValueError, OSError) as exc:
         raise SourceError(f"files.path {uri}: {exc}") from None
 

@@ -40,11 +40,11 @@ _NAMESPACE = uuid.UUID("6f1d3a52-5b0e-4c38-9d57-2f0c1e7a9b41")
 _packages: dict[str, Path] = {}
 
 
-def run_connect_read(remote: str, plan: ReadPlan, staging_uri: str, *,
+def run_connect_read(remote: str, plan: ReadPlan[Any], staging_uri: str, *,
                      conf: dict[str, str] | None = None,
                      properties: Properties | None = None,
                      options: dict[str, Any] | None = None,
-                     ahead: Sequence[tuple[ReadPlan, str]] = ()) -> str:
+                     ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> str:
     """``run_read`` on the Spark Connect server at ``remote``; a server that cannot be reached
     is a SourceError (retried), never a short read."""
     with connect_session(remote, conf) as spark:

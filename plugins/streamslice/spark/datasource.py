@@ -44,7 +44,7 @@ class PlannedSource(DataSource):
     def name(cls) -> str:
         return f"streamslice-{cls.kind}"
 
-    def _plan(self) -> ReadPlan:
+    def _plan(self) -> ReadPlan[Any]:
         if not hasattr(self, "_cached_plan"):
             from streamslice.spark.plan_options import plan_from_options
             self._cached_plan = plan_from_options(dict(self.options), self.kind)

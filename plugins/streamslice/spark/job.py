@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from ..sources import Properties
 
 
-def run_read(spark: Any, plan: ReadPlan, staging_uri: str, *,
+def run_read(spark: Any, plan: ReadPlan[Any], staging_uri: str, *,
              properties: Properties | None = None,
              options: dict[str, Any] | None = None, direct: bool = True,
-             pack: bool = True, ahead: Sequence[tuple[ReadPlan, str]] = ()) -> str:
+             pack: bool = True, ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> str:
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data`` in the
     plan's output format. Parquet in a codec pyarrow has is written by the readers themselves,
     one file per split (``reading.sink``): Spark runs the tasks and gets no rows, and a task

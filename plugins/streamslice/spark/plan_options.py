@@ -12,7 +12,7 @@ another range, so it fails naming the closest known option.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.data_source_options import client_properties
 from ..errors import ConfigError, PlanError, PlanVersionError
@@ -45,7 +45,7 @@ def check_names(opts: dict[str, str], kind: str, known: tuple[str, ...], prefix:
                           f"{prefix}* client properties")
 
 
-def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan:
+def plan_from_options(options: dict[str, str], kind: str) -> ReadPlan[Any]:
     from ..planning.planner import plan_run
     from ..sources import read_plan, source_class
     opts = {k.lower(): v for k, v in options.items()}
@@ -83,7 +83,7 @@ def decoding_from_options(opts: dict[str, str]) -> Decoding:
                                     ("true", "false"), "true") == "true")
 
 
-def parse_mode(options: dict[str, str], plan: ReadPlan) -> ParseMode:
+def parse_mode(options: dict[str, str], plan: ReadPlan[Any]) -> ParseMode:
     """Spark's ``mode`` (any case, as Spark's ``ParseMode.fromString``) and
     ``columnNameOfCorruptRecord``. ``onDecodeError``, the older option, maps onto it: ``fail``
     is ``FAILFAST``, ``dead_letter`` ``PERMISSIVE`` (the record stays, as a corrupt row: a

@@ -67,7 +67,7 @@ class SplitPartition(InputPartition):
         super().__init__(splits)
 
 
-def dataframe_schema(plan: ReadPlan, mode: ParseMode | None) -> pa.Schema:
+def dataframe_schema(plan: ReadPlan[Any], mode: ParseMode | None) -> pa.Schema:
     """The source's columns for the plan's decoding, and the corrupt-record column where
     ``mode`` wants one."""
     import pyarrow as pa
@@ -87,7 +87,7 @@ class PlanReader(DataSourceReader):
     list of ``{"plan", "staging"}``: other intervals of the same pipeline, each into its own
     staging area, ``reading.ahead``), their splits packed into the same tasks."""
 
-    def __init__(self, plan: ReadPlan, options: dict[str, str], mode: ParseMode | None = None,
+    def __init__(self, plan: ReadPlan[Any], options: dict[str, str], mode: ParseMode | None = None,
                  schema: pa.Schema | None = None) -> None:
         from streamslice.config.data_source_options import client_properties
         from streamslice.sources import source_class

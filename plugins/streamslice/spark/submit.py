@@ -42,7 +42,7 @@ def package_zip(directory: str | Path) -> Path:
     return write_zip(Path(directory) / "streamslice.zip")
 
 
-def submit(plan: ReadPlan, staging_uri: str, *, master: str,
+def submit(plan: ReadPlan[Any], staging_uri: str, *, master: str,
            properties: Properties | None = None, conf: dict[str, Any] | None = None,
            options: dict[str, Any] | None = None, log: Callable[[str], object] = print,
            files: Sequence[str] = ()) -> None:

@@ -12,6 +12,7 @@ from streamslice.kafka.split import KafkaSplit
 from streamslice.kinesis.split import KinesisSplit
 from streamslice.planning import plan as plan_module
 from streamslice.planning.plan import PLAN_VERSION, Gap, Interval, OutputTarget, ReadPlan
+from streamslice.reading.event_time import EventTime
 from streamslice.sources import read_plan
 from streamslice.spark.plan_options import plan_from_options
 
@@ -61,6 +62,17 @@ def test_a_plans_gaps_are_records_whose_json_keeps_its_shape():
 def test_a_saved_plans_bad_gap_is_refused_by_name(gap):
     with pytest.raises(PlanError, match="plan gap"):
         read_plan(saved(gaps=[gap]))
+
+
+def test_an_intervals_event_time_is_a_record_whose_json_keeps_its_shape():
+    plan = kafka_plan()
+    plan.interval = Interval(0, 3_600_000, 60_000, EventTime("meta.ts", "s"), 1_000)
+    assert json.loads(plan.to_json())["interval"]["event_time"] == {
+        "field": "meta.ts", "unit": "s", "format": None}
+    assert read_plan(plan.to_json()) == plan
+    bad = saved(interval={**saved()["interval"], "event_time": {"field": "t", "units": "s"}})
+    with pytest.raises(PlanError, match="plan interval event_time: unknown field 'units'"):
+        read_plan(bad)
 
 
 def test_a_plan_from_a_newer_release_is_refused_with_what_to_do():

@@ -9,7 +9,6 @@ import pyarrow.compute as pc
 
 from ..planning.bounds import classify_event_time
 from ..reading.decode import TS, Decoder
-from ..reading.event_time import EventTime
 from ..reading.loop import SplitReader
 from ..sources import ReaderFactory
 from .client import make_client
@@ -89,8 +88,7 @@ class KinesisSplitReader(SplitReader["KinesisSplit"]):
         self.consumer_arn = consumer_arn
         self.client = client or make_client(properties, utc_timestamps=True)
         self.interval = interval if interval is not None and interval.event_time else None
-        self.event_time = EventTime.from_dict(self.interval.event_time) \
-            if self.interval is not None and self.interval.event_time else None
+        self.event_time = self.interval.event_time if self.interval is not None else None
         self.schema = record_schema(self.decoder, self.event_time is not None)
         self.state = ShardRead()
         self._progress: int | None = None  # the highest arrival time read so far

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeGuard
 
 from ..aws import AwsAuth
 from ..errors import PlanError, PlanVersionError
+from ..reading.event_time import EventTime
 from ..records import JsonObject, JsonValue, RecordKind
 from ..splits import Positions, SplitT  # noqa: TC001 - its fields resolve at run time
 from .layout import PartitionPath
@@ -116,9 +117,9 @@ class Interval:
     start: int  # epoch ms, inclusive
     end: int  # epoch ms, exclusive
     allowed_lateness: int = 0  # ms
-    # An event-time field (``reading.event_time.EventTime`` as a dict): records are owned by
-    # its time, not by their arrival (``planning.bounds.classify_event_time``); None: arrival.
-    event_time: dict[str, Any] | None = None
+    # An event-time field: records are owned by its time, not by their arrival
+    # (``planning.bounds.classify_event_time``); None: arrival.
+    event_time: EventTime | None = None
     allowed_earliness: int = 0  # ms a field's time may lie after the record's arrival
     # The schedule's neighbouring intervals: where the previous one starts and the next one
     # ends (a month, a weekend's gap, are not this interval's width); None: one width away
@@ -273,7 +274,7 @@ class ReadPlan(Generic[SplitT]):
             raise PlanError(f"plan: 'gaps' must be a list, got {type(gaps).__name__}")
         read["gaps"] = [Gap.from_dict(g) for g in gaps]
         if read.get("interval") is not None:
-            read["interval"] = build(Interval, read["interval"], "plan interval")
+            read["interval"] = _interval(read["interval"])
         if read.get("output") is not None:
             read["output"] = build(OutputTarget, read["output"], "plan output")
         plan: ReadPlan[Split[Any]] = build(cls, read, "plan")
@@ -311,6 +312,14 @@ def upgrade(data: object) -> JsonObject:
             f"plan version {version} is too old for this streamslice (it reads versions "
             f"{plan.readable()}): {why}. Clear the run's plan task so it is planned again")
     return plan.migrate(data, version)
+
+
+def _interval(data: object) -> Interval:
+    read: dict[str, object] = dict(_mapping(data, "plan interval"))
+    if read.get("event_time") is not None:
+        read["event_time"] = build(EventTime, read["event_time"], "plan interval event_time")
+    interval: Interval = build(Interval, read, "plan interval")
+    return interval
 
 
 def _split(read_split: SplitFromDict, kind: str, data: object, index: int) -> Split[Any]:

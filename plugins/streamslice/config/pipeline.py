@@ -93,7 +93,7 @@ class Output:
         dataset = self.dataset(pipeline)
         return OutputTarget(dataset=dataset, format=self.format, compression=self.compression,
                             publisher=publisher_class(self.format).name,
-                            aws=self.aws.to_dict(), **self.settings.target(dataset, pipeline))
+                            aws=self.aws, **self.settings.target(dataset, pipeline))
 
 
 @dataclass(frozen=True)

@@ -192,9 +192,9 @@ class OutputTarget:
     table: str | None = None  # iceberg: namespace.table; delta: the table's URI
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg catalog properties
     conn_id: str | None = None  # an Airflow connection holding more catalog properties
-    # How every process reaches the output (S3, a Glue catalog): an ``AwsAuth`` as a dict,
-    # region, endpoint, role to assume; no secret. {}: each library's own default chain.
-    aws: dict[str, Any] = field(default_factory=dict)
+    # How every process reaches the output (S3, a Glue catalog): region, endpoint, role to
+    # assume; no secret. ``AwsAuth()`` (``{}`` in JSON): each library's own default chain.
+    aws: AwsAuth = AwsAuth()
     # strftime template of an interval's start: the folder it lands in (planning.layout);
     # None: the partition's name (interval=…, batch=…) is its folder
     partition_path: str | None = None
@@ -212,7 +212,7 @@ class OutputTarget:
 
     @property
     def auth(self) -> AwsAuth | None:
-        return AwsAuth.from_dict(self.aws) if self.aws else None
+        return self.aws if self.aws.to_dict() else None
 
     @property
     def work(self) -> str:
@@ -254,6 +254,8 @@ class ReadPlan(Generic[SplitT]):
         data: JsonObject = asdict(self)
         data["splits"] = [s.to_dict() for s in self.splits]
         data["gaps"] = [g.to_dict() for g in self.gaps]
+        if self.output is not None:  # as AwsAuth writes itself: the settings given
+            data["output"] = {**asdict(self.output), "aws": self.output.aws.to_dict()}
         return data
 
     @classmethod
@@ -276,7 +278,7 @@ class ReadPlan(Generic[SplitT]):
         if read.get("interval") is not None:
             read["interval"] = _interval(read["interval"])
         if read.get("output") is not None:
-            read["output"] = build(OutputTarget, read["output"], "plan output")
+            read["output"] = _output(read["output"])
         plan: ReadPlan[Split[Any]] = build(cls, read, "plan")
         return plan
 
@@ -312,6 +314,14 @@ def upgrade(data: object) -> JsonObject:
             f"plan version {version} is too old for this streamslice (it reads versions "
             f"{plan.readable()}): {why}. Clear the run's plan task so it is planned again")
     return plan.migrate(data, version)
+
+
+def _output(data: object) -> OutputTarget:
+    read: dict[str, object] = dict(_mapping(data, "plan output"))
+    if "aws" in read:
+        read["aws"] = AwsAuth.from_dict(_mapping(read["aws"], "plan output aws"))
+    output: OutputTarget = build(OutputTarget, read, "plan output")
+    return output
 
 
 def _interval(data: object) -> Interval:

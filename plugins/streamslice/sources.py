@@ -269,7 +269,7 @@ class Source(ABC, Generic[SplitT]):
         """Options for the readers, from the config and the setup tasks' results."""
         return {}
 
-    def asset_extra(self) -> JsonObject:
+    def asset_extra(self) -> dict[str, str | int | float | bool | None]:
         """Facts about the source for the output asset's extra, which downstream DAGs and the
         page read (no client settings, no secrets)."""
         return {}

@@ -22,21 +22,6 @@ ApiArgs = dict[str, Any]
 Record = dict[str, Any]
 
 
-class ShardRange(TypedDict, total=False):
-    StartingSequenceNumber: str
-    EndingSequenceNumber: str  # only once the shard is closed
-
-
-class Shard(TypedDict, total=False):
-    """One shard as ListShards gives it (the keys the planner reads)."""
-
-    ShardId: str
-    ParentShardId: str
-    AdjacentParentShardId: str
-    SequenceNumberRange: ShardRange
-    HashKeyRange: dict[str, str]
-
-
 class ShardFilter(TypedDict):
     """ListShards' ShardFilter: the shards open at or after a time (epoch seconds)."""
 

@@ -31,8 +31,10 @@ from .positions import (
 from .split import KinesisSplit
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..sources import PlanRequest, Properties
-    from .client import ApiArgs, Shard, ShardFilter
+    from .client import ApiArgs, ShardFilter
     from .source import KinesisSource
 
 
@@ -102,10 +104,10 @@ def stream_names(client: Any, ref: str,
 
 
 def list_shards(client: Any, stream: str,
-                shard_filter: ShardFilter | None = None) -> list[Shard]:
+                shard_filter: ShardFilter | None = None) -> list[dict[str, Any]]:
     """All shards of a stream (a name or ARN; open and closed ones still within
-    retention), following NextToken pages."""
-    shards: list[Shard] = []
+    retention), following NextToken pages, as botocore gives them."""
+    shards: list[dict[str, Any]] = []
     token = None
     while True:
         args: ApiArgs = {"NextToken": token} if token else stream_arg(stream)
@@ -119,8 +121,9 @@ def list_shards(client: Any, stream: str,
             return shards
 
 
-def parents_of(shard: Shard) -> list[str]:
-    return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId")) if p]
+def parents_of(shard: Mapping[str, object]) -> list[str]:
+    return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId"))
+            if isinstance(p, str) and p]
 
 
 def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - the per-shard cases of one plan, in the order read

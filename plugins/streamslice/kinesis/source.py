@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
-    from ..records import JsonObject
     from ..sources import CommandKit, OnDataLoss, PageSection, Properties
     from .config import Reader, Registration
     from .planner import KinesisPlanner
@@ -114,7 +113,7 @@ class KinesisSource(Source[KinesisSplit]):
                                     "a failed read.")]
         return tasks
 
-    def asset_extra(self) -> JsonObject:
+    def asset_extra(self) -> dict[str, str | int | float | bool | None]:
         return {"efo": self.reader == "efo"}
 
     def page_sections(self, properties: Callable[[], Properties],

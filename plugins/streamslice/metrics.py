@@ -17,7 +17,6 @@ from .splits import LagUnit, Positions, total_lag  # noqa: TC001 - msgspec reads
 
 if TYPE_CHECKING:
     from .commit.manifest import Manifest
-    from .records import JsonObject
 
 PREFIX = "streamslice"  # after Airflow's own prefix: airflow.streamslice.records
 Kind = Literal["count", "gauge", "timing"]
@@ -88,7 +87,7 @@ class RunMetrics(Versioned):
             dead_letter_uri=manifest.dead_letter_uri if manifest.dead_letters else None,
             published=manifest.published or None)
 
-    def to_dict(self) -> JsonObject:
+    def to_dict(self) -> dict[str, Any]:
         """Its JSON as events have it: what a run did not have is left out."""
         data = super().to_dict()
         if self.early_records is None:

@@ -93,7 +93,8 @@ class PlanReader(DataSourceReader):
         from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
         self.kind = plan.source
-        self.properties = client_properties(options, source_class(plan.source).option_prefix)
+        self.properties: Properties = dict(client_properties(
+            options, source_class(plan.source).option_prefix))
         # A schema registry's properties, given as options of their own by a Spark user
         self.properties.update(client_properties(options, "schema.registry.", keep=True))
         self.read_options = {**json.loads(options.get("readoptions") or "{}"),

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from .commit.checkpoint import Checkpoint
     from .config.pipeline import PipelineConfig
-    from .sources import CommandKit, Source
+    from .sources import CommandKit, Properties, Source
 
 Args = argparse.Namespace
 JSON_HELP = "print the result as JSON (for scripts) instead of a table"
@@ -200,12 +200,12 @@ def _pipelines(args: Args) -> list[PipelineConfig]:
     return load_pipelines(pipelines_dir(args))[0]
 
 
-def _source_properties(source: Source[Any]) -> dict[str, Any]:
+def _source_properties(source: Source[Any]) -> Properties:
     from .airflow.hooks import source_properties
     return source_properties(source)
 
 
-def _aws_properties(conn_id: str, region: str | None, field: str) -> dict[str, Any]:
+def _aws_properties(conn_id: str, region: str | None, field: str) -> Properties:
     from .airflow.hooks import aws_properties
     return aws_properties(conn_id, region, field=field)
 
@@ -321,7 +321,7 @@ def cmd_plan(args: Args) -> None:
     emit(args, plan.to_dict(), text)
 
 
-def _properties(cfg: PipelineConfig) -> dict[str, Any]:
+def _properties(cfg: PipelineConfig) -> Properties:
     """The run's client properties, resolved as the plan task resolves them
     (``airflow.hooks.pipeline_properties``); without Airflow when no connection is named."""
     if not names_connection(cfg):

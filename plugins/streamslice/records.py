@@ -17,18 +17,23 @@ written as text where a number belongs is an error here, not a wrong figure late
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
 import msgspec
 
 from .errors import RecordError, RecordVersionError
 
+R = TypeVar("R", bound="Versioned")
+# What JSON holds: a record's (or a plan's) JSON before it is read into its dataclass.
+JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonObject = dict[str, JsonValue]
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    Migration = Callable[[dict[str, Any]], dict[str, Any]]
+    # A record's JSON of one version → the same record's JSON of the next
+    Migration = Callable[[JsonObject], JsonObject]
 
-R = TypeVar("R", bound="Versioned")
 UNVERSIONED = 1  # the version of a record written before records carried one
 
 
@@ -49,7 +54,7 @@ class RecordKind:
         oldest = self.oldest_readable()
         return f"{oldest} to {self.version}" if oldest < self.version else str(self.version)
 
-    def migrate(self, data: dict[str, Any], version: int) -> dict[str, Any]:
+    def migrate(self, data: JsonObject, version: int) -> JsonObject:
         """``data``, of a readable ``version``, stepped up to ``self.version``."""
         while version < self.version:
             data = self.migrations[version](data)
@@ -73,7 +78,7 @@ class Versioned:
         return decode(cls, data)
 
 
-def upgrade(data: Any, kind: RecordKind) -> dict[str, Any]:
+def upgrade(data: object, kind: RecordKind) -> JsonObject:
     """``data`` (a record's JSON) as a record of ``kind.version``, or RecordVersionError."""
     if not isinstance(data, dict):
         raise RecordError(f"{kind.name} must be a JSON object, got {type(data).__name__}")
@@ -91,7 +96,7 @@ def upgrade(data: Any, kind: RecordKind) -> dict[str, Any]:
         raise RecordVersionError(
             f"{kind.name} version {version} is too old for this streamslice (it reads "
             f"versions {kind.readable()}): no migration from it exists")
-    migrated: dict[str, Any] = kind.migrate(data, version)
+    migrated = kind.migrate(data, version)
     migrated["version"] = kind.version
     return migrated
 

@@ -16,14 +16,14 @@ import os
 import shutil
 import tempfile
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .aws.auth import is_secret
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
-    from .sources import Properties
+    from .sources import Properties, PropertyValue
 
 SECRETS_FILE = "secrets_file"
 
@@ -52,14 +52,14 @@ def private_file(secrets: Properties) -> Iterator[str | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def with_secrets(properties: Properties,
-                 locate: Callable[[str], str | None] | None = None) -> dict[str, Any]:
+def with_secrets(properties: Mapping[str, PropertyValue],
+                 locate: Callable[[str], str | None] | None = None) -> Properties:
     """The properties an executor builds its client from: ``secrets_file``'s content merged
     in. ``locate(name)`` finds a file Spark shipped (spark-submit ``--files``) where the path
     is not on this machine."""
-    path = properties.get(SECRETS_FILE)
-    if not path:
-        return properties
+    if not properties.get(SECRETS_FILE):
+        return dict(properties)
+    path = str(properties[SECRETS_FILE])
     out = {k: v for k, v in properties.items() if k != SECRETS_FILE}
     if not os.path.exists(path) and locate is not None:
         path = locate(os.path.basename(path)) or path

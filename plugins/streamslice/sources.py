@@ -38,19 +38,23 @@ if TYPE_CHECKING:
     from .config.fields import Fields
     from .config.pipeline import PipelineConfig
     from .lineage import DatasetName
-    from .planning.plan import Interval, ReadPlan
+    from .planning.plan import Gap, Interval, ReadPlan
     from .planning.progress import MarkStore
     from .reading.decode import Decoder
     from .reading.loop import SplitReader
     from .reading.staging import Staging
     from .reading.stats import SplitSummary
+    from .records import JsonObject
     from .splits import LagUnit, PositionText, Split
 
 Mode = Literal["interval", "incremental", "bounded"]
 # A source's client properties: its connection's settings as its clients take them (Kafka's
 # dotted names, Kinesis's region and endpoint, a registry's URL), plus what a run adds (an
-# MSK IAM token callback); ``secrets`` keeps the secret ones apart.
-Properties = dict[str, Any]
+# MSK IAM token callback); ``secrets`` keeps the secret ones apart. A value is text as
+# connections and the YAML give it, or a number, flag or None a source's own settings add
+# (an AWS session's duration, a role's external id not set).
+PropertyValue = str | int | float | bool | None
+Properties = dict[str, PropertyValue]
 OnDataLoss = Literal["fail", "skip"]  # records gone before a run read them: fail, or skip
 ON_DATA_LOSS: tuple[OnDataLoss, ...] = ("fail", "skip")
 
@@ -67,7 +71,7 @@ def source_class(kind: str) -> type[Source[Any]]:
     return cls
 
 
-def read_split(kind: str, data: dict[str, Any]) -> Split[Any]:
+def read_split(kind: str, data: JsonObject) -> Split[Any]:
     """One split of a ``kind`` source from a plan's JSON."""
     from .errors import PlanError
     if kind not in SOURCES:
@@ -77,7 +81,7 @@ def read_split(kind: str, data: dict[str, Any]) -> Split[Any]:
     return split
 
 
-def read_plan(data: dict[str, Any] | str | bytes) -> ReadPlan[Split[Any]]:
+def read_plan(data: JsonObject | str | bytes) -> ReadPlan[Split[Any]]:
     """A ReadPlan from its JSON (text or parsed), each split read by the plan's own source;
     a plan of another version is migrated or refused (``planning.plan.upgrade``)."""
     from .planning.plan import ReadPlan
@@ -130,7 +134,7 @@ class SourcePlan(Generic[SplitT]):
     """What a source's planner returns, the same shape for every source."""
 
     splits: Sequence[SplitT]
-    gaps: list[dict[str, Any]] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
     next_positions: Positions = field(default_factory=dict)  # {} when readers decide
     info: dict[str, Any] = field(default_factory=dict)  # goes into the plan: no secrets
 
@@ -265,7 +269,7 @@ class Source(ABC, Generic[SplitT]):
         """Options for the readers, from the config and the setup tasks' results."""
         return {}
 
-    def asset_extra(self) -> dict[str, Any]:
+    def asset_extra(self) -> dict[str, str | int | float | bool | None]:
         """Facts about the source for the output asset's extra, which downstream DAGs and the
         page read (no client settings, no secrets)."""
         return {}
@@ -355,10 +359,10 @@ class SplitSerializer(ABC, Generic[SplitT]):
     read them."""
 
     @abstractmethod
-    def from_dict(self, data: dict[str, Any]) -> SplitT:
+    def from_dict(self, data: JsonObject) -> SplitT:
         """A split as the plan's JSON holds it → the split object."""
 
-    def to_dict(self, split: SplitT) -> dict[str, Any]:
+    def to_dict(self, split: SplitT) -> JsonObject:
         return split.to_dict()
 
     def position_text(self, position: Any) -> PositionText:
@@ -382,7 +386,7 @@ class Connected(Protocol):
     # server, EMR Serverless) replaces by that identity; other secrets cannot go there.
     ambient_secrets: tuple[str, ...]
 
-    def connection_hints(self) -> dict[str, Any]:
+    def connection_hints(self) -> dict[str, str | None]:
         """Keyword arguments for ``connection_hook`` besides the conn_id (e.g. a region)."""
         ...
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, run
 
 if TYPE_CHECKING:
     from .reading.stats import SplitSummary
+    from .records import JsonObject
 
 LagUnit = Literal["records", "ms"]
 # Where each split goes on: split key → its next position as JSON (an offset, a line number, a
@@ -73,7 +74,7 @@ class Split(Protocol[PositionT_co]):
         """``[first, end)`` in the source's position column when positions are integers the
         commit can range-check against the staged rows (``ReaderFactory.verify_columns``)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The split as the plan's JSON holds it."""
 
 

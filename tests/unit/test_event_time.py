@@ -19,7 +19,7 @@ from streamslice.reading.event_time import EventTime
 
 W = 3_600_000  # an hour
 T0 = 1_714_521_600_000
-ET = {"field": "event_time", "unit": "ms", "format": None}
+ET = EventTime("event_time")
 
 
 def interval(k, lateness, earliness):

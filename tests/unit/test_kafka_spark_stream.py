@@ -4,7 +4,7 @@ broker: ``Latest`` below stands in for the broker's end offsets (it fakes the lo
 to cover the limits' own logic)."""
 import pytest
 
-from streamslice.errors import ConfigError
+from streamslice.errors import ConfigError, PlanError
 from streamslice.kafka.source import KafkaSource
 from streamslice.kafka.spark_stream import (
     KafkaStream,
@@ -137,3 +137,10 @@ def test_minOffsetsPerTrigger_holds_nothing_back_under_Trigger_AvailableNow():
     s.last_trigger_ms = 10 ** 15  # a batch has just run
     s.end = {"t:0": 3}
     assert s.next_end({"t:0": 0}, all_available=False) == {"t:0": 3}
+
+
+@pytest.mark.parametrize("offset", [{"t": {"0": "7"}}, {"t": {"x": 7}}, {"t": 7},
+                                    {"t": {"0": True}}])
+def test_an_offset_json_that_is_not_partitions_to_offsets_is_one_line(offset):
+    with pytest.raises(PlanError, match="Spark offset of t"):
+        from_spark(offset)

@@ -1,12 +1,16 @@
 """``output.aws``: parsed, recorded in the plan (no secret), and the output's storage made
 with the credentials of the moment. Credentials are faked here (our own logic only);
 tests/integration/test_output_role.py runs it against moto with IAM enforced."""
+import json
+
 import pytest
 
 from streamslice.aws import AwsAuth, storage
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError
 from streamslice.planning import plan as plan_module
+from streamslice.planning.plan import OutputTarget, ReadPlan
+from streamslice.sources import read_plan
 
 ROLE = "arn:aws:iam::123456789012:role/lake"
 KAFKA = "mode: incremental\nkafka: {bootstrap_servers: 'a:1', topics: [t]}\n"
@@ -16,13 +20,31 @@ def test_the_output_identity_is_parsed_and_planned_without_secrets():
     cfg = parse_pipeline(KAFKA + f"output:\n  path: s3://lake/x\n  aws: {{region: eu-west-1, "
                          f"role_arn: '{ROLE}', session_duration: 30m}}\n", default_name="p")
     target = cfg.output.target("p")
-    assert target.aws == {"region": "eu-west-1", "role_arn": ROLE, "session_duration_s": 1800}
+    assert target.aws.to_dict() == {"region": "eu-west-1", "role_arn": ROLE,
+                                    "session_duration_s": 1800}
     assert target.auth == AwsAuth(region="eu-west-1", role_arn=ROLE, session_duration_s=1800)
     with pytest.raises(ConfigError, match=r"output.aws: is for an output on S3 or in a Glue"):
         parse_pipeline(KAFKA + f"output: {{path: /tmp/x, aws: {{role_arn: '{ROLE}'}}}}\n")
     with pytest.raises(ConfigError, match=r"output.aws.aws_secret_access_key: unknown key "
                                           r".*allowed here: endpoint_url"):
         parse_pipeline(KAFKA + "output: {path: s3://l/x, aws: {aws_secret_access_key: k}}\n")
+
+
+def test_the_output_identity_is_a_record_in_the_plan_and_its_json_keeps_its_shape():
+    cfg = parse_pipeline(KAFKA + f"output:\n  path: s3://lake/x\n  aws: {{region: eu-west-1, "
+                         f"role_arn: '{ROLE}', session_duration: 30m}}\n", default_name="p")
+
+    def plan(output):
+        return ReadPlan(pipeline="p", source="kafka", mode="incremental", planned_at=1,
+                        splits=[], partition="batch=00000001", output=output)
+    given, default = plan(cfg.output.target("p")), plan(OutputTarget("/d"))
+    assert json.loads(given.to_json())["output"]["aws"] == {
+        "region": "eu-west-1", "role_arn": ROLE, "session_duration_s": 1800}
+    assert json.loads(default.to_json())["output"]["aws"] == {}
+    assert read_plan(given.to_json()) == given and read_plan(default.to_json()) == default
+    assert read_plan(given.to_json()).output.auth == AwsAuth(
+        region="eu-west-1", role_arn=ROLE, session_duration_s=1800)
+    assert read_plan(default.to_json()).output.auth is None
 
 
 def test_a_version_2_plan_reaches_its_output_with_the_default_chain():

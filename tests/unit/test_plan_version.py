@@ -11,7 +11,8 @@ from streamslice.errors import ConfigError, PlanError, PlanVersionError, from_te
 from streamslice.kafka.split import KafkaSplit
 from streamslice.kinesis.split import KinesisSplit
 from streamslice.planning import plan as plan_module
-from streamslice.planning.plan import PLAN_VERSION, Interval, OutputTarget, ReadPlan
+from streamslice.planning.plan import PLAN_VERSION, Gap, Interval, OutputTarget, ReadPlan
+from streamslice.reading.event_time import EventTime
 from streamslice.sources import read_plan
 from streamslice.spark.plan_options import plan_from_options
 from tests.support.checks import present
@@ -42,6 +43,37 @@ def test_a_plan_of_this_version_round_trips_exactly():
                        partition="batch=00000001", batch=1)
     assert read_plan(kinesis.to_json()) == kinesis
     assert kafka_plan().version == PLAN_VERSION
+
+
+def test_a_plans_gaps_are_records_whose_json_keeps_its_shape():
+    """A gap is a record in the plan (an offset, a sequence number or an expired shard's
+    checkpoint value as its ends) and the JSON a saved plan holds, unchanged."""
+    gaps = [Gap("t:0", 2, 7, "expired"), Gap("s:shardId-1", {"after": "5"}, None, "expired")]
+    plan = kafka_plan(gaps=gaps)
+    assert read_plan(plan.to_json()) == plan
+    assert json.loads(plan.to_json())["gaps"] == [
+        {"key": "t:0", "from": 2, "to": 7, "reason": "expired"},
+        {"key": "s:shardId-1", "from": {"after": "5"}, "to": None, "reason": "expired"}]
+    assert str(gaps[0]) == "t:0 from 2 to 7 (expired)"
+
+
+@pytest.mark.parametrize("gap", [{"key": "t:0", "from": True, "to": 7, "reason": "expired"},
+                                 {"key": 0, "from": 2, "to": 7, "reason": "expired"},
+                                 {"key": "t:0", "from": 2, "reason": "expired"}])
+def test_a_saved_plans_bad_gap_is_refused_by_name(gap):
+    with pytest.raises(PlanError, match="plan gap"):
+        read_plan(saved(gaps=[gap]))
+
+
+def test_an_intervals_event_time_is_a_record_whose_json_keeps_its_shape():
+    plan = kafka_plan()
+    plan.interval = Interval(0, 3_600_000, 60_000, EventTime("meta.ts", "s"), 1_000)
+    assert json.loads(plan.to_json())["interval"]["event_time"] == {
+        "field": "meta.ts", "unit": "s", "format": None}
+    assert read_plan(plan.to_json()) == plan
+    bad = saved(interval={**saved()["interval"], "event_time": {"field": "t", "units": "s"}})
+    with pytest.raises(PlanError, match="plan interval event_time: unknown field 'units'"):
+        read_plan(bad)
 
 
 def test_a_plan_from_a_newer_release_is_refused_with_what_to_do():

@@ -15,9 +15,10 @@ from streamslice.errors import PlanError
 from streamslice.planning.bounds import IntervalBounds, classify, classify_event_time
 from streamslice.planning.plan import Interval
 from streamslice.planning.progress import Marks, Progress, key
+from streamslice.reading.event_time import EventTime
 
 W = 1000
-ET = {"field": "event_time", "unit": "ms", "format": None}
+ET = EventTime("event_time")
 
 
 class MemoryStore:

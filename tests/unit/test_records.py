@@ -16,6 +16,7 @@ from streamslice.commit.checkpoint import Checkpoint
 from streamslice.commit.manifest import Manifest, manifest_bytes
 from streamslice.errors import RecordError, RecordVersionError, from_text
 from streamslice.metrics import RunMetrics
+from streamslice.reading.event_time import EventTime
 from streamslice.reading.stats import SplitSummary
 from streamslice.records import RecordKind, Versioned, upgrade
 from streamslice.ui.model import Run
@@ -161,7 +162,7 @@ def test_manifests_written_before_versions_are_read_by_attribute():
     assert (kinesis.records, kinesis.dead_letters, kinesis.late_records,
             kinesis.early_records) == (109, 10, 22, 12)
     interval = present(kinesis.interval)
-    assert interval.event_time == {"field": "event_time", "format": None, "unit": "ms"}
+    assert interval.event_time == EventTime("event_time")  # a record, read back
     assert (interval.end, interval.allowed_earliness) == (1795685292000, 1000)
     shard = kinesis.splits[0]
     assert (shard.key, shard.records, shard.early, shard.lag, shard.lag_unit) == (

@@ -43,7 +43,7 @@ class KafkaConnectionHook(BaseHook):
 
     def client_properties(self) -> Properties:
         conn = connection(self.kafka_conn_id, "kafka.conn_id")
-        props = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
+        props: Properties = {k: str(v) for k, v in (conn.extra_dejson or {}).items()}
         if "bootstrap.servers" not in props and conn.host:
             hosts = conn.host if ":" in conn.host else f"{conn.host}:{conn.port or 9092}"
             props["bootstrap.servers"] = hosts

@@ -96,7 +96,8 @@ def build_manifest(plan: ReadPlan[Any], figures: Verified, *, run_id: str | None
         max_timestamp=max((s.max_timestamp for s in ts if s.max_timestamp is not None),
                           default=None),
         interval=replace(plan.interval, previous_start=None, next_end=None)
-        if plan.interval else None, batch=plan.batch, gaps=plan.gaps, splits=summaries,
+        if plan.interval else None, batch=plan.batch, splits=summaries,
+        gaps=[g.to_dict() for g in plan.gaps],
         plan=plan.to_dict(),
         # flagged like late ones, the other way
         early_records=sum(s.early or 0 for s in summaries)

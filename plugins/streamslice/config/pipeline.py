@@ -93,7 +93,7 @@ class Output:
         dataset = self.dataset(pipeline)
         return OutputTarget(dataset=dataset, format=self.format, compression=self.compression,
                             publisher=publisher_class(self.format).name,
-                            aws=self.aws.to_dict(), **self.settings.target(dataset, pipeline))
+                            aws=self.aws, **self.settings.target(dataset, pipeline))
 
 
 @dataclass(frozen=True)
@@ -134,8 +134,7 @@ class PipelineConfig:
         previous, following = neighbours(self.schedule, self.start_date, start, end) \
             if self.schedule else (None, None)
         return Interval(start, end, self.allowed_lateness,
-                        self.event_time.to_dict() if self.event_time else None,
-                        self.allowed_earliness, previous, following)
+                        self.event_time, self.allowed_earliness, previous, following)
 
 
 def load_pipeline(path: str | os.PathLike[str]) -> PipelineConfig:

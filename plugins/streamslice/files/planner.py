@@ -14,7 +14,7 @@ from ..sources import Planner, ResetTarget, SourcePlan
 from .split import FileSplit
 
 if TYPE_CHECKING:
-    from ..sources import PlanRequest
+    from ..sources import PlanRequest, Properties
     from .source import FileSource
 
 CHUNK = 4 << 20
@@ -80,13 +80,13 @@ class FilePlanner(Planner[FileSplit]):
 
     source: FileSource
 
-    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+    def split_keys(self, properties: Properties) -> list[str]:
         return list(list_files(self.source)[2])
 
     def plan(self, request: PlanRequest) -> SourcePlan[FileSplit]:
         return plan_files(self.source, request)
 
-    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+    def reset_positions(self, to: Any, properties: Properties) -> ResetTarget:
         """``to``: earliest | latest | {offsets: {"file": line}}. Lines carry no time."""
         fs, _, files = list_files(self.source)
         if to == "earliest":

@@ -14,6 +14,7 @@ from ..sources import SplitSerializer
 from ..splits import NO_POSITION, PositionText
 
 if TYPE_CHECKING:
+    from ..records import JsonObject
     from ..splits import LagUnit
 
 
@@ -50,12 +51,12 @@ class FileSplit:
     def offset_range(self) -> tuple[int, int]:
         return self.start, self.stop
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
 class FileSplitSerializer(SplitSerializer[FileSplit]):
-    def from_dict(self, data: dict[str, Any]) -> FileSplit:
+    def from_dict(self, data: JsonObject) -> FileSplit:
         split: FileSplit = build(FileSplit, data, "file split")
         return split
 

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..config.fields import Fields
+    from ..records import JsonObject
     from ..sources import Properties
 
 Role = Literal["value", "key"]
@@ -94,7 +95,7 @@ class FormatSpec:
     schema: str = ""  # the declared fields as Spark DDL (json); "" where the format has none
     options: dict[str, Any] = field(default_factory=dict)  # format-specific, JSON values
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"name": self.name, "schema": self.schema, "options": dict(self.options)}
 
     @classmethod

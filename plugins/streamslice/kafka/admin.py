@@ -10,6 +10,8 @@ from .properties import kafka_python_kwargs
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from ..sources import Properties
+
 log = logging.getLogger(__name__)
 # kafka-python logs every failed connection attempt with a traceback; our one clear error
 # says the same once.
@@ -60,7 +62,7 @@ class TopicPartition(tuple[str, int]):
         return self.key
 
 
-def connect(properties: dict[str, Any], timeout_ms: int = 10_000, *, what: str = "",
+def connect(properties: Properties, timeout_ms: int = 10_000, *, what: str = "",
             **settings: Any) -> Any:
     """A kafka-python ``KafkaConsumer`` without a group (``settings``: keyword arguments the
     client properties do not set), or one line saying why there is none: a ConfigError when
@@ -95,7 +97,7 @@ class KafkaAdmin:
     """Offsets and metadata for planning. ``offsets_for_times`` gives the end where no record is
     at or after the time, never None."""
 
-    def __init__(self, properties: dict[str, Any], timeout_ms: int = 10_000) -> None:
+    def __init__(self, properties: Properties, timeout_ms: int = 10_000) -> None:
         from kafka.errors import KafkaError
         self.servers = properties.get("bootstrap.servers")
         self._consumer = connect(properties, timeout_ms,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from ..sources import Properties
+    from .properties import ClientKwargs
     from .split import KafkaSplit
 
 
@@ -54,13 +55,13 @@ def _stalled(split: KafkaSplit, position: int, idle_s: float, servers: Any) -> S
 
 def fetch_confluent(split: KafkaSplit, properties: Properties, batch_size: int = 10_000,
                     idle_timeout_s: float = 60.0, unreachable_s: float = 10.0,
-                    consumer_factory: Callable[[dict[str, Any]], Any] | None = None
+                    consumer_factory: Callable[[ClientKwargs], Any] | None = None
                     ) -> Iterator[RawBatch]:
     """``consumer_factory(conf)`` makes the consumer (default: confluent_kafka.Consumer)."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     consumer_factory = consumer_factory or Consumer
     down: list[Any] = []  # librdkafka retries by itself; we only need to know when nothing answers
-    conf: dict[str, Any] = {"group.id": "streamslice-reader", "enable.auto.commit": False,
+    conf: ClientKwargs = {"group.id": "streamslice-reader", "enable.auto.commit": False,
             "enable.auto.offset.store": False, "enable.partition.eof": True,
             "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
             "queued.min.messages": 200_000, "fetch.max.bytes": 64 * 1024 * 1024,

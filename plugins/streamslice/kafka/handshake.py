@@ -14,10 +14,11 @@ import socket
 import ssl
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..sources import Properties
+    from .properties import ClientKwargs
 
 SASL_HANDSHAKE, VERSION = 17, 1
 UNSUPPORTED_SASL_MECHANISM = 33
@@ -51,7 +52,7 @@ def parse_response(frame: bytes) -> tuple[int, int, tuple[str, ...]]:
     return correlation_id, error_code, tuple(mechanisms)
 
 
-def ask(server: str, mechanism: str, kwargs: dict[str, Any],
+def ask(server: str, mechanism: str, kwargs: ClientKwargs,
         timeout_s: float = 5.0) -> Handshake | None:
     """The broker's answer to a handshake for ``mechanism`` (``kwargs``: kafka-python's, for
     TLS), or None when it cannot be asked (unreachable, not Kafka, TLS refused)."""
@@ -71,14 +72,15 @@ def ask(server: str, mechanism: str, kwargs: dict[str, Any],
         return None
 
 
-def refusal(properties: Properties, kwargs: dict[str, Any]) -> str | None:
+def refusal(properties: Properties, kwargs: ClientKwargs) -> str | None:
     """Why the brokers of a SASL connection would not take its mechanism, in one line, or
     None when no broker says so (unreachable, or it offers the mechanism)."""
     protocol = kwargs.get("security_protocol", "")
     if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
         return None
     mechanism = str(kwargs.get("sasl_mechanism") or "PLAIN")
-    for server in kwargs.get("bootstrap_servers") or ():
+    servers = kwargs.get("bootstrap_servers")
+    for server in servers if isinstance(servers, list) else ():
         got = ask(server, mechanism, kwargs)
         if got is None:
             continue
@@ -96,19 +98,25 @@ def refusal(properties: Properties, kwargs: dict[str, Any]) -> str | None:
     return None
 
 
-def _tls(kwargs: dict[str, Any]) -> ssl.SSLContext:
+def _tls(kwargs: ClientKwargs) -> ssl.SSLContext:
     """TLS as kafka-python sets it up from its ``ssl_*`` settings."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.check_hostname = bool(kwargs.get("ssl_check_hostname", True))
-    if kwargs.get("ssl_cafile"):
-        ctx.load_verify_locations(kwargs["ssl_cafile"])
+    cafile, certfile = _text(kwargs, "ssl_cafile"), _text(kwargs, "ssl_certfile")
+    if cafile:
+        ctx.load_verify_locations(cafile)
     else:
         ctx.load_default_certs()
-    if kwargs.get("ssl_certfile"):
-        ctx.load_cert_chain(kwargs["ssl_certfile"], kwargs.get("ssl_keyfile"),
-                            kwargs.get("ssl_password"))
+    if certfile:
+        ctx.load_cert_chain(certfile, _text(kwargs, "ssl_keyfile"),
+                            _text(kwargs, "ssl_password"))
     return ctx
+
+
+def _text(kwargs: ClientKwargs, name: str) -> str | None:
+    value = kwargs.get(name)
+    return str(value) if value is not None else None
 
 
 def _string(text: str) -> bytes:

@@ -21,6 +21,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from ..sources import Properties
+    from .properties import ClientKwargs
 
 AUTH_KEY = "streamslice.msk_iam"  # client property: the AwsAuth as JSON
 # b-1.cluster.abc123.c2.kafka.us-east-1.amazonaws.com, boot-x.c1.kafka-serverless.….com
@@ -42,7 +43,7 @@ def detected(properties: Properties) -> bool:
     """A connection that says MSK IAM as the apache-kafka provider detects it: OAUTHBEARER
     to MSK brokers, with no OIDC token endpoint of its own."""
     mech = str(properties.get("sasl.mechanism") or properties.get("sasl.mechanisms") or "")
-    return (mech.upper() == "OAUTHBEARER" and msk_region(properties.get("bootstrap.servers"))
+    return (mech.upper() == "OAUTHBEARER" and msk_region(_servers(properties))
             is not None and "sasl.oauthbearer.token.endpoint.url" not in properties)
 
 
@@ -50,7 +51,7 @@ def with_msk_iam(properties: Properties, auth: AwsAuth | None = None) -> Propert
     """Client properties for MSK IAM: SASL_SSL, OAUTHBEARER and the identity to sign with
     (its region from the brokers' host names unless given)."""
     auth = auth or AwsAuth()
-    region = auth.region or msk_region(properties.get("bootstrap.servers"))
+    region = auth.region or msk_region(_servers(properties))
     if not region:
         raise ConfigError("auth msk_iam needs a region: the brokers are not "
                           "*.kafka.<region>.amazonaws.com names, so set kafka.aws.region")
@@ -98,14 +99,19 @@ class MskIamTokens:
         return self()[0]
 
 
+def _servers(properties: Properties) -> str | None:
+    servers = properties.get("bootstrap.servers")
+    return str(servers) if servers is not None else None
+
+
 def tokens_for(properties: Properties) -> MskIamTokens | None:
     raw = properties.get(AUTH_KEY)
-    return MskIamTokens(AwsAuth.from_dict(json.loads(raw))) if raw else None
+    return MskIamTokens(AwsAuth.from_dict(json.loads(str(raw)))) if raw else None
 
 
-def confluent_conf(properties: Properties) -> Properties:
+def confluent_conf(properties: Properties) -> ClientKwargs:
     """librdkafka configuration: our own keys out, ``oauth_cb`` in for MSK IAM."""
-    conf = {k: v for k, v in properties.items() if k != AUTH_KEY}
+    conf: ClientKwargs = {k: v for k, v in properties.items() if k != AUTH_KEY}
     tokens = tokens_for(properties)
     if tokens is not None:
         conf["oauth_cb"] = tokens

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
+from ..planning.plan import Gap
 from ..planning.progress import Progress
 from ..planning.subsplit import subsplit
 from ..sources import Planner, ResetTarget, SourcePlan
@@ -13,7 +14,7 @@ from .positions import PlanContext
 from .split import KafkaSplit
 
 if TYPE_CHECKING:
-    from ..sources import PlanRequest
+    from ..sources import PlanRequest, Properties
     from .admin import KafkaAdmin, TopicPartition
     from .positions import Offsets
     from .source import KafkaSource
@@ -25,11 +26,11 @@ class KafkaPlanner(Planner[KafkaSplit]):
 
     source: KafkaSource
 
-    def _admin(self, properties: dict[str, Any]) -> KafkaAdmin:
+    def _admin(self, properties: Properties) -> KafkaAdmin:
         from .admin import KafkaAdmin
         return KafkaAdmin(properties)
 
-    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+    def split_keys(self, properties: Properties) -> list[str]:
         with self._admin(properties) as admin:
             return [tp.key for tp in self.source.subscriber.partitions(admin)]
 
@@ -40,7 +41,7 @@ class KafkaPlanner(Planner[KafkaSplit]):
                 return plan_spark_read(self.source, admin, request)
             return plan_kafka(self.source, admin, request)
 
-    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+    def reset_positions(self, to: Any, properties: Properties) -> ResetTarget:
         """``to``: earliest | latest | {timestamp: ms} | {offsets: {"topic:p": offset}}."""
         from .positions import Committed, parse_position
         if to in ("TRIM_HORIZON", "LATEST"):
@@ -119,19 +120,19 @@ def _at(at: dict[str, Offsets], name: str, tp: TopicPartition) -> int | None:
 
 
 def _check_data_loss(starts: Offsets, log_start: Offsets, end: Offsets,
-                     policy: str) -> tuple[Offsets, list[dict[str, Any]]]:
+                     policy: str) -> tuple[Offsets, list[Gap]]:
     """A start below the log start (expired) or past the end (topic recreated or truncated)."""
     fixed = dict(starts)
-    gaps: list[dict[str, Any]] = []
+    gaps: list[Gap] = []
     problems: list[str] = []
     for tp, start in starts.items():
         if start < log_start[tp]:
-            gap = {"key": tp.key, "from": start, "to": log_start[tp], "reason": "expired"}
+            gap = Gap(tp.key, start, log_start[tp], "expired")
             problems.append(f"{tp.key}: records expired between offset {start} and "
                             f"{log_start[tp]} (the log now starts at {log_start[tp]})")
         elif start > end[tp]:
-            gap = {"key": tp.key, "from": log_start[tp], "to": log_start[tp],
-                   "reason": f"start {start} past the end {end[tp]}: topic recreated or truncated"}
+            gap = Gap(tp.key, log_start[tp], log_start[tp],
+                      f"start {start} past the end {end[tp]}: topic recreated or truncated")
             problems.append(f"{tp.key}: start offset {start} is past the end of the log "
                             f"({end[tp]}); the topic was recreated or truncated")
         else:

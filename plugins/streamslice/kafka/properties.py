@@ -1,7 +1,14 @@
 """Kafka client properties: users write librdkafka/Java names; kafka-python wants kwargs."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..sources import Properties
+
+# A Kafka client library's own settings (kafka-python's keyword arguments, librdkafka's
+# configuration): Python values, a token callback among them.
+ClientKwargs = dict[str, object]
 
 # librdkafka / Java client property → kafka-python keyword argument.
 _TO_KAFKA_PYTHON = {
@@ -43,10 +50,10 @@ _READ_ONLY = {"fetch.min.bytes", "fetch.wait.max.ms", "queued.max.messages.kbyte
               "topic.metadata.refresh.interval.ms", "statistics.interval.ms"}
 
 
-def kafka_python_kwargs(properties: dict[str, Any]) -> dict[str, Any]:
+def kafka_python_kwargs(properties: Properties) -> ClientKwargs:
     """Translate client properties to kafka-python kwargs; unknown ones raise ValueError."""
     from .msk_iam import AUTH_KEY, kafka_python_provider
-    out: dict[str, Any] = {}
+    out: ClientKwargs = {}
     for name, value in properties.items():
         if name in _READ_ONLY:
             continue
@@ -63,12 +70,13 @@ def kafka_python_kwargs(properties: dict[str, Any]) -> dict[str, Any]:
         if target is None:
             continue
         if target == "bootstrap_servers":
-            value = [s.strip() for s in str(value).split(",") if s.strip()]
+            out[target] = [s.strip() for s in str(value).split(",") if s.strip()]
         elif target == "security_protocol":
-            value = str(value).upper()
+            out[target] = str(value).upper()
         elif target.endswith("_ms") or target.endswith("_bytes"):
-            value = int(value)
-        out[target] = value
+            out[target] = int(str(value))
+        else:
+            out[target] = value
     return out
 
 

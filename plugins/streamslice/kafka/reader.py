@@ -10,7 +10,6 @@ import pyarrow.compute as pc
 
 from ..planning.bounds import classify, classify_event_time
 from ..reading.decode import TS, Decoder
-from ..reading.event_time import EventTime
 from ..reading.loop import SplitReader
 from ..sources import ReaderFactory
 from .fetch import RawBatch, fetch
@@ -106,8 +105,7 @@ class KafkaSplitReader(SplitReader["KafkaSplit"]):
         super().__init__(split, decoder=decoder or Decoder(), staging=staging, fault=fault)
         self.properties, self.client, self.interval = properties, client, interval
         self.batch_size, self.idle_timeout_s = batch_size, idle_timeout_s
-        self.event_time = EventTime.from_dict(interval.event_time) \
-            if interval is not None and interval.event_time else None
+        self.event_time = interval.event_time if interval is not None else None
         self.schema = record_schema(self.decoder, interval is not None, include_headers,
                                     self.event_time is not None)
         self.include_headers = include_headers

@@ -56,7 +56,7 @@ class KafkaSource(Source[KafkaSplit]):
     def extras(self) -> tuple[str, ...]:
         return ("kafka", "msk-iam") if self.auth == "msk_iam" else ("kafka",)
 
-    def connection_hints(self) -> dict[str, Any]:
+    def connection_hints(self) -> dict[str, str | None]:
         return {}
 
     @classmethod

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, DataLossError
+from ..errors import ConfigError, DataLossError, PlanError
 from .ranges import no_match
 from .spark_options import (
     EARLIEST,
@@ -37,6 +37,8 @@ from .spark_options import (
 )
 
 if TYPE_CHECKING:
+    from ..records import JsonObject
+    from ..sources import Properties
     from .admin import KafkaAdmin, TopicPartition
     from .source import KafkaSource
     from .split import KafkaSplit
@@ -113,20 +115,28 @@ def time_ms(text: str, name: str) -> int:
     return int(int(found.group(1)) * _UNIT_MS[(found.group(2) or "ms").lower()])
 
 
-def from_spark(offset: dict[str, Any]) -> Offsets:
-    """Spark's offset JSON → ``{"topic:p": offset}``."""
-    return {f"{topic}:{int(p)}": int(off)
-            for topic, parts in offset.items() for p, off in parts.items()}
+def from_spark(offset: JsonObject) -> Offsets:
+    """Spark's offset JSON (``{"topic": {"p": offset}}``) → ``{"topic:p": offset}``."""
+    out: Offsets = {}
+    for topic, parts in offset.items():
+        if not isinstance(parts, dict):
+            raise PlanError(f"Spark offset of topic {topic!r}: {parts!r} is not an object of "
+                            "partition → offset")
+        for p, off in parts.items():
+            if not p.isdigit() or isinstance(off, bool) or not isinstance(off, int):
+                raise PlanError(f"Spark offset of {topic}:{p}: {off!r} is not an offset")
+            out[f"{topic}:{int(p)}"] = off
+    return out
 
 
-def to_spark(offsets: Offsets) -> dict[str, dict[str, int]]:
+def to_spark(offsets: Offsets) -> JsonObject:
     """``{"topic:p": offset}`` → Spark's offset JSON, topics and partitions in order (Spark
     compares a batch's offsets as JSON text)."""
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, JsonObject] = {}
     for key in sorted(offsets, key=_order):
         topic, _, part = key.rpartition(":")
         out.setdefault(topic, {})[part] = offsets[key]
-    return out
+    return {topic: parts for topic, parts in out.items()}
 
 
 def _order(key: str) -> tuple[str, int]:
@@ -162,7 +172,7 @@ class KafkaStream:
     anew in every Python worker that needs it: it connects only when first asked for offsets,
     so Spark can ship it to the executors, whose tasks read with the batch readers."""
 
-    def __init__(self, source: KafkaSource, properties: dict[str, Any], limits: Limits) -> None:
+    def __init__(self, source: KafkaSource, properties: Properties, limits: Limits) -> None:
         self.source, self.properties, self.limits = source, properties, limits
         assert source.spark is not None
         self.read = source.spark
@@ -179,16 +189,16 @@ class KafkaStream:
         return {**self.__dict__, "_admin": None}
 
     # -- Spark's DataSourceStreamReader: offsets as Spark's JSON ----------------------------
-    def initial_offset(self) -> dict[str, Any]:
+    def initial_offset(self) -> JsonObject:
         return to_spark(self.initial())
 
-    def latest_offset(self, start: dict[str, Any], all_available: bool) -> dict[str, Any]:
+    def latest_offset(self, start: JsonObject, all_available: bool) -> JsonObject:
         return to_spark(self.next_end(from_spark(start), all_available))
 
-    def report_latest(self) -> dict[str, Any] | None:
+    def report_latest(self) -> JsonObject | None:
         return to_spark(self.latest) if self.latest else None
 
-    def batch_splits(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaSplit]:
+    def batch_splits(self, start: JsonObject, end: JsonObject) -> list[KafkaSplit]:
         return self.splits(from_spark(start), from_spark(end))
 
     # -- the same in streamslice's terms ----------------------------------------------------

@@ -11,6 +11,7 @@ from ..splits import NO_POSITION, PositionText
 from .spark_options import EARLIEST, LATEST
 
 if TYPE_CHECKING:
+    from ..records import JsonObject
     from ..splits import LagUnit
 
 
@@ -68,12 +69,12 @@ class KafkaSplit:
                             "(the plan was not made for an interval)")
         return found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
 class KafkaSplitSerializer(SplitSerializer[KafkaSplit]):
-    def from_dict(self, data: dict[str, Any]) -> KafkaSplit:
+    def from_dict(self, data: JsonObject) -> KafkaSplit:
         split: KafkaSplit = build(KafkaSplit, data, "Kafka split")
         return split
 

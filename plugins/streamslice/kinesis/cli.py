@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
-    from ..sources import CommandKit
+    from ..sources import CommandKit, Properties
 
 
 
@@ -55,7 +55,7 @@ def _with(fn: Callable[[argparse.Namespace, CommandKit], None],
 def _client(args: argparse.Namespace, kit: CommandKit) -> Any:
     """A client as the pipeline that reads ``args.stream`` reaches AWS (or ``--conn-id``'s
     connection); ``args.stream`` becomes the stream's name when it named the pipeline."""
-    props: dict[str, Any] = {}
+    props: Properties = {}
     if args.conn_id:
         props = kit.aws_properties(args.conn_id, args.region, "--conn-id")
     elif not (args.region or args.endpoint_url):

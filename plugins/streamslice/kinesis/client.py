@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import SourceError
 
@@ -20,6 +20,34 @@ if TYPE_CHECKING:
 # arguments, and one record (Data, SequenceNumber, ApproximateArrivalTimestamp, …).
 ApiArgs = dict[str, Any]
 Record = dict[str, Any]
+
+
+class ShardFilter(TypedDict):
+    """ListShards' ShardFilter: the shards open at or after a time (epoch seconds)."""
+
+    Type: str
+    Timestamp: float
+
+
+class ResponseMetadata(TypedDict, total=False):
+    HTTPHeaders: dict[str, str]  # lower-case names: "date", …
+
+
+class Answer(TypedDict, total=False):
+    """Any call's answer, as far as its metadata (the server's clock) is read."""
+
+    ResponseMetadata: ResponseMetadata
+
+
+class StreamConsumer(TypedDict, total=False):
+    """An Enhanced Fan-Out consumer as ListStreamConsumers and DescribeStreamConsumer give
+    it."""
+
+    ConsumerName: str
+    ConsumerARN: str
+    ConsumerStatus: str  # CREATING | ACTIVE | DELETING
+    ConsumerCreationTimestamp: datetime
+    StreamARN: str
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import faults
 from ..errors import SourceError
-from .client import DEFAULT_BACKOFF, ApiArgs, Backoff, call, error_code
+from .client import DEFAULT_BACKOFF, ApiArgs, Backoff, StreamConsumer, call, error_code
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
@@ -30,8 +30,8 @@ def run_consumer_name(name: str, run_id: str) -> str:
     return f"{name}-{hashlib.sha1(run_id.encode()).hexdigest()[:10]}"
 
 
-def list_consumers(client: Any, stream_arn: str) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def list_consumers(client: Any, stream_arn: str) -> list[StreamConsumer]:
+    out: list[StreamConsumer] = []
     token = None
     while True:
         args: ApiArgs = {"StreamARN": stream_arn, "MaxResults": 100}
@@ -89,10 +89,10 @@ def register(client: Any, stream_arn: str, name: str, *,
 
 
 def _describe(client: Any, stream_arn: str, name: str, backoff: dict[str, Backoff],
-              sleep: Sleep) -> dict[str, Any]:
+              sleep: Sleep) -> StreamConsumer:
     """The consumer's description, {} when there is none."""
     try:
-        desc: dict[str, Any] = call(client.describe_stream_consumer, "DescribeStreamConsumer",
+        desc: StreamConsumer = call(client.describe_stream_consumer, "DescribeStreamConsumer",
                     backoff["describe_stream_consumer"], sleep=sleep,
                     passthrough=("ResourceNotFoundException",), StreamARN=stream_arn,
                                     ConsumerName=name)["ConsumerDescription"]

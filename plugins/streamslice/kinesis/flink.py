@@ -4,7 +4,12 @@ What we support maps one to one; anything else is rejected with its key named, s
 porting a Flink job learns exactly what does not carry over."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..records import JsonObject, JsonValue
 
 _INITPOS = {"TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"}
 _REGISTRATION = {"LAZY": "per_run", "EAGER": "keep", "NONE": "none"}
@@ -34,13 +39,17 @@ _NOT_FOR_BOUNDED = {
 }
 
 
-def flink_to_native(props: Any) -> dict[str, Any]:  # noqa: C901 - a table of Flink's property keys, one branch each
+def flink_to_native(props: object) -> JsonObject:  # noqa: C901 - a table of Flink's property keys, one branch each
+    """The native ``kinesis:`` keys (as the YAML writes them) of Flink's consumer
+    properties, or ValueError naming the property that has none."""
     if not isinstance(props, dict):
         raise ValueError("must map Flink consumer property names to values")
-    out: dict[str, Any] = {}
-    efo: dict[str, Any] = {}
-    polling: dict[str, Any] = {}
-    retries: dict[str, Any] = {}
+    out: JsonObject = {}
+    credentials: dict[str, str] = {}
+    efo: JsonObject = {}
+    consumer_arns: dict[str, str] = {}
+    polling: JsonObject = {}
+    retries: dict[str, JsonObject] = {}
     initpos = timestamp = provider = None
     for key, value in props.items():
         value_s = str(value).strip()
@@ -55,9 +64,9 @@ def flink_to_native(props: Any) -> dict[str, Any]:  # noqa: C901 - a table of Fl
                                  "ASSUME_ROLE or PROFILE); use an Airflow AWS connection "
                                  "(conn_id) for other providers")
         elif key == "aws.credentials.provider.basic.accesskeyid":
-            out.setdefault("credentials", {})["access_key_id"] = value_s
+            credentials["access_key_id"] = value_s
         elif key == "aws.credentials.provider.basic.secretkey":
-            out.setdefault("credentials", {})["secret_access_key"] = value_s
+            credentials["secret_access_key"] = value_s
         elif key in _AUTH:
             out[_AUTH[key]] = value_s
         elif key == "flink.stream.initpos":
@@ -79,8 +88,7 @@ def flink_to_native(props: Any) -> dict[str, Any]:  # noqa: C901 - a table of Fl
                 raise ValueError(f"{key}: {value_s!r} is not LAZY, EAGER or NONE")
             efo["registration"] = _REGISTRATION[value_s.upper()]
         elif key.startswith("flink.stream.efo.consumerarn."):
-            efo.setdefault("consumer_arn", {})[key[len("flink.stream.efo.consumerarn."):]] = \
-                value_s
+            consumer_arns[key[len("flink.stream.efo.consumerarn."):]] = value_s
         elif key == "flink.shard.getrecords.maxrecordcount":
             polling["max_records"] = _int(key, value_s)
         elif key == "flink.shard.getrecords.intervalmillis":
@@ -91,7 +99,11 @@ def flink_to_native(props: Any) -> dict[str, Any]:  # noqa: C901 - a table of Fl
             raise ValueError(f"{key} is not supported: {_NOT_FOR_BOUNDED[key]}")
         else:
             raise ValueError(f"{key} is not a supported Flink Kinesis consumer property")
-    if provider == "BASIC" and len(out.get("credentials", {})) != 2:
+    if credentials:
+        out["credentials"] = _json(credentials)
+    if consumer_arns:
+        efo["consumer_arn"] = _json(consumer_arns)
+    if provider == "BASIC" and len(credentials) != 2:
         raise ValueError("aws.credentials.provider BASIC needs "
                          "aws.credentials.provider.basic.accesskeyid and .secretkey")
     if provider == "ASSUME_ROLE" and "role_arn" not in out:
@@ -106,13 +118,17 @@ def flink_to_native(props: Any) -> dict[str, Any]:  # noqa: C901 - a table of Fl
         out["start"] = initpos
     elif timestamp is not None:
         raise ValueError("flink.stream.initpos.timestamp is only used with initpos AT_TIMESTAMP")
-    for name, section in (("efo", efo), ("polling", polling), ("retries", retries)):
+    for name, section in (("efo", efo), ("polling", polling), ("retries", _json(retries))):
         if section:
             out[name] = section
     return out
 
 
-def _retry(key: str, value: Any, retries: dict[str, dict[str, Any]]) -> bool:
+def _json(values: Mapping[str, JsonValue]) -> JsonObject:
+    return dict(values)
+
+
+def _retry(key: str, value: Any, retries: dict[str, JsonObject]) -> bool:
     for prefix, api in _RETRY_APIS.items():
         if key.startswith(prefix + "."):
             field = _RETRY_FIELDS.get(key[len(prefix) + 1:])

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..aws import stream_ref
 from ..errors import ConfigError, DataLossError, PlanError
 from ..planning.bounds import bounds_for
+from ..planning.plan import Gap
 from ..sources import Planner, ResetTarget, SourcePlan
 from .client import DEFAULT_BACKOFF, Backoff, call, error_code, make_client
 from .polling import iterator_args, stream_arg, stream_arn_arg
@@ -30,7 +31,10 @@ from .positions import (
 from .split import KinesisSplit
 
 if TYPE_CHECKING:
-    from ..sources import PlanRequest
+    from collections.abc import Mapping
+
+    from ..sources import PlanRequest, Properties
+    from .client import ApiArgs, ShardFilter
     from .source import KinesisSource
 
 
@@ -41,7 +45,7 @@ class KinesisPlanner(Planner[KinesisSplit]):
 
     source: KinesisSource
 
-    def split_keys(self, properties: dict[str, Any]) -> list[str]:
+    def split_keys(self, properties: Properties) -> list[str]:
         return list(self._shards(make_client(properties))[0])
 
     def _shards(self, client: Any) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
@@ -57,7 +61,7 @@ class KinesisPlanner(Planner[KinesisSplit]):
     def plan(self, request: PlanRequest) -> SourcePlan[KinesisSplit]:
         return plan_kinesis(self.source, request)
 
-    def reset_positions(self, to: Any, properties: dict[str, Any]) -> ResetTarget:
+    def reset_positions(self, to: Any, properties: Properties) -> ResetTarget:
         """Sequence numbers are checked against their shards (GetShardIterator
         AT_SEQUENCE_NUMBER), so a wrong one is refused now rather than failing the next read;
         the shards they do not name start over from the trim horizon, which the reset asks
@@ -100,13 +104,13 @@ def stream_names(client: Any, ref: str,
 
 
 def list_shards(client: Any, stream: str,
-                shard_filter: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                shard_filter: ShardFilter | None = None) -> list[dict[str, Any]]:
     """All shards of a stream (a name or ARN; open and closed ones still within
-    retention), following NextToken pages."""
+    retention), following NextToken pages, as botocore gives them."""
     shards: list[dict[str, Any]] = []
     token = None
     while True:
-        args: dict[str, Any] = {"NextToken": token} if token else stream_arg(stream)
+        args: ApiArgs = {"NextToken": token} if token else stream_arg(stream)
         if shard_filter and not token:
             args["ShardFilter"] = shard_filter
         resp = call(client.list_shards, f"ListShards({stream})", DEFAULT_BACKOFF["list_shards"],
@@ -117,8 +121,9 @@ def list_shards(client: Any, stream: str,
             return shards
 
 
-def parents_of(shard: dict[str, Any]) -> list[str]:
-    return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId")) if p]
+def parents_of(shard: Mapping[str, object]) -> list[str]:
+    return [p for p in (shard.get("ParentShardId"), shard.get("AdjacentParentShardId"))
+            if isinstance(p, str) and p]
 
 
 def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - the per-shard cases of one plan, in the order read
@@ -133,7 +138,7 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - th
     stop_before = source.stop.stop_before(at)
     initial = initial_position(source, request, at)
     splits: list[KinesisSplit] = []
-    gaps: list[dict[str, Any]] = []
+    gaps: list[Gap] = []
     pending, expired = [], []
     info: dict[str, Any] = {"reader": source.reader, "streams": {},
                             "region": props.get("region"),
@@ -148,8 +153,9 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - th
         name, arn = stream_names(client, ref)
         info["streams"][name] = arn
         since = at.bounds.read_from if at.bounds is not None else None  # shards open then
-        shard_filter = ({"Type": "FROM_TIMESTAMP", "Timestamp": (since - 1000) / 1000}
-                        if since is not None else None)
+        shard_filter: ShardFilter | None = (
+            {"Type": "FROM_TIMESTAMP", "Timestamp": (since - 1000) / 1000}
+            if since is not None else None)
         shards = list_shards(client, arn, shard_filter)
         listed = {s["ShardId"] for s in shards}
         all_shards.update((sid, name) for sid in listed)
@@ -183,8 +189,8 @@ def plan_kinesis(source: KinesisSource, request: PlanRequest,  # noqa: C901 - th
     if isinstance(initial, SequenceNumbers) and not checkpoint:
         check_sequence_numbers(client, initial.seqs, all_shards, info["streams"])
     if expired:
-        gap = [{"key": k, "from": checkpoint[k], "to": None,
-                "reason": "shard expired before it was read to its end"} for k in expired]
+        gap = [Gap(k, checkpoint[k], None,
+                   "shard expired before it was read to its end") for k in expired]
         if source.on_data_loss != "skip":
             raise DataLossError(f"data loss: shards {', '.join(expired)} expired before they "
                                 "were read to their end. Set on_data_loss: skip to continue.",
@@ -233,7 +239,7 @@ def check_sequence_numbers(client: Any, seqs: dict[str, str], shards: dict[str, 
 
 
 def _check_trimmed(client: Any, stream: str, shard_id: str, position: AfterSequenceNumber,
-                   policy: str, gaps: list[dict[str, Any]], key: str | None = None
+                   policy: str, gaps: list[Gap], key: str | None = None
                    ) -> Position:
     """The record a checkpoint stopped at must still be there; if the trim horizon has passed
     it, records after it may have expired unread."""
@@ -261,8 +267,7 @@ def _check_trimmed(client: Any, stream: str, shard_id: str, position: AfterSeque
             raise
     if first == seq:
         return position
-    gap = {"key": key, "from": seq, "to": first,
-           "reason": "checkpoint older than the trim horizon"}
+    gap = Gap(key, seq, first, "checkpoint older than the trim horizon")
     if policy != "skip":
         raise DataLossError(
             f"data loss: {key}: the checkpointed sequence number {seq} is older "

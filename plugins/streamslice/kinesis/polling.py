@@ -26,7 +26,8 @@ from .positions import NO_BOUND, AfterSequenceNumber, Position
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
 
-    from .client import ApiArgs, Record
+    from ..records import JsonObject
+    from .client import Answer, ApiArgs, Record
     from .split import KinesisSplit
 
     Records = list[Record]
@@ -38,7 +39,7 @@ class PollingSettings:
     interval_ms: int = 200
     backoff: dict[str, Backoff] = field(default_factory=lambda: dict(DEFAULT_BACKOFF))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """As the plan's ``source_info`` carries them to the readers."""
         return {"max_records": self.max_records, "interval_ms": self.interval_ms,
                 "backoff": {k: [b.max_retries, b.base_ms, b.max_ms, b.exponent]
@@ -168,7 +169,7 @@ def wall_ms() -> int:
     return int(time.time() * 1000)
 
 
-def server_ms(resp: dict[str, Any]) -> int | None:
+def server_ms(resp: Answer) -> int | None:
     """The server's clock when it answered (its ``Date`` header), if it said."""
     date = resp.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
     try:
@@ -182,7 +183,7 @@ def bound_passed(split: KinesisSplit) -> bool:
     return split.stop_before < NO_BOUND and wall_ms() >= split.stop_before
 
 
-def stream_behind(resp: dict[str, Any], split: KinesisSplit) -> int:
+def stream_behind(resp: Answer, split: KinesisSplit) -> int:
     """How far (ms) the stream's clock is still before a bound this worker's clock has
     passed; 0 when the read may end (no bound, a future one, or no clock to go by)."""
     server = server_ms(resp)

@@ -20,6 +20,7 @@ from ..timeutil import SYMBOLS, iso
 
 if TYPE_CHECKING:
     from ..planning.bounds import IntervalBounds
+    from ..records import JsonObject
 
 NO_BOUND = 2 ** 62  # "read until caught up", for stop: shard_end
 
@@ -30,6 +31,11 @@ class PlanTime:
 
     now_ms: int
     bounds: IntervalBounds | None = None
+
+
+# A position as Kinesis' API takes it (GetShardIterator's arguments, SubscribeToShard's
+# StartingPosition): its type and sequence number as text, a timestamp in epoch seconds
+ShardArgs = dict[str, str | float]
 
 
 class Position:
@@ -43,15 +49,15 @@ class Position:
     def resolve(self, at: PlanTime) -> Position:
         return self
 
-    def iterator_args(self) -> dict[str, Any]:
+    def iterator_args(self) -> ShardArgs:
         """GetShardIterator arguments besides StreamName and ShardId."""
         return {"ShardIteratorType": self.type}
 
-    def starting_position(self) -> dict[str, Any]:
+    def starting_position(self) -> ShardArgs:
         """SubscribeToShard's StartingPosition."""
         return {"Type": self.type}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type}
 
     def describe(self) -> str:
@@ -83,10 +89,10 @@ class AtTimestamp(Position):
     def resolve(self, at: PlanTime) -> Position:
         return AtTimestamp(resolve_time(self.timestamp, at.bounds))
 
-    def iterator_args(self) -> dict[str, Any]:
+    def iterator_args(self) -> ShardArgs:
         return {"ShardIteratorType": self.type, "Timestamp": self._seconds()}
 
-    def starting_position(self) -> dict[str, Any]:
+    def starting_position(self) -> ShardArgs:
         return {"Type": self.type, "Timestamp": self._seconds()}
 
     def _seconds(self) -> float:
@@ -94,7 +100,7 @@ class AtTimestamp(Position):
             raise PlanError(f"AT_TIMESTAMP {self.timestamp} was not resolved")
         return self.timestamp / 1000
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type, "timestamp": self.timestamp}
 
     def describe(self) -> str:
@@ -106,13 +112,13 @@ class AtTimestamp(Position):
 class _Sequence(Position):
     seq: str
 
-    def iterator_args(self) -> dict[str, Any]:
+    def iterator_args(self) -> ShardArgs:
         return {"ShardIteratorType": self.type, "StartingSequenceNumber": self.seq}
 
-    def starting_position(self) -> dict[str, Any]:
+    def starting_position(self) -> ShardArgs:
         return {"Type": self.type, "SequenceNumber": self.seq}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type, "seq": self.seq}
 
     def describe(self) -> str:
@@ -148,7 +154,7 @@ class SequenceNumbers(Position):
         return AtSequenceNumber(seq) if self.kind == AtSequenceNumber.type \
             else AfterSequenceNumber(seq)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.kind, "seq": dict(self.seqs)}
 
     def describe(self) -> str:

@@ -9,7 +9,6 @@ import pyarrow.compute as pc
 
 from ..planning.bounds import classify_event_time
 from ..reading.decode import TS, Decoder
-from ..reading.event_time import EventTime
 from ..reading.loop import SplitReader
 from ..sources import ReaderFactory
 from .client import make_client
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
     from ..reading.stats import SplitSummary
+    from ..records import JsonObject
     from ..sources import Properties, ReadRequest
     from .client import Record
     from .split import KinesisSplit
@@ -92,8 +92,7 @@ class KinesisSplitReader(SplitReader["KinesisSplit"]):
         self.consumer_arn = consumer_arn
         self.client = client or make_client(properties, utc_timestamps=True)
         self.interval = interval if interval is not None and interval.event_time else None
-        self.event_time = EventTime.from_dict(self.interval.event_time) \
-            if self.interval is not None and self.interval.event_time else None
+        self.event_time = self.interval.event_time if self.interval is not None else None
         self.schema = record_schema(self.decoder, self.event_time is not None)
         self.state = ShardRead()
         self._progress: int | None = None  # the highest arrival time read so far
@@ -107,7 +106,7 @@ class KinesisSplitReader(SplitReader["KinesisSplit"]):
     def positions(self, raw: list[Record]) -> list[str]:
         return [r["SequenceNumber"] for r in raw]
 
-    def summary_extra(self) -> dict[str, Any]:
+    def summary_extra(self) -> JsonObject:
         s = self.state
         return {"finished": s.finished, "last_seq": s.last_seq, "lag": s.millis_behind_first,
                 "millis_behind_latest": s.millis_behind_first,

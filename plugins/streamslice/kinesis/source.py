@@ -94,7 +94,7 @@ class KinesisSource(Source[KinesisSplit]):
         props.update(self.credentials)
         return props
 
-    def connection_hints(self) -> dict[str, Any]:
+    def connection_hints(self) -> dict[str, str | None]:
         return {"region": self.region, "service": "kinesis"}
 
     def describe(self) -> str:
@@ -126,7 +126,7 @@ class KinesisSource(Source[KinesisSplit]):
                                     "a failed read.")]
         return tasks
 
-    def asset_extra(self) -> dict[str, Any]:
+    def asset_extra(self) -> dict[str, str | int | float | bool | None]:
         return {"efo": self.reader == "efo"}
 
     def page_sections(self, properties: Callable[[], Properties],

@@ -15,6 +15,7 @@ from ..splits import NO_POSITION
 from .positions import NO_BOUND, Position, position_from_dict, position_text
 
 if TYPE_CHECKING:
+    from ..records import JsonObject
     from ..splits import LagUnit, PositionText
 
 
@@ -23,7 +24,7 @@ class KinesisSplit:
     id: int
     stream: str
     shard_id: str
-    start: dict[str, Any]
+    start: JsonObject  # its Position (``positions.position_from_dict``)
     stop_before: int  # epoch ms: stop at the first record that arrived at or after this
     closed: bool = False  # the shard was closed at plan time
     parents: list[str] = field(default_factory=list)
@@ -40,7 +41,7 @@ class KinesisSplit:
         return position_from_dict(self.start)
 
     @property
-    def end(self) -> dict[str, Any]:
+    def end(self) -> JsonObject:
         """``{"arrived_before": ms}``, or ``{"shard_end": true}`` (read until the shard ends
         or the reader has caught up)."""
         if self.stop_before >= NO_BOUND:
@@ -59,12 +60,12 @@ class KinesisSplit:
     def offset_range(self) -> None:
         return None  # sequence numbers are not range-checked against the staged rows
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
 class KinesisSplitSerializer(SplitSerializer[KinesisSplit]):
-    def from_dict(self, data: dict[str, Any]) -> KinesisSplit:
+    def from_dict(self, data: JsonObject) -> KinesisSplit:
         split: KinesisSplit = build(KinesisSplit, data, "Kinesis split")
         return split
 

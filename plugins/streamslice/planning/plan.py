@@ -13,89 +13,91 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, TypeGuard
 
 from ..aws import AwsAuth
 from ..errors import PlanError, PlanVersionError
-from ..records import RecordKind
+from ..reading.event_time import EventTime
+from ..records import JsonObject, JsonValue, RecordKind
 from ..splits import Positions, SplitT  # noqa: TC001 - its fields resolve at run time
 from .layout import PartitionPath
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..records import Migration
     from ..splits import Split
 
     # (source kind, split JSON) → that source's split (``sources.read_split``)
-    SplitFromDict = Callable[[str, dict[str, Any]], Split[Any]]
+    SplitFromDict = Callable[[str, JsonObject], Split[Any]]
 
 PLAN_VERSION = 9
 
 
-def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+def _v2_to_v3(data: JsonObject) -> JsonObject:
     """Version 3 added the output's AWS identity (``OutputTarget.aws``); a version 2 run
     reached its output with the default chain, which ``{}`` means."""
-    if data.get("output") is not None:
-        data = {**data, "output": {**data["output"], "aws": {}}}
-    return data
+    return _added(data, "output", aws={})
 
 
-def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+def _v3_to_v4(data: JsonObject) -> JsonObject:
     """Version 4 added ``decode.flatten`` (false: a record's fields in one struct column); a
     plan without it flattens, as every plan of version 3 did."""
     return data
 
 
-def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+def _v4_to_v5(data: JsonObject) -> JsonObject:
     """Version 5 added ``output.partition_path`` (a folder made of the interval's time); a
     version 4 run published to the folder named as its partition, which ``None`` means."""
-    if data.get("output") is not None:
-        data = {**data, "output": {**data["output"], "partition_path": None}}
-    return data
+    return _added(data, "output", partition_path=None)
 
 
-def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+def _v5_to_v6(data: JsonObject) -> JsonObject:
     """Version 6 added the interval's ``event_time`` and ``allowed_earliness``; a version 5
     interval run owned records by their arrival, which ``None`` and ``0`` mean (and its Kafka
     splits have no ``home_from``/``early_until``, which only event time uses)."""
-    if data.get("interval") is not None:
-        data = {**data, "interval": {**data["interval"], "event_time": None,
-                                     "allowed_earliness": 0}}
-    if isinstance(data.get("splits"), list):  # the splits with interval positions
+    data = _added(data, "interval", event_time=None, allowed_earliness=0)
+    splits = data.get("splits")
+    if isinstance(splits, list):  # the splits with interval positions
         data = {**data, "splits": [{**s, "home_from": None, "early_until": None}
                                    if isinstance(s, dict) and "owned_until" in s else s
-                                   for s in data["splits"]]}
+                                   for s in splits]}
     return data
 
 
-def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+def _v6_to_v7(data: JsonObject) -> JsonObject:
     """Version 7 added ``output.partition_by`` (an Iceberg table's time transform); a version
     6 run's table was partitioned by the partition's name, which ``None`` means."""
-    if data.get("output") is not None:
-        data = {**data, "output": {**data["output"], "partition_by": None}}
-    return data
+    return _added(data, "output", partition_by=None)
 
 
-def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
+def _v7_to_v8(data: JsonObject) -> JsonObject:
     """Version 8 renamed a Kafka split's ``late`` (its sides still to resolve, for a read
     given as Spark options) to ``unresolved``: "late" is what records older than an interval
     are."""
-    if isinstance(data.get("splits"), list):
-        data = {**data, "splits": [_renamed(s, "late", "unresolved") for s in data["splits"]]}
+    splits = data.get("splits")
+    if isinstance(splits, list):
+        data = {**data, "splits": [_renamed(s, "late", "unresolved") for s in splits]}
     return data
 
 
-def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
+def _v8_to_v9(data: JsonObject) -> JsonObject:
     """Version 9 added the interval's neighbouring bounds from the schedule
     (``previous_start``, ``next_end``); a version 8 run took its neighbours to be as wide as
     its own interval, which ``None`` means."""
-    if data.get("interval") is not None:
-        data = {**data, "interval": {**data["interval"], "previous_start": None,
-                                     "next_end": None}}
-    return data
+    return _added(data, "interval", previous_start=None, next_end=None)
 
 
-def _renamed(split: Any, old: str, new: str) -> Any:
+def _added(data: JsonObject, key: str, **new: JsonValue) -> JsonObject:
+    """``data`` with ``new`` fields in its object ``key``, where it has that object (a plan
+    without an output or an interval has nothing to add them to)."""
+    inner = data.get(key)
+    if not isinstance(inner, dict):
+        return data
+    return {**data, key: {**inner, **new}}
+
+
+def _renamed(split: JsonValue, old: str, new: str) -> JsonValue:
     if not isinstance(split, dict) or old not in split:
         return split
     rest = {k: v for k, v in split.items() if k != old}
@@ -103,13 +105,8 @@ def _renamed(split: Any, old: str, new: str) -> Any:
 
 
 # version → the function turning a plan of that version into one of the next.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3,
-                                                                     3: _v3_to_v4,
-                                                                     4: _v4_to_v5,
-                                                                     5: _v5_to_v6,
-                                                                     6: _v6_to_v7,
-                                                                     7: _v7_to_v8,
-                                                                     8: _v8_to_v9}
+MIGRATIONS: dict[int, Migration] = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
+                                    6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9}
 # Versions no release reads any more, and why they cannot be migrated.
 UNREADABLE = {1: "it has no output target (where a run publishes was read from the pipeline "
                  "file then, and it may have changed since)"}
@@ -120,9 +117,9 @@ class Interval:
     start: int  # epoch ms, inclusive
     end: int  # epoch ms, exclusive
     allowed_lateness: int = 0  # ms
-    # An event-time field (``reading.event_time.EventTime`` as a dict): records are owned by
-    # its time, not by their arrival (``planning.bounds.classify_event_time``); None: arrival.
-    event_time: dict[str, Any] | None = None
+    # An event-time field: records are owned by its time, not by their arrival
+    # (``planning.bounds.classify_event_time``); None: arrival.
+    event_time: EventTime | None = None
     allowed_earliness: int = 0  # ms a field's time may lie after the record's arrival
     # The schedule's neighbouring intervals: where the previous one starts and the next one
     # ends (a month, a weekend's gap, are not this interval's width); None: one width away
@@ -143,6 +140,46 @@ class Interval:
         return self.next_end if self.next_end is not None else self.end + self.width
 
 
+GapPosition = int | str | JsonObject
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Records a run passed over because they were gone before it read them (``on_data_loss:
+    skip``): the split's key, between which positions (offsets, sequence numbers, an expired
+    Kinesis shard's checkpoint value; ``to`` None: to that shard's end) and why. Its JSON
+    says ``from`` and ``to``."""
+
+    key: str
+    from_: GapPosition
+    to: GapPosition | None
+    reason: str
+
+    def to_dict(self) -> JsonObject:
+        return {"key": self.key, "from": self.from_, "to": self.to, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Gap:
+        """A gap from a plan's JSON, its fields checked (a PlanError names the bad one)."""
+        read = dict(_mapping(data, "plan gap"))
+        if sorted(read) != ["from", "key", "reason", "to"]:
+            raise PlanError(f"plan gap: fields must be key, from, to and reason, got "
+                            f"{', '.join(sorted(read))}")
+        key, start, end, reason = read["key"], read["from"], read["to"], read["reason"]
+        if isinstance(key, str) and isinstance(reason, str) and _position(start) \
+                and (end is None or _position(end)):
+            return cls(key, start, end, reason)
+        raise PlanError(f"plan gap: {read!r} is not a key, two positions and a reason")
+
+    def __str__(self) -> str:
+        return f"{self.key} from {self.from_} to {self.to} ({self.reason})"
+
+
+def _position(value: JsonValue) -> TypeGuard[GapPosition]:
+    return isinstance(value, str | dict) or (isinstance(value, int)
+                                             and not isinstance(value, bool))
+
+
 @dataclass(frozen=True)
 class OutputTarget:
     """Where and how a run publishes: planned once, so read and commit agree even if the
@@ -155,9 +192,9 @@ class OutputTarget:
     table: str | None = None  # iceberg: namespace.table; delta: the table's URI
     catalog: dict[str, str] = field(default_factory=dict)  # iceberg catalog properties
     conn_id: str | None = None  # an Airflow connection holding more catalog properties
-    # How every process reaches the output (S3, a Glue catalog): an ``AwsAuth`` as a dict,
-    # region, endpoint, role to assume; no secret. {}: each library's own default chain.
-    aws: dict[str, Any] = field(default_factory=dict)
+    # How every process reaches the output (S3, a Glue catalog): region, endpoint, role to
+    # assume; no secret. ``AwsAuth()`` (``{}`` in JSON): each library's own default chain.
+    aws: AwsAuth = AwsAuth()
     # strftime template of an interval's start: the folder it lands in (planning.layout);
     # None: the partition's name (interval=…, batch=…) is its folder
     partition_path: str | None = None
@@ -175,7 +212,7 @@ class OutputTarget:
 
     @property
     def auth(self) -> AwsAuth | None:
-        return AwsAuth.from_dict(self.aws) if self.aws else None
+        return self.aws if self.aws.to_dict() else None
 
     @property
     def work(self) -> str:
@@ -205,7 +242,7 @@ class ReadPlan(Generic[SplitT]):
     batch: int | None = None
     base_checkpoint: dict[str, Any] | None = None  # the checkpoint this plan started from
     next_positions: Positions = field(default_factory=dict)  # the checkpoint on commit
-    gaps: list[dict[str, Any]] = field(default_factory=list)  # skipped data loss
+    gaps: list[Gap] = field(default_factory=list)  # skipped data loss
     decode: dict[str, Any] = field(default_factory=dict)
     source_info: dict[str, Any] = field(default_factory=dict)  # servers, stream ARNs: no secrets
     version: int = PLAN_VERSION
@@ -213,29 +250,36 @@ class ReadPlan(Generic[SplitT]):
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+    def to_dict(self) -> JsonObject:
+        data: JsonObject = asdict(self)
         data["splits"] = [s.to_dict() for s in self.splits]
+        data["gaps"] = [g.to_dict() for g in self.gaps]
+        if self.output is not None:  # as AwsAuth writes itself: the settings given
+            data["output"] = {**asdict(self.output), "aws": self.output.aws.to_dict()}
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], read_split: SplitFromDict) -> ReadPlan[Split[Any]]:
+    def from_dict(cls, data: object, read_split: SplitFromDict) -> ReadPlan[Split[Any]]:
         """A plan from its JSON, migrated to this release's version first. ``read_split``
         turns one split's JSON into its source's split (``sources.read_plan`` passes the
         registry's; the plan itself knows no sources)."""
-        data = upgrade(data)
-        kind = data.get("source")
+        read: dict[str, object] = dict(upgrade(data))
+        kind = read.get("source")
         if not isinstance(kind, str):
             raise PlanError(f"plan: 'source' must name a source, got {kind!r}")
-        splits = data.get("splits")
+        splits = read.get("splits")
         if not isinstance(splits, list):
             raise PlanError(f"plan: 'splits' must be a list, got {type(splits).__name__}")
-        data["splits"] = [_split(read_split, kind, s, i) for i, s in enumerate(splits)]
-        if data.get("interval") is not None:
-            data["interval"] = build(Interval, data["interval"], "plan interval")
-        if data.get("output") is not None:
-            data["output"] = build(OutputTarget, data["output"], "plan output")
-        plan: ReadPlan[Split[Any]] = build(cls, data, "plan")
+        read["splits"] = [_split(read_split, kind, s, i) for i, s in enumerate(splits)]
+        gaps = read.get("gaps", [])
+        if not isinstance(gaps, list):
+            raise PlanError(f"plan: 'gaps' must be a list, got {type(gaps).__name__}")
+        read["gaps"] = [Gap.from_dict(g) for g in gaps]
+        if read.get("interval") is not None:
+            read["interval"] = _interval(read["interval"])
+        if read.get("output") is not None:
+            read["output"] = _output(read["output"])
+        plan: ReadPlan[Split[Any]] = build(cls, read, "plan")
         return plan
 
     @classmethod
@@ -251,7 +295,7 @@ class ReadPlan(Generic[SplitT]):
         return sum(s.size or 0 for s in self.splits)
 
 
-def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+def upgrade(data: object) -> JsonObject:
     """``data`` (a plan's JSON) as a plan of ``PLAN_VERSION``, or PlanVersionError."""
     data = dict(_mapping(data, "plan"))
     plan = RecordKind("plan", PLAN_VERSION, MIGRATIONS)  # at call time: a test patches them
@@ -272,14 +316,30 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return plan.migrate(data, version)
 
 
-def _split(read_split: SplitFromDict, kind: str, data: Any, index: int) -> Split[Any]:
+def _output(data: object) -> OutputTarget:
+    read: dict[str, object] = dict(_mapping(data, "plan output"))
+    if "aws" in read:
+        read["aws"] = AwsAuth.from_dict(_mapping(read["aws"], "plan output aws"))
+    output: OutputTarget = build(OutputTarget, read, "plan output")
+    return output
+
+
+def _interval(data: object) -> Interval:
+    read: dict[str, object] = dict(_mapping(data, "plan interval"))
+    if read.get("event_time") is not None:
+        read["event_time"] = build(EventTime, read["event_time"], "plan interval event_time")
+    interval: Interval = build(Interval, read, "plan interval")
+    return interval
+
+
+def _split(read_split: SplitFromDict, kind: str, data: object, index: int) -> Split[Any]:
     try:
         return read_split(kind, _mapping(data, "a split"))
     except PlanError as exc:
         raise type(exc)(f"plan split {index}: {exc}") from None
 
 
-def _mapping(value: Any, what: str) -> dict[str, Any]:
+def _mapping(value: object, what: str) -> JsonObject:
     if not isinstance(value, dict):
         raise PlanError(f"{what} must be a JSON object, got {type(value).__name__}")
     return value

@@ -9,7 +9,6 @@ import pyarrow as pa
 from ..commit.publishers.transforms import check_column
 from ..errors import ConfigError
 from ..reading.decode import Decoder
-from ..reading.event_time import EventTime
 from ..registry.base import split_properties
 from ..sources import PlanRequest, source_class
 from ..timeutil import from_ms
@@ -99,7 +98,7 @@ def check_columns(plan: ReadPlan[Any]) -> None:
     if plan.output is not None and plan.output.partition_by:
         check_column(plan.output.partition_by, schema, delta=plan.output.format == "delta")
     if plan.interval is not None and plan.interval.event_time:
-        EventTime.from_dict(plan.interval.event_time).field_type(decoder)
+        plan.interval.event_time.field_type(decoder)
 
 
 def _check_folder_columns(plan: ReadPlan[Any], names: list[str]) -> None:

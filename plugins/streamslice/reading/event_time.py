@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..timeutil import parse_date_string_ms, parse_iso
 
 if TYPE_CHECKING:
+    from ..records import JsonObject
     from .decode import Decoder
 
 UNITS = {"s": 1000, "ms": 1, "us": 1 / 1000, "ns": 1 / 1_000_000}
@@ -32,7 +33,7 @@ class EventTime:
     unit: str = "ms"  # numbers
     format: str | None = None  # strings: a Java date pattern; None: ISO-8601
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod

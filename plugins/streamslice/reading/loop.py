@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
+    from ..records import JsonObject
     from .decode import Decoder
     from .sink import ParquetSink
     from .staging import Staging
@@ -55,7 +56,7 @@ class SplitReader(ABC, Generic[SplitT]):
     def to_arrow(self, raw: Any) -> pa.RecordBatch | None:
         """Kept, decoded records of a raw batch (dead letters go to ``dead_letters``)."""
 
-    def summary_extra(self) -> dict[str, Any]:
+    def summary_extra(self) -> JsonObject:
         """Source-specific figures for the split's summary."""
         return {}
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
+    from ..records import JsonObject
     from ..splits import Split
 
 
@@ -50,7 +51,7 @@ class SplitSummary(Versioned):
     extra: dict[str, Any] = field(default_factory=dict)  # the source's own figures
     version: int = 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         if self.early is None:
             del data["early"]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Required, TypedDict
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..records import JsonObject
     from ..sources import Properties
 
 KINDS = ("confluent", "glue")
@@ -44,7 +45,7 @@ class Registered:
     version: int | None = None
     references: tuple[tuple[str, Registered], ...] = ()  # (import name, schema)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """As the plan records a pinned reader schema (so a retry reads the same)."""
         return {"schema_type": self.schema_type, "text": self.text, "name": self.name,
                 "id": self.id, "subject": self.subject, "version": self.version,

@@ -23,7 +23,7 @@ _CONFIG = {"AccessDeniedException", "UnrecognizedClientException", "InvalidInput
 
 
 def glue_registry(spec: RegistrySpec, properties: Properties) -> Registry:
-    props = {k: v for k, v in properties.items() if v not in (None, "")}
+    props: Properties = {k: v for k, v in properties.items() if v not in (None, "")}
     for name in ("region", "endpoint_url"):
         if spec.get(name):
             props[name] = spec[name]

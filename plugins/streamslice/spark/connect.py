@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from ..planning.plan import ReadPlan
+    from ..sources import Properties
 
 SESSION_WINDOW_S = 1800
 _NAMESPACE = uuid.UUID("6f1d3a52-5b0e-4c38-9d57-2f0c1e7a9b41")
@@ -41,7 +42,7 @@ _packages: dict[str, Path] = {}
 
 def run_connect_read(remote: str, plan: ReadPlan[Any], staging_uri: str, *,
                      conf: dict[str, str] | None = None,
-                     properties: dict[str, Any] | None = None,
+                     properties: Properties | None = None,
                      options: dict[str, Any] | None = None,
                      ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> str:
     """``run_read`` on the Spark Connect server at ``remote``; a server that cannot be reached

@@ -17,10 +17,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..planning.plan import ReadPlan
+    from ..sources import Properties
 
 
 def run_read(spark: Any, plan: ReadPlan[Any], staging_uri: str, *,
-             properties: dict[str, Any] | None = None,
+             properties: Properties | None = None,
              options: dict[str, Any] | None = None, direct: bool = True,
              pack: bool = True, ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> str:
     """Read every split of ``plan`` and write the records under ``<staging_uri>/data`` in the

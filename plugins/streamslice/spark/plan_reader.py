@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from ..reading.loop import SplitReader
     from ..reading.malformed import Malformed, ParseMode
     from ..reading.sink import ParquetSink
-    from ..sources import ReaderFactory, ReadRequest
+    from ..records import JsonObject
+    from ..sources import Properties, ReaderFactory, ReadRequest
 
 
 F = TypeVar("F", bound="Callable[..., Any]")
@@ -62,7 +63,7 @@ class SplitPartition(InputPartition):
     """The splits one Spark task reads, in order, each with the index of its plan (``None``
     for the split: a plan without splits)."""
 
-    def __init__(self, splits: list[tuple[int, dict[str, Any] | None]]) -> None:
+    def __init__(self, splits: list[tuple[int, JsonObject | None]]) -> None:
         super().__init__(splits)
 
 
@@ -92,7 +93,8 @@ class PlanReader(DataSourceReader):
         from streamslice.sources import source_class
         options = {k.lower(): v for k, v in options.items()}
         self.kind = plan.source
-        self.properties = client_properties(options, source_class(plan.source).option_prefix)
+        self.properties: Properties = dict(client_properties(
+            options, source_class(plan.source).option_prefix))
         # A schema registry's properties, given as options of their own by a Spark user
         self.properties.update(client_properties(options, "schema.registry.", keep=True))
         self.read_options = {**json.loads(options.get("readoptions") or "{}"),
@@ -104,7 +106,7 @@ class PlanReader(DataSourceReader):
         self.mode, self.schema = (mode, schema) if not self.staging else (None, None)
         ahead = json.loads(options.get("ahead") or "[]") if self.codec else []
         # (plan JSON, staging URI, its splits) of each plan read: this one first
-        self.plans: list[tuple[str, str | None, list[dict[str, Any]]]] = [
+        self.plans: list[tuple[str, str | None, list[JsonObject]]] = [
             (plan.to_json(), self.staging, [s.to_dict() for s in plan.splits])]
         for other in ahead:
             from streamslice.sources import read_plan
@@ -120,7 +122,7 @@ class PlanReader(DataSourceReader):
         from streamslice.sources import source_class
         source = source_class(self.kind)
         readers, serializer = source.readers(), source.serializer()
-        items: list[tuple[int, dict[str, Any] | None]] = []
+        items: list[tuple[int, JsonObject | None]] = []
         for index, (_, _, splits) in enumerate(self.plans):
             if not splits:
                 items.append((index, None))
@@ -134,7 +136,7 @@ class PlanReader(DataSourceReader):
         return [SplitPartition([items[i] for i in group])
                 for group in pack_splits(sizes, self.slots)]
 
-    def _properties(self) -> dict[str, Any]:
+    def _properties(self) -> Properties:
         from streamslice.registry.base import split_properties
         from streamslice.secrets import with_secrets
         return split_properties(with_secrets(self.properties, _spark_file))[0]

@@ -30,26 +30,29 @@ if TYPE_CHECKING:
 
     from ..planning.plan import ReadPlan
     from ..reading.malformed import ParseMode
+    from ..records import JsonObject
+    from ..sources import Properties
 
 
 class Stream(Protocol):
     """What a source's ``stream(options)`` gives (``kafka.spark_stream.KafkaStream``)."""
 
     info: dict[str, Any]  # the plan's source_info
-    properties: dict[str, Any]
+    properties: Properties
 
     @property
     def limits(self) -> Any: ...
 
-    def initial_offset(self) -> dict[str, Any]: ...
+    # Offsets are Spark's offset JSON, as the source writes them
+    def initial_offset(self) -> JsonObject: ...
 
     def prepare_available_now(self) -> None: ...
 
-    def latest_offset(self, start: dict[str, Any], all_available: bool) -> dict[str, Any]: ...
+    def latest_offset(self, start: JsonObject, all_available: bool) -> JsonObject: ...
 
-    def report_latest(self) -> dict[str, Any] | None: ...
+    def report_latest(self) -> JsonObject | None: ...
 
-    def batch_splits(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[Any]: ...
+    def batch_splits(self, start: JsonObject, end: JsonObject) -> Sequence[Any]: ...
 
     def close(self) -> None: ...
 
@@ -131,7 +134,7 @@ class PlanStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.stream
 
     @user_errors
-    def initialOffset(self) -> dict[str, Any]:
+    def initialOffset(self) -> JsonObject:
         return self._stream().initial_offset()
 
     @user_errors
@@ -143,14 +146,14 @@ class PlanStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._stream().prepare_available_now()
 
     @user_errors
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+    def latestOffset(self, start: JsonObject, limit: ReadLimit) -> JsonObject:
         return self._stream().latest_offset(start, isinstance(limit, ReadAllAvailable))
 
-    def reportLatestOffset(self) -> dict[str, Any] | None:
+    def reportLatestOffset(self) -> JsonObject | None:
         return self._stream().report_latest()
 
     @user_errors
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[SplitPartition]:
+    def partitions(self, start: JsonObject, end: JsonObject) -> list[SplitPartition]:
         return [SplitPartition([(0, split.to_dict())])
                 for split in self._stream().batch_splits(start, end)]
 
@@ -161,7 +164,7 @@ class PlanStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._reader.properties = {**self.properties, **self._reader.properties}
         return self._reader.read(partition)
 
-    def commit(self, end: dict[str, Any]) -> None:
+    def commit(self, end: JsonObject) -> None:
         """Spark keeps the offsets; the source has nothing to acknowledge."""
 
     def stop(self) -> None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from ..planning.plan import ReadPlan
+    from ..sources import Properties
 
 
 def spark_submit_binary() -> str:
@@ -42,7 +43,7 @@ def package_zip(directory: str | Path) -> Path:
 
 
 def submit(plan: ReadPlan[Any], staging_uri: str, *, master: str,
-           properties: dict[str, Any] | None = None, conf: dict[str, Any] | None = None,
+           properties: Properties | None = None, conf: dict[str, Any] | None = None,
            options: dict[str, Any] | None = None, log: Callable[[str], object] = print,
            files: Sequence[str] = ()) -> None:
     """Run the read job (``bounded_read``) through spark-submit; raise the job's own error on

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StreamsliceError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 log = logging.getLogger("streamslice")
 
 
 @contextmanager
-def operator_errors(context: dict[str, Any] | None = None) -> Iterator[None]:
+def operator_errors(context: Mapping[str, Any] | None = None) -> Iterator[None]:
     """Transient errors (an unreachable source) are retried; the rest (bad config, data loss,
     failed verification) fail at once. ``context``: the task's, to say which task failed and
     whether it is retried."""
@@ -35,7 +35,7 @@ def operator_errors(context: dict[str, Any] | None = None) -> Iterator[None]:
         raise raised from None
 
 
-def retry_note(context: dict[str, Any] | None) -> str:
+def retry_note(context: Mapping[str, Any] | None) -> str:
     """`` (task read, try 1 of 3: Airflow retries it)``, or that it is not retried: as
     Airflow decides, a try is retried while ``try_number <= max_tries`` (``retries`` more
     than the first try, more once the task is cleared)."""

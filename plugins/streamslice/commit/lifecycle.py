@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from .. import faults
 from ..errors import StalePlanError
 from ..sources import read_plan, source_class
-from .checkpoint import Checkpoint, advance, holds, moved
+from .checkpoint import Checkpoint, advance, advanced_by, holds, moved
 from .lease import Lease
-from .protocol import owner_of, publish_once, safe_name, target_of
+from .protocol import owner_of, publish_once, published_from, safe_name, target_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -133,6 +133,14 @@ class RunCycle:
                 self.checkpoints.put(checkpoint)
         faults.check("after_checkpoint")
         return checkpoint
+
+    def published(self, plan: ReadPlan) -> bool:
+        """Whether ``plan``'s partition is published from this plan."""
+        return published_from(plan) is not None
+
+    def advanced(self, plan: ReadPlan) -> bool:
+        """Whether the checkpoint is the one ``plan``'s commit by this run left."""
+        return advanced_by(plan, self.checkpoints.get(), self.run_id)
 
     def removable(self, plan: ReadPlan) -> Callable[[str], bool]:
         """Which of the partition's staging areas this run's commit removes: its own; the

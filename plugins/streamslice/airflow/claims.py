@@ -16,6 +16,8 @@ from .runs import alive
 from .store import output_asset
 
 if TYPE_CHECKING:
+    from airflow.sdk import Context
+
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import Interval
 
@@ -34,7 +36,7 @@ def now_ms() -> int:
 class Claims:
     """The claims of one pipeline, seen from one run's task."""
 
-    def __init__(self, cfg: PipelineConfig, context: dict[str, Any]) -> None:
+    def __init__(self, cfg: PipelineConfig, context: Context) -> None:
         self.cfg, self.ti, self.run_id = cfg, context["ti"], context["run_id"]
         self.state = context["asset_state_store"][output_asset(cfg)]
         self.alive = alive(context)

@@ -1,17 +1,7 @@
-"""A run's life cycle: planned → read → verified → published → advanced, each transition a
-method of ``RunCycle``, idempotent and guarded by what is persisted, so that a retry, a clear,
-a re-run or a kill at any point resumes or refuses, and never publishes stale data over newer.
-
-=========  =======================================  ==========================================
-state      persisted                                a crash there leaves, and the next try
-=========  =======================================  ==========================================
-planned    the saved plan (task state)              the plan: reused while it ``holds``,
-                                                    planned again once the checkpoint moved
-read       the staging area (+ the staged note)     a staging area: committed, or read again
-verified   nothing new                              as read
-published  the partition with its manifest          the publish, found by its plan id
-advanced   the checkpoint                           nothing: an earlier try's advance is found
-=========  =======================================  ==========================================
+"""A run's commit guards: ``RunCycle`` holds what the transitions of ``commit.states`` check
+against what is persisted (the saved plan's base, the published plan id, the checkpoint), so
+that a retry, a clear, a re-run or a kill at any point resumes or refuses, and never publishes
+stale data over newer. ``commit.run.Run`` drives the transitions through it.
 
 The guards:
 
@@ -29,14 +19,13 @@ The guards:
 - A run removes its own staging areas, and another run's only where ``busy`` says that run is
   done (incremental runs go one at a time, so none is busy then).
 
-The task layouts (three tasks, one combined task, read ahead) drive this one cycle; the
-Airflow glue supplies where the checkpoint is kept and which runs are busy or alive.
+The Airflow glue supplies where the checkpoint is kept and which runs are busy or alive.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
 from ..errors import StalePlanError
@@ -53,7 +42,6 @@ if TYPE_CHECKING:
     from .manifest import Manifest
 
 log = logging.getLogger("streamslice")
-Stage = Literal["planned", "read", "verified", "published", "advanced"]
 CHECKPOINT_LEASE = "checkpoint"
 
 
@@ -139,8 +127,13 @@ class RunCycle:
         return published_from(plan) is not None
 
     def advanced(self, plan: ReadPlan) -> bool:
-        """Whether the checkpoint is the one ``plan``'s commit by this run left."""
-        return advanced_by(plan, self.checkpoints.get(), self.run_id)
+        """Whether the checkpoint needs nothing more from ``plan``: it is the one this run's
+        commit of it left, or (an interval plan) it is at or past the plan's interval."""
+        current = self.checkpoints.get()
+        if plan.mode == "interval" and plan.interval is not None:
+            end = current.interval_end if current is not None else None
+            return end is not None and end >= plan.interval.end
+        return advanced_by(plan, current, self.run_id)
 
     def removable(self, plan: ReadPlan) -> Callable[[str], bool]:
         """Which of the partition's staging areas this run's commit removes: its own; the

@@ -35,12 +35,14 @@ if TYPE_CHECKING:
     from ..commit.manifest import Manifest
     from ..config.pipeline import PipelineConfig
     from ..planning.plan import Interval, ReadPlan
+    from ..splits import Positions
 
 log = logging.getLogger("streamslice")
 JOB_RUN = "job_run"  # task state: the job run the read's latest try started elsewhere
+XCom = dict[str, object]  # a task's return value: JSON, read back by its name
 
 
-def plan_task(pipeline_file: str, **context: Unpack[Context]) -> dict[str, Any]:
+def plan_task(pipeline_file: str, **context: Unpack[Context]) -> XCom:
     with operator_errors(context):
         return task_run(load_pipeline(pipeline_file), context).plan().to_dict()
 
@@ -53,7 +55,8 @@ def read_task(pipeline_file: str, **context: Unpack[Context]) -> str:
         return run.read(planned(context))[0]
 
 
-def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Unpack[Context]) -> str:
+def read_done(pipeline_file: str, event: dict[str, Any] | None,
+              **context: Unpack[Context]) -> str:
     """The read task resumed by its trigger: the job run's outcome, then the same staging
     URI the read task would have returned (the same try, so the same staging area)."""
     with operator_errors(context):
@@ -61,19 +64,19 @@ def read_done(pipeline_file: str, event: dict[str, Any] | None, **context: Unpac
         from .emr import finish_job_run
         job: dict[str, str] | None = cast("Any", context["task_state_store"].get(JOB_RUN))
         finish_job_run(cfg, event, job)
-        plan = planned(context)
-        staging = task_run(cfg, context).staging(plan)
-        remember(context, plan=plan, staging=staging)
+        plan, run = planned(context), task_run(cfg, context)
+        staging = run.staging(plan)
+        run.host.report(plan=plan, staging=staging)
         return staging
 
 
-def commit_task(pipeline_file: str, **context: Unpack[Context]) -> dict[str, Any]:
+def commit_task(pipeline_file: str, **context: Unpack[Context]) -> XCom:
     with operator_errors(context):
         run = task_run(load_pipeline(pipeline_file), context)
         return result(run.commit(planned(context), context["ti"].xcom_pull(task_ids="read")))
 
 
-def plan_read_commit_task(pipeline_file: str, **context: Unpack[Context]) -> dict[str, Any]:
+def plan_read_commit_task(pipeline_file: str, **context: Unpack[Context]) -> XCom:
     """Plan, read and commit in one task (``tasks: combined``): one task process instead of
     three, and no scheduler hand-off between them. The steps stay what they are as tasks, so a
     try resumes where the failed one stopped (``Run.combined``): the plan saved by an earlier
@@ -102,7 +105,7 @@ def planned(context: Context) -> ReadPlan:
     return read_plan(context["ti"].xcom_pull(task_ids="plan"))
 
 
-def result(outcome: Outcome) -> dict[str, Any]:
+def result(outcome: Outcome) -> XCom:
     """A commit's XCom: the run's metrics and the checkpoint it left."""
     extra = run_metrics(outcome.manifest, outcome.checkpoint.positions).to_dict()
     return {**extra, "checkpoint": outcome.checkpoint.to_dict()}
@@ -163,7 +166,10 @@ class TaskHost:
         self.context["ti"].xcom_push(key="plan", value=plan.to_dict())
 
     def report(self, **facts: Any) -> None:
-        remember(self.context, **facts)
+        """Tell the task's operator what its run did (a no-op for other operators)."""
+        found = getattr(self.context.get("task"), "remember", None)
+        if found is not None:
+            found(**facts)
 
     def timed(self, step: str, seconds: float) -> None:
         emit([step_timing(step, seconds)], self.cfg.name, self.cfg.source.kind)
@@ -192,14 +198,6 @@ def _wait_until_closed(interval: Interval) -> None:
         raise AirflowRescheduleException(from_ms(ready_at))
 
 
-def run_metrics(manifest: Manifest,
-                positions: dict[str, Any] | None = None) -> RunMetrics:
+def run_metrics(manifest: Manifest, positions: Positions | None = None) -> RunMetrics:
     """What downstream DAGs and the Streamslice page see as the asset event's extra."""
     return RunMetrics.of(manifest, positions)
-
-
-def remember(context: Context, **facts: Any) -> None:
-    """Tell the task's operator what its run did (a no-op for other operators)."""
-    found = getattr(context.get("task"), "remember", None)
-    if found is not None:
-        found(**facts)

@@ -12,6 +12,7 @@ from streamslice.airflow.claims import Claims
 from streamslice.errors import ConfigError
 from streamslice.reading.ahead import KEEP_MS, LEASE_MS, ReadAhead, key
 from tests.support.pipelines import parsed
+from tests.unit.test_commit import make_plan
 
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
@@ -207,10 +208,10 @@ def test_a_claim_whose_reader_stopped_or_outlived_its_lease_is_dropped(reader_st
 
 def test_completing_a_claim_dropped_meanwhile_writes_nothing():
     c, state = claims({}, run_id=run(0))
-    c.complete(part(3), {"v": 1}, "s")
+    c.complete(part(3), make_plan(), "s")
     assert state.values == {}
     state.set(key(part(3)), ReadAhead(run(3), by=run(0), claimed_at=NOW).to_dict())
-    c.complete(part(3), {"v": 1}, "s")
+    c.complete(part(3), make_plan(), "s")
     assert ReadAhead.from_dict(state.values[key(part(3))]).adoptable(run(3), NOW)
 
 

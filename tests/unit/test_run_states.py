@@ -201,7 +201,7 @@ class Claims:
                 for i, r in enumerate(self.queued)]
 
     def complete(self, partition, plan, staging):
-        self.completed[partition] = (plan, staging)
+        self.completed[partition] = (plan.to_dict(), staging)
 
     def drop(self, partition):
         self.dropped.append(partition)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..commit.lease import Lease
 from ..config.schedule import interval_containing
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from ..config.pipeline import PipelineConfig
-    from ..planning.plan import Interval
+    from ..planning.plan import Interval, ReadPlan
 
 log = logging.getLogger("streamslice")
 TASK = "plan_read_commit"
@@ -130,7 +130,7 @@ class Claims:
             claimed.append((run_id, interval))
         return claimed
 
-    def complete(self, partition: str, plan: dict[str, Any], staging: str) -> None:
+    def complete(self, partition: str, plan: ReadPlan, staging: str) -> None:
         """Record what was read for a claimed interval, unless the claim is no longer this
         run's (its own run stopped waiting and dropped it)."""
         with self.lease():
@@ -139,5 +139,5 @@ class Claims:
                 log.info("The claim on %s was dropped meanwhile; its run reads for itself.",
                          partition)
                 return
-            claim.plan, claim.staging = plan, staging
+            claim.plan, claim.staging = plan.to_dict(), staging
             self.put(partition, claim)

@@ -53,7 +53,7 @@ class ClaimBook(Protocol):
 
     def claim(self, after: Interval) -> list[tuple[str, Interval]]: ...
 
-    def complete(self, partition: str, plan: dict[str, Any], staging: str) -> None: ...
+    def complete(self, partition: str, plan: ReadPlan, staging: str) -> None: ...
 
     def drop(self, partition: str) -> None: ...
 
@@ -179,7 +179,7 @@ class Run:
         for other, uri in ahead:
             assert self.claims is not None
             log.info("Read %s for run %s into %s", other.partition, other.run_id, uri)
-            self.claims.complete(other.partition, other.to_dict(), uri)
+            self.claims.complete(other.partition, other, uri)
         self.host.timed("read", took)
         self.host.report(staging=staging)
         return staging, tuple(other.partition for other, _ in ahead)

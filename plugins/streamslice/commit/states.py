@@ -56,7 +56,7 @@ def state_of(kept: Persisted) -> State:
 
 @dataclass(frozen=True)
 class Transition:
-    name: str  # the ``commit.run.Run`` method
+    name: str  # the step: a ``commit.run.Run`` method (verify, publish, advance: ``Run.commit``)
     source: State
     target: State
     role: Role

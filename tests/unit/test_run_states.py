@@ -183,6 +183,17 @@ def test_a_noted_read_that_fails_to_commit_is_forgotten(tmp_path):
     assert len(run.host.reads) == 1 and run.state() == "advanced"
 
 
+def test_a_fresh_read_that_fails_verification_is_not_kept(tmp_path, monkeypatch):
+    kept = TaskState()
+    run = a_run(tmp_path, kept=kept)
+    monkeypatch.setattr("tests.unit.test_run_states.good_summaries",
+                        lambda plan: good_summaries_of(plan)[:-1])  # a split not reached
+    with pytest.raises(CommitError):
+        run.combined()
+    assert STAGED not in kept and run.state() == "planned"
+
+
+good_summaries_of = good_summaries
 HOUR = 3_600_000
 
 

@@ -1,4 +1,4 @@
-"""Read ahead's own rules (``reading.ahead``, ``airflow.ahead``): which queued runs a combined
+"""Read ahead's own rules (``reading.ahead``, ``airflow.claims``): which queued runs a combined
 task claims, when a run adopts, waits for or drops a claim, and what the pipeline file allows.
 Airflow's task SDK (task states, an asset's state) is faked here, to cover our logic alone;
 tests/integration/test_read_ahead.py runs it through Airflow's scheduler and Spark Connect."""
@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from streamslice.airflow import ahead
-from streamslice.airflow.ahead import Claims
+from streamslice.airflow import claims as claim_book
+from streamslice.airflow.claims import Claims
 from streamslice.errors import ConfigError
 from streamslice.reading.ahead import KEEP_MS, LEASE_MS, ReadAhead, key
 from tests.support.pipelines import parsed
+from tests.unit.test_commit import make_plan
 
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
@@ -53,7 +54,7 @@ class FakeTI:
 
     def get_task_states(self, dag_id, task_ids, logical_dates=None, run_ids=None):
         self.asked.append((logical_dates, run_ids))
-        return {r: {ahead.TASK: s} for r, s in self.runs.items()
+        return {r: {claim_book.TASK: s} for r, s in self.runs.items()
                 if (run_ids is None or r in run_ids) and
                 (logical_dates is None or r.partition("__")[2] in
                  [d.isoformat() for d in logical_dates])}
@@ -76,7 +77,7 @@ def claims(runs, read_ahead=3, max_active_runs=2, state=None, run_id=None):
     cfg = pipeline(read_ahead=read_ahead, max_active_runs=max_active_runs)
     state = state or FakeState()
     context = {"ti": FakeTI(runs), "run_id": run_id or f"backfill__{iso(T0)}",
-               "asset_state_store": {ahead.output_asset(cfg): state}}
+               "asset_state_store": {claim_book.output_asset(cfg): state}}
     return Claims(cfg, context), state
 
 
@@ -86,8 +87,8 @@ def run(hour, kind="backfill"):
 
 @pytest.fixture(autouse=True)
 def now(monkeypatch, tmp_path):
-    monkeypatch.setattr(ahead, "now_ms", lambda: NOW)
-    monkeypatch.setattr(ahead.time, "sleep", lambda s: None)
+    monkeypatch.setattr(claim_book, "now_ms", lambda: NOW)
+    monkeypatch.setattr(claim_book.time, "sleep", lambda s: None)
     monkeypatch.setitem(LAKE, "path", str(tmp_path / "lake"))
 
 
@@ -191,7 +192,7 @@ def test_a_claim_being_read_is_waited_for_while_its_reader_runs():
         if len(polls) == 2:
             done = ReadAhead(run(0), by=reader, claimed_at=NOW, plan={"v": 1}, staging="s")
             state.set(key(part(0)), done.to_dict())
-    ahead.time.sleep = read_after_two_polls
+    claim_book.time.sleep = read_after_two_polls
     assert c.wait(part(0)).staging == "s"
     assert len(polls) == 2
 
@@ -208,10 +209,10 @@ def test_a_claim_whose_reader_stopped_or_outlived_its_lease_is_dropped(reader_st
 
 def test_completing_a_claim_dropped_meanwhile_writes_nothing():
     c, state = claims({}, run_id=run(0))
-    c.complete(part(3), {"v": 1}, "s")
+    c.complete(part(3), make_plan(), "s")
     assert state.values == {}
     state.set(key(part(3)), ReadAhead(run(3), by=run(0), claimed_at=NOW).to_dict())
-    c.complete(part(3), {"v": 1}, "s")
+    c.complete(part(3), make_plan(), "s")
     assert ReadAhead.from_dict(state.values[key(part(3))]).adoptable(run(3), NOW)
 
 

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StreamsliceError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 log = logging.getLogger("streamslice")
 
 
 @contextmanager
-def operator_errors(context: dict[str, Any] | None = None) -> Iterator[None]:
+def operator_errors(context: Mapping[str, Any] | None = None) -> Iterator[None]:
     """Transient errors (an unreachable source) are retried; the rest (bad config, data loss,
     failed verification) fail at once. ``context``: the task's, to say which task failed and
     whether it is retried."""

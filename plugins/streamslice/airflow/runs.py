@@ -4,7 +4,7 @@ commits its staging areas (``busy``), and whether the run holding a lease is sti
 (``alive``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..commit.lifecycle import RunCycle
 from ..commit.protocol import safe_name
@@ -12,6 +12,9 @@ from .store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
+
+    from airflow.sdk import Context
 
     from ..config.pipeline import PipelineConfig
 
@@ -19,13 +22,13 @@ if TYPE_CHECKING:
 DONE = frozenset({"success", "failed", "upstream_failed", "skipped", "removed"})
 
 
-def run_cycle(cfg: PipelineConfig, context: dict[str, Any]) -> RunCycle:
+def run_cycle(cfg: PipelineConfig, context: Context) -> RunCycle:
     """This task's run's life cycle, its checkpoint on the output asset's state."""
     return RunCycle(context["run_id"], TaskCheckpointStore(context, output_asset(cfg)),
                     busy=busy(context), alive=alive(context))
 
 
-def busy(context: dict[str, Any]) -> Callable[[str], bool]:
+def busy(context: Context) -> Callable[[str], bool]:
     """Whether the run whose staging areas are named ``owner`` (``protocol.safe_name`` of its
     id) may still read or commit them: the runs of this run's interval (its logical dates)
     are looked up once, on the first question; a run not among them counts as busy."""
@@ -35,8 +38,8 @@ def busy(context: dict[str, Any]) -> Callable[[str], bool]:
     def ask(owner: str) -> bool:
         nonlocal found
         if found is None:
-            dates = list({context[k] for k in ("logical_date", "data_interval_start")
-                          if context.get(k) is not None})
+            dates: list[datetime] = list({d for d in (context.get("logical_date"),
+                                      context.get("data_interval_start")) if d is not None})
             states = ti.get_task_states(dag_id=ti.dag_id, logical_dates=dates) if dates \
                 else {}
             found = {safe_name(run): any(s not in DONE for s in tasks.values())
@@ -45,7 +48,7 @@ def busy(context: dict[str, Any]) -> Callable[[str], bool]:
     return ask
 
 
-def alive(context: dict[str, Any]) -> Callable[[str], bool]:
+def alive(context: Context) -> Callable[[str], bool]:
     """Whether run ``run_id`` of this DAG has a task running (a lease's holder commits in a
     running task); a run this DAG does not know is left to the lease's age."""
     ti = context["ti"]

@@ -1,17 +1,7 @@
-"""A run's life cycle: planned → read → verified → published → advanced, each transition a
-method of ``RunCycle``, idempotent and guarded by what is persisted, so that a retry, a clear,
-a re-run or a kill at any point resumes or refuses, and never publishes stale data over newer.
-
-=========  =======================================  ==========================================
-state      persisted                                a crash there leaves, and the next try
-=========  =======================================  ==========================================
-planned    the saved plan (task state)              the plan: reused while it ``holds``,
-                                                    planned again once the checkpoint moved
-read       the staging area (+ the staged note)     a staging area: committed, or read again
-verified   nothing new                              as read
-published  the partition with its manifest          the publish, found by its plan id
-advanced   the checkpoint                           nothing: an earlier try's advance is found
-=========  =======================================  ==========================================
+"""A run's commit guards: ``RunCycle`` holds what the transitions of ``commit.states`` check
+against what is persisted (the saved plan's base, the published plan id, the checkpoint), so
+that a retry, a clear, a re-run or a kill at any point resumes or refuses, and never publishes
+stale data over newer. ``commit.run.Run`` drives the transitions through it.
 
 The guards:
 
@@ -29,21 +19,20 @@ The guards:
 - A run removes its own staging areas, and another run's only where ``busy`` says that run is
   done (incremental runs go one at a time, so none is busy then).
 
-The task layouts (three tasks, one combined task, read ahead) drive this one cycle; the
-Airflow glue supplies where the checkpoint is kept and which runs are busy or alive.
+The Airflow glue supplies where the checkpoint is kept and which runs are busy or alive.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
 from ..errors import StalePlanError
 from ..sources import read_plan, source_class
-from .checkpoint import Checkpoint, advance, holds, moved
+from .checkpoint import Checkpoint, advance, advanced_by, holds, moved
 from .lease import Lease
-from .protocol import owner_of, publish_once, safe_name, target_of
+from .protocol import owner_of, publish_once, published_from, safe_name, target_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,7 +42,6 @@ if TYPE_CHECKING:
     from .manifest import Manifest
 
 log = logging.getLogger("streamslice")
-Stage = Literal["planned", "read", "verified", "published", "advanced"]
 CHECKPOINT_LEASE = "checkpoint"
 
 
@@ -81,12 +69,12 @@ class RunCycle:
     busy: Callable[[str], bool] = field(default=_always_busy)
     alive: Callable[[str], bool] | None = None
 
-    def saved_plan(self, saved: dict[str, Any] | None) -> ReadPlan | None:
+    def saved_plan(self, saved: dict[str, Any] | None) -> ReadPlan[Any] | None:
         """planned, again: the plan an earlier try saved while it still holds; None when
         there is none, or the checkpoint moved since (the caller plans again and saves it)."""
         if not saved:
             return None
-        plan: ReadPlan = read_plan(saved)
+        plan: ReadPlan[Any] = read_plan(saved)
         current = self.checkpoints.get()
         if holds(plan, current, self.run_id):
             return plan
@@ -94,7 +82,7 @@ class RunCycle:
                     "the current checkpoint.", moved(plan, current))
         return None
 
-    def check_holds(self, plan: ReadPlan) -> None:
+    def check_holds(self, plan: ReadPlan[Any]) -> None:
         """Before a read of ``plan``: refuse a plan that no longer holds."""
         current = self.checkpoints.get()
         if not holds(plan, current, self.run_id):
@@ -102,7 +90,7 @@ class RunCycle:
                                  "newer data, so nothing was read or published. Clear the "
                                  "whole run (its plan task too) to plan again.")
 
-    def commit(self, plan: ReadPlan, staging: Staging, *, now_ms: int,
+    def commit(self, plan: ReadPlan[Any], staging: Staging, *, now_ms: int,
                published: Callable[[Manifest], None] | None = None
                ) -> tuple[Manifest, Checkpoint]:
         """verified → published → advanced, holding the partition's lease throughout
@@ -118,7 +106,7 @@ class RunCycle:
             checkpoint = self.advance(plan, manifest, now_ms=now_ms)
         return manifest, checkpoint
 
-    def advance(self, plan: ReadPlan, manifest: Manifest, *, now_ms: int) -> Checkpoint:
+    def advance(self, plan: ReadPlan[Any], manifest: Manifest, *, now_ms: int) -> Checkpoint:
         """advanced: the checkpoint after ``manifest``'s publish, read and written under the
         pipeline's checkpoint lease (found as it is when an earlier try advanced it)."""
         with Lease(target_of(plan), CHECKPOINT_LEASE, self.run_id, alive=self.alive):
@@ -134,7 +122,20 @@ class RunCycle:
         faults.check("after_checkpoint")
         return checkpoint
 
-    def removable(self, plan: ReadPlan) -> Callable[[str], bool]:
+    def published(self, plan: ReadPlan[Any]) -> bool:
+        """Whether ``plan``'s partition is published from this plan."""
+        return published_from(plan) is not None
+
+    def advanced(self, plan: ReadPlan[Any]) -> bool:
+        """Whether the checkpoint needs nothing more from ``plan``: it is the one this run's
+        commit of it left, or (an interval plan) it is at or past the plan's interval."""
+        current = self.checkpoints.get()
+        if plan.mode == "interval" and plan.interval is not None:
+            end = current.interval_end if current is not None else None
+            return end is not None and end >= plan.interval.end
+        return advanced_by(plan, current, self.run_id)
+
+    def removable(self, plan: ReadPlan[Any]) -> Callable[[str], bool]:
         """Which of the partition's staging areas this run's commit removes: its own; the
         others' once their run is done (``busy``); all of them for an incremental run (one
         run at a time)."""

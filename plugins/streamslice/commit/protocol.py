@@ -55,6 +55,13 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
+def published_from(plan: ReadPlan[Any]) -> Manifest | None:
+    """The manifest of ``plan``'s partition where this plan (its id) published it."""
+    found = publisher_for(target_of(plan)).published_manifest(plan)
+    published = Manifest.from_dict(found) if found else None
+    return published if published and published.plan_id == plan_id(plan) else None
+
+
 def publish_once(plan: ReadPlan[Any], staging: Staging, *, run_id: str | None, now_ms: int,
                  removable: Callable[[str], bool] | None = None) -> Manifest:
     """Publish the staged output and return its manifest with where it landed
@@ -67,9 +74,7 @@ def publish_once(plan: ReadPlan[Any], staging: Staging, *, run_id: str | None, n
     publisher = publisher_for(target_of(plan))
 
     def ours() -> Manifest | None:  # looked up only when the staging area cannot publish
-        found = publisher.published_manifest(plan)
-        published = Manifest.from_dict(found) if found else None
-        return published if published and published.plan_id == plan_id(plan) else None
+        return published_from(plan)
 
     if staging.fs.get_file_info(staging.root).type != pafs.FileType.NotFound:
         try:

@@ -16,8 +16,10 @@ from .runs import alive
 from .store import output_asset
 
 if TYPE_CHECKING:
+    from airflow.sdk import Context
+
     from ..config.pipeline import PipelineConfig
-    from ..planning.plan import Interval
+    from ..planning.plan import Interval, ReadPlan
 
 log = logging.getLogger("streamslice")
 TASK = "plan_read_commit"
@@ -34,7 +36,7 @@ def now_ms() -> int:
 class Claims:
     """The claims of one pipeline, seen from one run's task."""
 
-    def __init__(self, cfg: PipelineConfig, context: dict[str, Any]) -> None:
+    def __init__(self, cfg: PipelineConfig, context: Context) -> None:
         self.cfg, self.ti, self.run_id = cfg, context["ti"], context["run_id"]
         self.state = context["asset_state_store"][output_asset(cfg)]
         self.alive = alive(context)
@@ -128,7 +130,7 @@ class Claims:
             claimed.append((run_id, interval))
         return claimed
 
-    def complete(self, partition: str, plan: dict[str, Any], staging: str) -> None:
+    def complete(self, partition: str, plan: ReadPlan[Any], staging: str) -> None:
         """Record what was read for a claimed interval, unless the claim is no longer this
         run's (its own run stopped waiting and dropped it)."""
         with self.lease():
@@ -137,5 +139,5 @@ class Claims:
                 log.info("The claim on %s was dropped meanwhile; its run reads for itself.",
                          partition)
                 return
-            claim.plan, claim.staging = plan, staging
+            claim.plan, claim.staging = plan.to_dict(), staging
             self.put(partition, claim)

@@ -50,6 +50,8 @@ class Result:
 def files_in(paths: list[str]) -> list[Path]:
     files: list[Path] = []
     for path in map(Path, paths):
+        if not path.exists():
+            raise SystemExit(f"devtools.alone: no such test file or folder: {path}")
         files += [path] if path.is_file() else sorted(path.rglob("test_*.py"))
     return files
 
@@ -146,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
                                   f"--random-order-seed={seed}", *ns.paths])
                 for seed in seeds]
     else:
-        files = files_in(ns.paths)
-        plan = [(str(f), [str(f)]) for f in files] if ns.by_file else [
-            (t, [t]) for t in targets(files, ns.each_test)]
+        ids = [p for p in ns.paths if "::" in p]  # tests named: each runs alone
+        files = files_in([p for p in ns.paths if "::" not in p])
+        plan = [(t, [t]) for t in ids] + ([(str(f), [str(f)]) for f in files] if ns.by_file
+                                          else [(t, [t]) for t in targets(files, ns.each_test)])
     results = []
     for n, (target, args) in enumerate(plan, 1):
         results.append(result := run(target, args, ns.timeout, logs))

@@ -67,8 +67,10 @@ def test_a_test_that_needs_an_earlier_one_fails_alone_and_is_named(tmp_path, cap
     folder = write(tmp_path / "t", test_alone=ALONE, test_leaning=LEANING)
     assert main([str(folder), "--by-file", "--logs", str(tmp_path / "logs")]) == 0
     assert main([str(folder), "--logs", str(tmp_path / "logs")]) == 1
+    assert main([f"{folder}/test_leaning.py::test_first", "--logs", str(tmp_path / "l")]) == 0
     said = capsys.readouterr().out.splitlines()
     summary = said[said.index("3 runs: 2 passed, 0 flaky, 1 failed"):]
+    assert summary[-1] == "1 runs: 1 passed, 0 flaky, 0 failed"
     assert summary[1].startswith(f"  FAILED {folder}/test_leaning.py::test_second  (log: ")
     assert re.search(r"FAILED .*test_leaning.py::test_second", summary[2]), summary
 

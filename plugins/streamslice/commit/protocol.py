@@ -67,8 +67,7 @@ def publish_once(plan: ReadPlan[Any], staging: Staging, *, run_id: str | None, n
     publisher = publisher_for(target_of(plan))
 
     def ours() -> Manifest | None:  # looked up only when the staging area cannot publish
-        found = publisher.published_manifest(plan)
-        published = Manifest.from_dict(found) if found else None
+        published = publisher.published_manifest(plan)
         return published if published and published.plan_id == plan_id(plan) else None
 
     if staging.fs.get_file_info(staging.root).type != pafs.FileType.NotFound:
@@ -85,7 +84,7 @@ def publish_once(plan: ReadPlan[Any], staging: Staging, *, run_id: str | None, n
             return earlier
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
         faults.check("before_publish")
-        published = publisher.publish(plan, staging, manifest.to_dict())
+        published = publisher.publish(plan, staging, manifest)
         clean_attempts(plan, removable)
         return replace(manifest, published=published)
     earlier = ours()

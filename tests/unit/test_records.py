@@ -154,7 +154,7 @@ def test_a_manifest_is_written_as_before_plus_its_versions(name):
     written = manifest.to_dict()
     assert written == {**old, "version": 1,
                        "splits": [{**s, "version": 1} for s in old["splits"]]}
-    assert Manifest.from_dict(json.loads(manifest_bytes(written))) == manifest
+    assert Manifest.from_dict(json.loads(manifest_bytes(manifest))) == manifest
 
 
 def test_manifests_written_before_versions_are_read_by_attribute():

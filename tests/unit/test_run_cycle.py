@@ -13,7 +13,7 @@ import pytest
 
 from streamslice.commit.lease import Lease
 from streamslice.commit.lifecycle import RunCycle
-from streamslice.commit.manifest import read_manifest
+from streamslice.commit.manifest import Manifest, read_manifest
 from streamslice.commit.protocol import attempt_name
 from streamslice.commit.publishers.files import DirectoryRename
 from streamslice.errors import CommitError, StalePlanError
@@ -118,7 +118,7 @@ def test_a_gone_or_emptied_staging_area_is_not_published_over_data(tmp_path):
     before = sorted(os.listdir(ds / "batch=00000001"))
     publisher = DirectoryRename(OutputTarget(str(ds)))
     st = staged(tmp_path, plan, "b")
-    manifest = {"records": 7}
+    manifest = replace(Manifest.from_dict(read_manifest(str(ds), "batch=00000001")), records=7)
     for path in sorted((tmp_path / "_streamslice").rglob("staging/*/b-try1/data/*")):
         path.unlink()  # another commit's clean-up took the read
     with pytest.raises(CommitError, match="holds no data, but 7 records were verified"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pyarrow.fs as pafs
 
@@ -31,6 +31,35 @@ _OPTIONAL = ("early_records", "published", "plan")
 # The interval's neighbours are how its plan owned records (``plan`` has them), not what the
 # manifest says about the partition: left out, as before plans had them.
 _NEIGHBOURS = ("previous_start", "next_end")
+
+
+class Publishable(Protocol):
+    """What a publisher reads of the manifest it publishes with: the count of records it
+    checks the staging area against (None: not counted), the run id its table commit names,
+    and what it writes (``to_dict``). A ``Manifest``, or a stream batch's
+    ``StreamBatchManifest``."""
+
+    @property
+    def run_id(self) -> str | None: ...
+
+    @property
+    def records(self) -> int | None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class StreamBatchManifest:
+    """What a ``foreachBatch`` micro-batch knows when it publishes (``spark.stream_publish``):
+    its run id. Its records are not counted (that would read the micro-batch from the source
+    a second time) and nothing verifies them against a plan's splits, so it is no
+    ``Manifest``; the table commit records it as ``{"run_id": …}``, as it always has."""
+
+    run_id: str | None
+    records: None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id}
 
 
 @dataclass
@@ -104,8 +133,8 @@ def build_manifest(plan: ReadPlan[Any], figures: Verified, *, run_id: str | None
         if plan.interval and plan.interval.event_time else None)
 
 
-def manifest_bytes(manifest: dict[str, Any]) -> bytes:
-    return json.dumps(manifest, indent=1, sort_keys=True).encode()
+def manifest_bytes(manifest: Publishable) -> bytes:
+    return json.dumps(manifest.to_dict(), indent=1, sort_keys=True).encode()
 
 
 def read_manifest(dataset_uri: str, partition: str,

@@ -57,8 +57,7 @@ def safe_name(text: str) -> str:
 
 def published_from(plan: ReadPlan[Any]) -> Manifest | None:
     """The manifest of ``plan``'s partition where this plan (its id) published it."""
-    found = publisher_for(target_of(plan)).published_manifest(plan)
-    published = Manifest.from_dict(found) if found else None
+    published = publisher_for(target_of(plan)).published_manifest(plan)
     return published if published and published.plan_id == plan_id(plan) else None
 
 
@@ -90,7 +89,7 @@ def publish_once(plan: ReadPlan[Any], staging: Staging, *, run_id: str | None, n
             return earlier
         manifest = build_manifest(plan, figures, run_id=run_id, committed_at=now_ms)
         faults.check("before_publish")
-        published = publisher.publish(plan, staging, manifest.to_dict())
+        published = publisher.publish(plan, staging, manifest)
         clean_attempts(plan, removable)
         return replace(manifest, published=published)
     earlier = ours()

@@ -46,6 +46,7 @@ def publish_batches(kind: str, options: dict[str, str], output: Output,
         from pyspark.sql.functions import lit
 
         from .. import faults
+        from ..commit.manifest import StreamBatchManifest
         from ..commit.protocol import staging_for
         partition = f"batch={batch_id:08d}"
         plan = replace(template, pipeline=pipeline, partition=partition, batch=batch_id + 1,
@@ -53,8 +54,7 @@ def publish_batches(kind: str, options: dict[str, str], output: Output,
         staging = staging_for(plan, "stream")
         records = batch.withColumn(PARTITION_COLUMN, lit(partition))
         records.write.mode("overwrite").parquet(staging.data_uri)
-        manifest = {"plan": plan.to_dict(), "run_id": plan.run_id}
-        publisher_for(target).publish(plan, staging, manifest)
+        publisher_for(target).publish(plan, staging, StreamBatchManifest(plan.run_id))
         faults.check("after_publish")
 
     return publish

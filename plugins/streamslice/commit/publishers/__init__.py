@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
+    from ..manifest import Manifest, Publishable
 
 # output.format → the "module:Class" of the publisher that lands it, imported on first use
 # (its order: the choices errors list).
@@ -77,10 +78,10 @@ class Publisher(Protocol):
 
     def __init__(self, output: OutputTarget) -> None: ...
 
-    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: Publishable) -> Published:
         """Publish the staged partition with its manifest; returns where it landed."""
 
-    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> Manifest | None:
         """The manifest the plan's partition was published with, if any, with where it
         landed under ``published``."""
 

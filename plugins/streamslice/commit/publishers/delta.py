@@ -32,13 +32,14 @@ from .tables import (
     TableSettings,
     check_compatible,
     commit_properties,
+    commits_plan,
     manifest_from,
     table_schema,
 )
 from .transforms import delta_partition_field, delta_partition_values, parse_partition_by
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     import pyarrow.dataset as ds
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
+    from ..manifest import Manifest, Publishable
     from . import Published, TargetFields
 
 
@@ -84,26 +86,29 @@ class DeltaPublisher:
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         return location_dataset(self.table_uri), None  # a Delta table is its location
 
-    def published_manifest(self, plan: ReadPlan[Any], latest: int | None = None
-                           ) -> dict[str, Any] | None:
-        """Searched in the ``latest`` commits only, if given (each one read costs I/O)."""
+    def published_manifest(self, plan: ReadPlan[Any]) -> Manifest | None:
+        found = self._commit_of(plan)
+        return manifest_from(*found) if found else None
+
+    def _commit_of(self, plan: ReadPlan[Any], latest: int | None = None
+                   ) -> tuple[Mapping[str, object], Published] | None:
+        """The commit that published ``plan`` and where it landed, searched in the ``latest``
+        commits only, if given (each one read costs I/O)."""
         from deltalake import DeltaTable
         if not DeltaTable.is_deltatable(self.table_uri, self.storage_options()):
             return None
         table = DeltaTable(self.table_uri, storage_options=self.storage_options())
         for entry in table.history(latest):  # newest first
-            found = manifest_from(entry, plan)
-            if found is not None:
-                return {**found, "published": {"uri": self.uri(plan),
-                                                "version": entry.get("version")}}
+            if commits_plan(entry, plan):
+                return entry, {"uri": self.uri(plan), "version": entry.get("version")}
         return None
 
     def finish(self, plan: ReadPlan[Any]) -> None:
         """Nothing: the table's commit is the publish's last step."""
 
-    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: Publishable) -> Published:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-        require_staged(staging, manifest)
+        require_staged(staging, manifest.records)
         schema = table_schema(plan)
         by = self.output.partition_by
         if by:
@@ -142,8 +147,8 @@ class DeltaPublisher:
                               f"{type(exc).__name__}: {exc}") from None
         staging.fs.delete_dir(staging.root)
         # Ours is the newest commit unless another writer got in since: then search them all.
-        found = self.published_manifest(plan, latest=1) or self.published_manifest(plan)
-        return found["published"] if found else {"uri": self.uri(plan)}
+        found = self._commit_of(plan, latest=1) or self._commit_of(plan)
+        return found[1] if found else {"uri": self.uri(plan)}
 
     def _check_partitioning(self, have: list[str], wanted: list[str]) -> None:
         """A table is partitioned as the pipeline says, or nothing is published (delta-rs would

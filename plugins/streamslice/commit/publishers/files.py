@@ -32,7 +32,7 @@ from ...aws.storage import filesystem
 from ...errors import CommitError
 from ...lineage import location_dataset
 from ...reading.staging import DATA, DEAD_LETTER
-from ..manifest import MANIFEST, manifest_bytes, plan_id, read_manifest
+from ..manifest import MANIFEST, Manifest, manifest_bytes, plan_id, read_manifest
 from . import OutputSettings
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ...lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
+    from ..manifest import Publishable
     from . import Published, TargetFields
 
 
@@ -55,13 +56,14 @@ class DirectoryRename:
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
         return location_dataset(self.output.dataset), None
 
-    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> Manifest | None:
         found = read_manifest(self.output.dataset, folder_of(plan), self.output.auth)
-        return {**found, "published": {"uri": self.uri(plan)}} if found else None
+        return Manifest.from_dict({**found, "published": {"uri": self.uri(plan)}}) \
+            if found else None
 
-    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: Publishable) -> Published:
         fs = staging.fs
-        require_staged(staging, manifest)
+        require_staged(staging, manifest.records)
         publish_dead_letters(self.output, plan, staging)
         data = f"{staging.root}/{DATA}"
         if fs.get_file_info(data).type == pafs.FileType.NotFound:
@@ -109,14 +111,14 @@ def delete_if_there(fs: pafs.FileSystem, path: str) -> None:
 
 
 class ObjectStoreCopy(DirectoryRename):
-    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: Publishable) -> Published:
         """Each staged file under its plan's name (``object_names``): a re-publish of the
         same plan overwrites the same objects, so a reader sees its records once throughout.
         Where the names change (another plan), the manifest and every object not named
         again go first, then the new ones are copied in and the manifest last: a reader
         sees the old records or the new, possibly only some of them, never one twice."""
         fs = staging.fs
-        require_staged(staging, manifest)
+        require_staged(staging, manifest.records)
         publish_dead_letters(self.output, plan, staging)
         target = f"{self.root}/{folder_of(plan)}"
         sub = f"{staging.root}/{DATA}"
@@ -203,10 +205,10 @@ class FilesPublisher:
         self.how = DirectoryRename(output) if fs.type_name == "local" else \
             ObjectStoreCopy(output)
 
-    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: Publishable) -> Published:
         return self.how.publish(plan, staging, manifest)
 
-    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> Manifest | None:
         return self.how.published_manifest(plan)
 
     def finish(self, plan: ReadPlan[Any]) -> None:
@@ -242,11 +244,10 @@ def publish_dead_letters(output: OutputTarget, plan: ReadPlan[Any], staging: Sta
             fs.copy_file(info.path, f"{dest}/{info.base_name}")
 
 
-def require_staged(staging: Staging, manifest: dict[str, Any]) -> None:
+def require_staged(staging: Staging, records: int | None) -> None:
     """The staged read is there to publish: a staging area that is gone, or that holds no
-    data file while the manifest counts records, is an error, never an empty partition
+    data file while the manifest counts ``records``, is an error, never an empty partition
     published over data (a folder replaced by nothing, a table's rows deleted)."""
-    records = int(manifest.get("records") or 0)
     fs = staging.fs
     if fs.get_file_info(staging.root).type == pafs.FileType.NotFound:
         raise CommitError(f"the staged output {staging.uri} is gone; nothing was published. "

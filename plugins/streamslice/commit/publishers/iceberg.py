@@ -29,17 +29,21 @@ from .tables import (
     TableSettings,
     check_compatible,
     commit_properties,
+    commits_plan,
     manifest_from,
     table_schema,
 )
 from .transforms import iceberg_transform, parse_partition_by
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyiceberg.table import Table
 
     from ...config.fields import Fields
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
+    from ..manifest import Manifest, Publishable
     from . import Published, TargetFields
 
 
@@ -169,24 +173,25 @@ class IcebergPublisher:
                               "(output.partition_by); nothing was published: write to a new "
                               "table or evolve this one's partition spec")
 
-    def published_manifest(self, plan: ReadPlan[Any]) -> dict[str, Any] | None:
+    def published_manifest(self, plan: ReadPlan[Any]) -> Manifest | None:
         table = self._table(plan, create=False)
-        return None if table is None else self._published_in(table, plan)
+        found = None if table is None else self._snapshot_of(table, plan)
+        return manifest_from(*found) if found else None
 
-    def _published_in(self, table: Table, plan: ReadPlan[Any]) -> dict[str, Any] | None:
+    def _snapshot_of(self, table: Table, plan: ReadPlan[Any]
+                     ) -> tuple[Mapping[str, object], Published] | None:
+        """The snapshot that published ``plan`` (its summary) and where it landed."""
         for snapshot in reversed(table.snapshots()):  # the newest: the one holding the files
             props = snapshot.summary.additional_properties if snapshot.summary else {}
-            found = manifest_from(props, plan)
-            if found is not None:
-                return {**found, "published": {"uri": self.uri(plan),
-                                                "snapshot_id": snapshot.snapshot_id}}
+            if commits_plan(props, plan):
+                return props, {"uri": self.uri(plan), "snapshot_id": snapshot.snapshot_id}
         return None
 
     def finish(self, plan: ReadPlan[Any]) -> None:
         """Nothing: the table's commit is the publish's last step."""
 
-    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: dict[str, Any]) -> Published:
-        require_staged(staging, manifest)
+    def publish(self, plan: ReadPlan[Any], staging: Staging, manifest: Publishable) -> Published:
+        require_staged(staging, manifest.records)
         table = self._table(plan, create=True)
         assert table is not None  # created when missing
         self._check_spec(table)
@@ -206,11 +211,11 @@ class IcebergPublisher:
                 if files:
                     tx.add_files(files, snapshot_properties=props)
         staging.fs.delete_dir(staging.root)
-        found = self._published_in(table, plan)  # the commit left the table at its metadata
-        return found["published"] if found else {"uri": self.uri(plan)}
+        found = self._snapshot_of(table, plan)  # the commit left the table at its metadata
+        return found[1] if found else {"uri": self.uri(plan)}
 
     def _rewrite(self, table: Table, plan: ReadPlan[Any], staging: Staging,
-                 manifest: dict[str, Any]) -> Published:
+                 manifest: Publishable) -> Published:
         """A table partitioned by a time transform of a record column: a run's records span
         partitions (late and early ones, an interval wider than the transform), which
         ``add_files`` cannot register, so pyiceberg writes them again, one file per partition,
@@ -232,8 +237,8 @@ class IcebergPublisher:
                 if data.num_rows:
                     tx.append(data, snapshot_properties=props)
         staging.fs.delete_dir(staging.root)
-        found = self._published_in(table, plan)
-        return found["published"] if found else {"uri": self.uri(plan)}
+        found = self._snapshot_of(table, plan)
+        return found[1] if found else {"uri": self.uri(plan)}
 
     def _evolve(self, table: Table, plan: ReadPlan[Any]) -> None:
         """A new nullable field evolves the table, at any depth; a change the table's rows

@@ -12,7 +12,7 @@ from ...errors import CommitError
 from ...formats.types import spark_type
 from ...reading.decode import Decoder
 from ...sources import source_class
-from ..manifest import plan_id
+from ..manifest import Manifest, plan_id
 from . import PARTITION_COLUMN, OutputSettings
 from .transforms import parse_partition_by
 
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     from ...config.fields import Fields
     from ...planning.plan import ReadPlan
+    from ..manifest import Publishable
+    from . import Published
 
 PREFIX = "streamslice."
 
@@ -58,25 +60,27 @@ def table_schema(plan: ReadPlan[Any]) -> pa.Schema:
     return schema.append(pa.field(PARTITION_COLUMN, pa.string(), nullable=False))
 
 
-def commit_properties(plan: ReadPlan[Any], manifest: dict[str, Any]) -> dict[str, str]:
+def commit_properties(plan: ReadPlan[Any], manifest: Publishable) -> dict[str, str]:
     """Pipeline, run, plan id, the end position of every split, and the manifest itself."""
     ends = {s.key: s.end for s in plan.splits}
     ends.update({k: v for k, v in plan.next_positions.items()})
-    slim = {k: v for k, v in manifest.items() if k != "plan"}
-    return {f"{PREFIX}pipeline": plan.pipeline, f"{PREFIX}run_id": str(manifest.get("run_id")),
+    slim = {k: v for k, v in manifest.to_dict().items() if k != "plan"}
+    return {f"{PREFIX}pipeline": plan.pipeline, f"{PREFIX}run_id": str(manifest.run_id),
             f"{PREFIX}plan_id": plan_id(plan), f"{PREFIX}partition": plan.partition,
             f"{PREFIX}end_positions": json.dumps(ends, sort_keys=True, default=str),
             f"{PREFIX}manifest": json.dumps(slim, sort_keys=True, default=str)}
 
 
-def manifest_from(properties: Mapping[str, object], plan: ReadPlan[Any]
-                  ) -> dict[str, Any] | None:
-    """The manifest a commit recorded, if that commit published ``plan`` (``properties``: a
-    snapshot's summary or a Delta commit's history entry, as the table keeps it)."""
-    if properties.get(f"{PREFIX}plan_id") != plan_id(plan):
-        return None
-    data: dict[str, Any] = json.loads(str(properties[f"{PREFIX}manifest"]))
-    return data
+def commits_plan(properties: Mapping[str, object], plan: ReadPlan[Any]) -> bool:
+    """Whether a commit published ``plan`` (``properties``: a snapshot's summary or a Delta
+    commit's history entry, as the table keeps it)."""
+    return properties.get(f"{PREFIX}plan_id") == plan_id(plan)
+
+
+def manifest_from(properties: Mapping[str, object], published: Published) -> Manifest:
+    """The manifest a commit of a plan (``commits_plan``) recorded, with where it landed."""
+    data = json.loads(str(properties[f"{PREFIX}manifest"]))
+    return Manifest.from_dict({**data, "published": published})
 
 
 def check_compatible(existing: pa.Schema, wanted: pa.Schema, table: str,

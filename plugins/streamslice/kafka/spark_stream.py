@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..config.data_source_options import positive
 from ..errors import ConfigError, DataLossError, PlanError
 from .ranges import no_match
 from .spark_options import (
@@ -30,7 +31,6 @@ from .spark_options import (
     boolean,
     choice,
     kafka_properties,
-    positive,
     side,
     spark_tp,
     subscriber,

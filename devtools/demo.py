@@ -402,7 +402,7 @@ def show(expected: Counter[int], kinesis_counts: list[KinesisCount]) -> None:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    from streamslice.airflow.store import OfflineCheckpointStore
+    from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
     from streamslice.config import load_pipeline
     cfg = load_pipeline(ROOT / "dags" / "pipelines" / "taxi_trips.yaml")
     dataset = cfg.output.dataset(cfg.name)

@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, runtime_checkable
 
-from .registered import load, registered_class
+from .registry import load, registered_class
 from .splits import Positions, SplitT  # noqa: TC001 - ResetTarget resolves at run time
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .commit.checkpoint import Checkpoint
     from .config.fields import Fields
     from .config.pipeline import PipelineConfig
-    from .lineage import DatasetName
+    from .monitoring.lineage import DatasetName
     from .planning.plan import Gap, Interval, ReadPlan
     from .planning.progress import MarkStore
     from .reading.decode import Decoder
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 Mode = Literal["interval", "incremental", "bounded"]
 # A source's client properties: its connection's settings as its clients take them (Kafka's
 # dotted names, Kinesis's region and endpoint, a registry's URL), plus what a run adds (an
-# MSK IAM token callback); ``secrets`` keeps the secret ones apart. A value is text as
+# MSK IAM token callback); ``config.secrets`` keeps the secret ones apart. A value is text as
 # connections and the YAML give it, or a number, flag or None a source's own settings add
 # (an AWS session's duration, a role's external id not set).
 PropertyValue = str | int | float | bool | None
@@ -246,7 +246,7 @@ class Source(ABC, Generic[SplitT]):
         """Client properties: ``resolved`` (from a connection) overlaid by the YAML's own."""
 
     def extras(self) -> tuple[str, ...]:
-        """The package extras its planner and readers need (``streamslice.extras``)."""
+        """The package extras its planner and readers need (``streamslice.config.extras``)."""
         return ()
 
     @abstractmethod
@@ -349,7 +349,7 @@ class ReaderFactory(ABC, Generic[SplitT]):
     @abstractmethod
     def lineage_dataset(self, plan: ReadPlan[SplitT], split: SplitT) -> DatasetName:
         """The dataset ``split`` reads, named as OpenLineage names datasets
-        (``streamslice.lineage``): Kafka's topic, Kinesis' stream, a folder of files."""
+        (``streamslice.monitoring.lineage``): Kafka's topic, Kinesis' stream, a folder of files."""
 
 
 class SplitSerializer(ABC, Generic[SplitT]):

@@ -38,11 +38,11 @@ def main(pipeline_file, state_dir, run_id, try_number, interval_start=None):
 
 
 def run(cfg, state_dir, run_id, try_number, interval_start, options):
-    from streamslice import faults
     from streamslice.commit.checkpoint import Checkpoint, advance
     from streamslice.commit.protocol import publish_once, staging_for
     from streamslice.commit.publishers import staged_constants
     from streamslice.config.schedule import interval_containing
+    from streamslice.errors import faults
     from streamslice.planning.planner import plan_run
     from streamslice.reading.decode import Decoder
     from streamslice.reading.sink import ParquetSink

@@ -94,7 +94,7 @@ def incremental(broker, tmp_path, name, seed, **settings):
 
 
 def exactly_once(cfg, topic, sent):
-    from streamslice.airflow.store import OfflineCheckpointStore
+    from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
     dataset = cfg.output.dataset(cfg.name)
     table = ds.dataset(dataset, format="parquet", partitioning="hive").to_table(
         columns=["partition", "offset"])

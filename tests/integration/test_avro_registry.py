@@ -135,7 +135,7 @@ def test_on_error_fail_fails_the_run_naming_the_record_and_publishes_nothing(
         broker, spark, airflow_db, registry, tmp_path, capfd):
     from datetime import datetime, timezone
 
-    from streamslice.airflow.store import OfflineCheckpointStore
+    from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
     topic = unique("avro-fail")
     create_topic(broker.bootstrap, topic, 1)
     at = datetime(2024, 5, 1, tzinfo=timezone.utc)

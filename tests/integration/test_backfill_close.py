@@ -104,7 +104,7 @@ def test_the_intervals_a_backfill_made_half_way_does_not_hold(airflow_db):
     from streamslice.airflow.backfill import _uncovered
     from streamslice.errors import StreamsliceError
     from streamslice.planning.plan import Interval
-    from streamslice.timeutil import from_ms
+    from streamslice.timestamps import from_ms
     hour, t0 = 3_600_000, 1_714_521_600_000
     intervals = [Interval(t0 + h * hour, t0 + (h + 1) * hour) for h in range(4)]
     dag_id, first_try = unique("bf"), now()
@@ -191,7 +191,7 @@ def test_a_backfill_follows_its_own_runs_not_a_manual_run_of_the_same_interval(a
     from airflow.utils.session import create_session
 
     from streamslice.airflow.backfill import _states
-    from streamslice.timeutil import from_ms
+    from streamslice.timestamps import from_ms
     hour, t0 = 3_600_000, 1_714_521_600_000
     dag_id = unique("bf")
     add_backfill(dag_id, [own, "success"], starts=[from_ms(t0), from_ms(t0 + hour)])

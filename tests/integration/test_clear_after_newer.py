@@ -10,7 +10,7 @@ import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from streamslice.airflow.store import OfflineCheckpointStore
+from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
 from tests.support.checks import present
 from tests.support.pipelines import clear_and_rerun, kafka_pipeline, run_dag, unique, utc
 
@@ -95,7 +95,7 @@ def test_a_manual_run_of_an_interval_beside_its_failed_run_stays_exact(broker, s
     it and removes the failed run's staging area (that run is done, Airflow says); clearing
     the failed run then publishes the interval again, whole: each record once."""
     from streamslice.config.schedule import interval_containing
-    from streamslice.timeutil import from_ms
+    from streamslice.timestamps import from_ms
     from tests.support.pipelines import run_interval
     topic = unique("clear_iv")
     create_topic(broker.bootstrap, topic, 2)
@@ -135,7 +135,7 @@ def test_a_manual_run_keeps_the_staging_area_of_a_run_waiting_to_commit(broker, 
     from airflow.utils.state import TaskInstanceState
 
     from streamslice.config.schedule import interval_containing
-    from streamslice.timeutil import from_ms
+    from streamslice.timestamps import from_ms
     from tests.support.pipelines import run_interval
     topic = unique("wait_iv")
     create_topic(broker.bootstrap, topic, 2)

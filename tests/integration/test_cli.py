@@ -254,7 +254,7 @@ def test_kinesis_offsets_reset_checks_sequence_numbers_and_asks_about_other_shar
     stream, not only checked for its format); naming some shards only sends the others back
     to TRIM_HORIZON, which the command says and does only with --yes (or a yes at the
     terminal), leaving the checkpoint as it was otherwise."""
-    from streamslice.airflow.checkpoints import show_checkpoint
+    from streamslice.airflow.checkpoint_store import show_checkpoint
     client = kinesis.client()
     stream, name = unique("reset2"), unique("kreset2")
     create_stream(client, stream, 2)

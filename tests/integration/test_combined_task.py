@@ -24,7 +24,7 @@ def test_a_combined_run_resumes_each_try_where_the_last_one_stopped(
     from airflow.utils.session import create_session
 
     from streamslice.airflow import tasks, ui_data
-    from streamslice.airflow.store import OfflineCheckpointStore
+    from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
     topic = unique("combined")
     create_topic(broker.bootstrap, topic, 2)
     sent = produce(broker.bootstrap, topic, trips(T0, hours=1, per_hour=80, seed=12,

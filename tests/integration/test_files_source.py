@@ -7,8 +7,7 @@ import json
 import pyarrow.dataset as ds
 import pytest
 
-from streamslice.airflow.checkpoints import reset_checkpoint
-from streamslice.airflow.store import OfflineCheckpointStore
+from streamslice.airflow.checkpoint_store import OfflineCheckpointStore, reset_checkpoint
 from streamslice.commit.manifest import read_manifest
 from tests.support.checks import present
 from tests.support.pipelines import files_pipeline, run_dag

@@ -95,7 +95,7 @@ def assert_claims_are_atomic(asset):
     a claim that may be taken over (an update of exactly the value read)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from streamslice.airflow.store import OfflineAssetState
+    from streamslice.airflow.checkpoint_store import OfflineAssetState
     state = OfflineAssetState(asset)
     for key, free in (("stale_alert/race-insert", lambda held: False),
                       ("stale_alert/race-update", lambda held: held["id"] == "left")):

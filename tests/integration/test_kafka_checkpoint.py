@@ -7,7 +7,7 @@ import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from streamslice.airflow.checkpoints import reset_checkpoint, show_checkpoint
+from streamslice.airflow.checkpoint_store import reset_checkpoint, show_checkpoint
 from tests.support.checks import present
 from tests.support.connections import connection
 from tests.support.pipelines import kafka_pipeline, run_dag, unique

@@ -7,7 +7,7 @@ from confluent_kafka.admin import AdminClient
 
 from devtools.services import create_topic
 from devtools.taxi import produce, trips
-from streamslice.airflow.store import OfflineCheckpointStore
+from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
 from streamslice.errors import DataLossError
 from streamslice.planning.planner import plan_run
 from tests.support.checks import present

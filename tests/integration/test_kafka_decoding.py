@@ -139,7 +139,7 @@ def test_a_run_whose_every_record_is_a_dead_letter_fails_unless_expected(broker,
     """A schema that matches none of the records dead-letters them all: the run fails with
     the first reasons and publishes nothing, unless format.allow_all_dead_letters says such
     runs are expected. A run with no records at all is not such a run."""
-    from streamslice.airflow.store import OfflineCheckpointStore
+    from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
     topic = unique("alldead")
     create_topic(broker.bootstrap, topic, 1)
     name = unique("alldead")

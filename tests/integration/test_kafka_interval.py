@@ -7,7 +7,7 @@ import pytest
 
 from devtools.services import create_topic
 from devtools.taxi import TRIP_SCHEMA, produce, trips
-from streamslice.airflow.store import OfflineCheckpointStore
+from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
 from tests.support.checks import present
 from tests.support.pipelines import kafka_pipeline, run_dag, unique, utc
 

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pyarrow.dataset as ds
 import pytest
 
-from streamslice.airflow.store import OfflineCheckpointStore
+from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
 from tests.support.checks import present
 from tests.support.connections import aws_connection
 from tests.support.kinesis import all_records, create_stream, put, wait_active

@@ -132,7 +132,7 @@ def test_sweeper_removes_a_leaked_consumer(efo_stream, spark, airflow_db, tmp_pa
 def test_the_streamslice_page_lists_the_streams_consumers(efo_stream, tmp_path):
     """What the pipeline page shows under "Enhanced fan-out consumers", asked of the Kinesis
     server with the pipeline's own connection; the connection's secret is never in it."""
-    from streamslice.airflow.store import output_asset
+    from streamslice.airflow.checkpoint_store import output_asset
     from streamslice.airflow.ui import _sections
     client, stream, arn, _ = efo_stream
     cfg = pipeline(stream, tmp_path, registration="keep")

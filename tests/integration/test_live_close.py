@@ -18,7 +18,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from devtools.services import create_topic
-from streamslice.timeutil import iso
+from streamslice.timestamps import iso
 from tests.support.kafka import producer
 from tests.support.pipelines import kafka_pipeline, unique
 from tests.support.wait import wait_for, wait_until_clock

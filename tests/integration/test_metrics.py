@@ -1,7 +1,7 @@
 """Each run's figures reach the team's monitoring through Airflow's own metrics, switched on
 by Airflow's ``[metrics]`` settings in the environment as a deployment does: a real StatsD
 listener (UDP) and an OTLP receiver (HTTP/protobuf), fed by a run of the DAG (dag.test()) in a
-process of its own. The names are the README's (``streamslice.metrics.NAMES``)."""
+process of its own. The names are the README's (``streamslice.monitoring.metrics.NAMES``)."""
 import json
 import time
 
@@ -9,7 +9,7 @@ import pytest
 
 from devtools.services import create_topic
 from streamslice.commit.manifest import read_manifest
-from streamslice.metrics import NAMES
+from streamslice.monitoring.metrics import NAMES
 from tests.support.checks import present
 from tests.support.kafka import producer
 from tests.support.metrics import OtlpReceiver, StatsdListener, run_with_metrics

@@ -78,7 +78,7 @@ def test_record_after_close_on_quiet_partition_lands_late_in_next_run(
     assert got == want
     # After a checkpoint reset, and a record more on the quiet partition stamped in hour 1, a
     # re-run of hour 1 publishes what it did: its boundaries are the ones frozen before.
-    from streamslice.airflow.checkpoints import reset_checkpoint
+    from streamslice.airflow.checkpoint_store import reset_checkpoint
     reset_checkpoint(cfg, "earliest")
     send(broker.bootstrap, topic, QUIET, T0 + HOUR + 60_000)
     run_dag(cfg, logical_date=utc(2024, 5, 1, 2))

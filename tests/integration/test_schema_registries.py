@@ -13,9 +13,9 @@ from devtools.services import SchemaRegistry
 from streamslice.codecs.avro import AvroCodec
 from streamslice.codecs.framed import Framed
 from streamslice.errors import ConfigError, SourceError
-from streamslice.registry import open_registry
-from streamslice.registry.base import UnknownSchema
-from streamslice.registry.wire import parse
+from streamslice.schema_registry import open_registry
+from streamslice.schema_registry.base import UnknownSchema
+from streamslice.schema_registry.wire import parse
 
 V1 = {"type": "record", "name": "Trip", "fields": [{"name": "id", "type": "long"}]}
 V2 = {"type": "record", "name": "Trip", "fields": [

@@ -53,7 +53,7 @@ def expected_rows(sent, hour):
 
 def test_interval_runs_through_airflow_on_spark_connect(broker, spark_connect, airflow_db,
                                                         tmp_path):
-    from streamslice.airflow.store import OfflineCheckpointStore
+    from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
     topic = unique("connect")
     create_topic(broker.bootstrap, topic, 3)
     sent = produce(broker.bootstrap, topic, trips(T0, hours=2, per_hour=250, seed=31,
@@ -120,7 +120,7 @@ def test_executor_errors_keep_their_kind_and_split(spark_connect, tmp_path):
 
 
 def test_a_server_that_is_down_is_a_retryable_source_error(broker, airflow_db, tmp_path):
-    from streamslice.airflow.store import OfflineCheckpointStore
+    from streamslice.airflow.checkpoint_store import OfflineCheckpointStore
     from streamslice.spark.connect import run_connect_read
     remote = f"sc://127.0.0.1:{free_port()}"  # nothing listens here
     plan = ReadPlan(pipeline="p", source="kafka", mode="bounded", planned_at=0,

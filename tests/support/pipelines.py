@@ -148,7 +148,7 @@ def run_interval(cfg, start, expect="success"):
     from airflow.timetables.base import DataInterval
 
     from streamslice.config.schedule import interval_containing
-    from streamslice.timeutil import from_ms, to_ms
+    from streamslice.timestamps import from_ms, to_ms
 
     def starting_at(self, *, run_after):
         iv = interval_containing(cfg, to_ms(run_after))

@@ -4,7 +4,7 @@ writes (so a summary from before ``lag_unit`` reads as one does)."""
 from typing import Any
 
 from streamslice.commit.manifest import Manifest
-from streamslice.metrics import RunMetrics
+from streamslice.monitoring.metrics import RunMetrics
 from streamslice.planning.plan import Interval
 from streamslice.reading.stats import SplitSummary
 

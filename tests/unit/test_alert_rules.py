@@ -2,10 +2,10 @@
 manifest raises (pure functions: no Airflow, no notifier)."""
 import pytest
 
-from streamslice.alerts import evaluate, parse_alerts
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.config.fields import Fields
 from streamslice.errors import ConfigError
+from streamslice.monitoring.alerts import evaluate, parse_alerts
 from tests.support import records
 
 
@@ -79,7 +79,7 @@ def test_data_loss_alerts_even_without_rules():
 
 
 def test_freshness_is_a_duration_and_stale_data_is_said_with_its_age():
-    from streamslice.alerts import complete_to, stale
+    from streamslice.monitoring.alerts import complete_to, stale
     assert rules({"freshness": "2h"}).freshness == 7_200_000
     with pytest.raises(ConfigError, match="freshness"):
         rules({"freshness": "soon"})

@@ -138,7 +138,7 @@ def test_the_graph_reads_the_package():
     assert "airflow.sdk" in loads("streamslice.airflow.hooks")
     assert "pyspark" in {n.split(".")[0] for n in loads("streamslice.spark.datasource")}
     assert ("streamslice.config.pipeline", True) not in GRAPH["streamslice.cli"]
-    assert ("streamslice.airflow.checkpoints", False) in GRAPH["streamslice.cli"]
+    assert ("streamslice.airflow.checkpoint_store", False) in GRAPH["streamslice.cli"]
 
 
 @pytest.mark.parametrize("name", CORE)

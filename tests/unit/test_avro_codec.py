@@ -15,7 +15,7 @@ from confluent_kafka.schema_registry.common.serde import SchemaId
 
 from streamslice.codecs.avro import AvroCodec, AvroSchemaError, arrow_type, final_type
 from streamslice.codecs.framed import Framed
-from streamslice.registry.base import Registered, Registry, UnknownSchema
+from streamslice.schema_registry.base import Registered, Registry, UnknownSchema
 from tests.support.fuzz import mutations
 
 V1 = {"type": "record", "name": "Trip", "namespace": "demo", "fields": [

@@ -6,9 +6,9 @@ no client faked)."""
 
 import pytest
 
-from streamslice.cli_errors import Where, explain
 from streamslice.config import parse_pipeline
 from streamslice.errors import ConfigError, SourceError
+from streamslice.errors.hints import Where, explain
 from tests.support.connections import connection
 
 KAFKA = "mode: incremental\nkafka: {conn_id: no_such_kafka, topics: [t]}\noutput: {path: /x}\n"

@@ -286,8 +286,8 @@ def test_a_key_of_another_choice_is_refused_in_its_words_unless_it_sets_nothing(
 
 
 def test_one_loader_for_registered_paths_and_lifecycle_functions():
-    from streamslice.registered import load
+    from streamslice.registry import load
     from streamslice.sources import call
-    assert load("streamslice.registered:load") is load
-    assert load("streamslice.registered.load") is load
+    assert load("streamslice.registry:load") is load
+    assert load("streamslice.registry.load") is load
     assert call("streamslice.sources.call") is call

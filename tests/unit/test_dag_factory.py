@@ -172,7 +172,7 @@ def test_only_transient_source_errors_are_retried(error, retried):
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
     from streamslice import errors
-    from streamslice.airflow.errors import operator_errors, original_error
+    from streamslice.airflow.failures import operator_errors, original_error
     exc = getattr(errors, error)("broker down", split=3) if error != "ConfigError" else \
         errors.ConfigError("bad field", file="p.yaml", line=2, field="kafka.topics")
     with pytest.raises(AirflowException) as info:
@@ -197,7 +197,7 @@ def test_a_transient_error_says_which_task_failed_and_whether_it_is_retried(
 
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-    from streamslice.airflow.errors import operator_errors
+    from streamslice.airflow.failures import operator_errors
     from streamslice.errors import ConfigError, SourceError
     ti = SimpleNamespace(task_id="read", try_number=try_number, max_tries=max_tries,
                          task=SimpleNamespace(retries=retries))

@@ -389,7 +389,7 @@ def test_every_python_example_is_python():
 def test_getting_started_puts_the_dag_factory_file_in_the_dags_folder():
     """The DAGs folder's one file, as the page shows it, is what ``streamslice init`` writes
     and the repository's own."""
-    from streamslice.scaffold import DAG_FILE, DAG_TEXT
+    from streamslice.cli.scaffold import DAG_FILE, DAG_TEXT
     text = page("getting-started.md")
     shown = [b for b in code_blocks(text, "python") if "build_dags" in b]
     assert shown == [DAG_TEXT] == [(ROOT / "dags" / "streamslice_pipelines.py").read_text()]
@@ -578,7 +578,8 @@ def test_the_extras_the_docs_name_are_the_packages_and_getting_started_installs_
 
 def test_the_install_pages_missing_extra_error_is_the_one_a_user_gets(monkeypatch):
     """Word for word, and the wheel it names is the one ``python -m build`` makes."""
-    from streamslice import __version__, extras
+    from streamslice import __version__
+    from streamslice.config import extras
     monkeypatch.setattr(extras, "missing_modules", lambda extra: ["fastavro"])
     said = " ".join(section("install.md", "The extras").split())
     assert present(extras.missing_message("avro", "format.value: value: avro")) in said
@@ -657,7 +658,8 @@ def test_the_alert_payload_page_is_the_alert_record():
     example payload reads back as an Alert."""
     import dataclasses
 
-    from streamslice import alerts, errors
+    from streamslice import errors
+    from streamslice.monitoring import alerts
     text = page("alerts.md")
     example = json.loads(code_blocks(text, "json")[0])
     assert alerts.Alert.from_dict(example).kind == "run_failed"
@@ -668,7 +670,8 @@ def test_the_alert_payload_page_is_the_alert_record():
     rows = re.findall(r"^\| `(\w+)` \|[^|]*\|(.*)\|$", kinds, re.M)
     assert {kind for kind, _ in rows} == set(alerts.KINDS)
     code = "".join((ROOT / "plugins/streamslice" / f).read_text() for f in (
-        "alerts.py", "airflow/alerting.py", "airflow/deadline.py", "airflow/freshness.py"))
+        "monitoring/alerts.py", "airflow/alerting.py", "airflow/deadline.py",
+        "airflow/freshness.py"))
     named = {key for _, cell in rows for key in re.findall(r"`(\w+)`", cell)
              if not key.startswith(("on_", "alerts"))} - {"run_failed", "key", "from", "to",
                                                            "reason"}

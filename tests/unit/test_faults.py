@@ -4,8 +4,7 @@ matches, and the next line is next. (Raising faults only: the kill actions are e
 tests/chaos, which kill real processes.)"""
 import pytest
 
-from streamslice import faults
-from streamslice.errors import InjectedFault
+from streamslice.errors import InjectedFault, faults
 
 
 def test_each_line_of_a_fault_file_fires_once_in_order(tmp_path, monkeypatch):

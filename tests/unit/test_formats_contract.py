@@ -68,7 +68,7 @@ def test_a_pipeline_imports_only_the_formats_it_names():
     registry clients or framing codecs."""
     loaded = modules_loaded_parsing(
         HEAD + "format: {value: json, key: string, schema: {a: int}}\noutput: {path: /x}\n",
-        ("streamslice.formats.", "streamslice.registry", "streamslice.codecs"))
+        ("streamslice.formats.", "streamslice.schema_registry", "streamslice.codecs"))
     assert loaded == ["streamslice.formats.json", "streamslice.formats.json_columns",
                       "streamslice.formats.string", "streamslice.formats.types"]
 

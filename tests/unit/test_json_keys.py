@@ -109,13 +109,13 @@ def test_bad_key_settings_name_file_line_and_field(block, field, reason):
 
 
 def test_a_json_schema_key_through_a_registry_is_pinned_as_a_value_is(monkeypatch):
-    from streamslice.registry.base import Registered
+    from streamslice.schema_registry.base import Registered
 
     class Fake:
         def version(self, subject, version, fmt=None):
             return Registered("JSON", KEY_SCHEMA, f"subject {subject!r} version 2", 7,
                               subject, 2)
-    monkeypatch.setattr("streamslice.formats.registered.open_registry", lambda *a: Fake())
+    monkeypatch.setattr("streamslice.formats.schema_based.open_registry", lambda *a: Fake())
     cfg = parse_pipeline(HEAD + "  value: raw\n  key: json_schema\n  registry: {url: 'http://r'}"
                          "\n  key_subject: orders-key\n  key_version: 2\n")
     pinned = cfg.decode.prepared({})

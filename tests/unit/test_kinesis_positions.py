@@ -3,7 +3,7 @@ SubscribeToShard arguments; next positions come from reader summaries; resets.""
 import pytest
 
 from streamslice.errors import ConfigError, PlanError
-from streamslice.kinesis.checkpoint import next_positions, reset_target
+from streamslice.kinesis.next_positions import next_positions, reset_target
 from streamslice.kinesis.positions import (
     NO_BOUND,
     AfterSequenceNumber,

@@ -1,7 +1,7 @@
 """Dataset names as the OpenLineage spec's naming conventions give them."""
 import pytest
 
-from streamslice.lineage import kafka_dataset, kinesis_dataset, location_dataset
+from streamslice.monitoring.lineage import kafka_dataset, kinesis_dataset, location_dataset
 
 
 def test_kafka_is_named_by_the_first_bootstrap_server_and_the_topic():

@@ -32,7 +32,7 @@ from streamslice.kinesis.split import KinesisSplit
 from streamslice.reading.decode import Decoder
 from streamslice.reading.sink import ParquetSink
 from streamslice.reading.staging import Staging
-from streamslice.registry.base import Registered, Registry, UnknownSchema
+from streamslice.schema_registry.base import Registered, Registry, UnknownSchema
 
 TRIP = {"type": "record", "name": "Trip", "fields": [{"name": "id", "type": "long"}]}
 GLUE_VERSION = uuid.UUID("b7b4a7f0-1c9f-4a51-8c2a-3a0f6f1c2d3e")
@@ -85,7 +85,7 @@ def registry_decoder(monkeypatch: pytest.MonkeyPatch, fmt: str,
     """A decoder reading ``fmt`` through a registry, with the reader schema pinned in its
     spec as the plan records it, failing on the first bad record."""
     registry = DictRegistry(schemas)
-    monkeypatch.setattr("streamslice.formats.registered.open_registry",
+    monkeypatch.setattr("streamslice.formats.schema_based.open_registry",
                         lambda *args: registry)
     reader = next(iter(schemas.values()))
     spec = FormatSpec(fmt, "", {"registry": {"kind": "confluent", "url": "http://r"},

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from streamslice import __version__, extras
+from streamslice import __version__
 from streamslice.cli import main
-from streamslice.config import load_pipeline, parse_pipeline
+from streamslice.config import extras, load_pipeline, parse_pipeline
 from streamslice.errors import ConfigError
 from tests.support.checks import present
 
@@ -109,7 +109,7 @@ def test_the_package_zip_and_launcher_come_from_where_the_package_is_imported(tm
     assert main(["package", str(tmp_path), "--json"]) == 0
     with zipfile.ZipFile(tmp_path / "streamslice.zip") as z:
         names = z.namelist()
-    assert "streamslice/spark/bounded_read.py" in names and "streamslice/cli.py" in names
+    assert "streamslice/spark/bounded_read.py" in names and "streamslice/cli/__init__.py" in names
     assert sorted(names) == sorted(str(p.relative_to(package.PACKAGE_ROOT))
                                    for p in package.package_files())
     launcher = (tmp_path / "bounded_read.py").read_text()

@@ -232,7 +232,7 @@ def test_marks_are_replaced_by_one_run_at_a_time_under_the_work_areas_lease(tmp_
     """Two runs freezing one partition's boundary at once: under the lease one writes and
     the other finds the value changed (it then takes the first one's mark); without it both
     read the empty key and both 'win', the second silently replacing the first's mark."""
-    from streamslice.airflow.store import TaskMarks
+    from streamslice.airflow.checkpoint_store import TaskMarks
     from streamslice.commit.lease import Lease
     from streamslice.planning.plan import OutputTarget
     output, state = OutputTarget(str(tmp_path / "ds")), SlowState()

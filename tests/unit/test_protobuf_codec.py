@@ -19,7 +19,7 @@ from streamslice.codecs.protobuf import (
     add_descriptor_set,
     new_pool,
 )
-from streamslice.registry.base import Registered, Registry, UnknownSchema
+from streamslice.schema_registry.base import Registered, Registry, UnknownSchema
 from tests.support.fuzz import mutations
 
 TRIP_PROTO = """

@@ -11,11 +11,11 @@ from typing import ClassVar
 import pytest
 
 from streamslice.airflow.ui_data import _sent
-from streamslice.alerts import Alert, SentAlert
 from streamslice.commit.checkpoint import Checkpoint
 from streamslice.commit.manifest import Manifest, manifest_bytes
 from streamslice.errors import RecordError, RecordVersionError, from_text
-from streamslice.metrics import RunMetrics
+from streamslice.monitoring.alerts import Alert, SentAlert
+from streamslice.monitoring.metrics import RunMetrics
 from streamslice.reading.event_time import EventTime
 from streamslice.reading.stats import SplitSummary
 from streamslice.records import RecordKind, Versioned, upgrade
@@ -179,8 +179,8 @@ def test_manifests_written_before_versions_are_read_by_attribute():
 def test_what_a_run_reports_is_computed_from_a_saved_manifest():
     """Alerts, run figures and the asset event's extra read the manifest by attribute."""
     from streamslice.airflow.tasks import run_metrics
-    from streamslice.alerts import AlertRules, evaluate
-    from streamslice.metrics import run_figures
+    from streamslice.monitoring.alerts import AlertRules, evaluate
+    from streamslice.monitoring.metrics import run_figures
     manifest = Manifest.from_dict(saved("manifest-kinesis-interval-event-time.json"))
     extra = run_metrics(manifest, {"s:0": {"after": "1"}})
     assert (extra.records, extra.early_records, extra.lag_unit, extra.splits) == (

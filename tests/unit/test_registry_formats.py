@@ -10,7 +10,7 @@ import pytest
 from streamslice.config.pipeline import parse_pipeline
 from streamslice.errors import ConfigError
 from streamslice.reading.decode import Decoder
-from streamslice.registry.base import Registered
+from streamslice.schema_registry.base import Registered
 
 HEAD = """mode: incremental
 kafka: {bootstrap_servers: "127.0.0.1:9", topics: [t]}
@@ -78,7 +78,7 @@ def test_the_reader_schema_is_pinned_once(monkeypatch):
         def version(self, subject, version, fmt=None):
             asked.append((subject, version))
             return Registered("AVRO", TRIP, f"subject {subject!r} version 4", 9, subject, 4)
-    monkeypatch.setattr("streamslice.formats.registered.open_registry", lambda *a: Fake())
+    monkeypatch.setattr("streamslice.formats.schema_based.open_registry", lambda *a: Fake())
     cfg = parse_pipeline(HEAD + "  value: avro\n  registry: {url: 'http://r'}\n  subject: s\n")
     pinned = cfg.decode.prepared({"schema.registry.basic.auth.user.info": "u:secret"})
     reader = pinned.value.options["reader"]
@@ -91,8 +91,8 @@ def test_the_reader_schema_is_pinned_once(monkeypatch):
 def test_a_registry_that_does_not_answer_fails_within_10_s_by_default():
     """*slow (10 s timeout by default)*: the client confluent-kafka builds has that timeout
     and a bounded retry, unless the connection's extra says otherwise."""
-    from streamslice.registry import open_registry
-    from streamslice.registry.confluent import ConfluentRegistry
+    from streamslice.schema_registry import open_registry
+    from streamslice.schema_registry.confluent import ConfluentRegistry
     registry = open_registry({"kind": "confluent", "url": "http://127.0.0.1:9"}, {})
     assert isinstance(registry, ConfluentRegistry)
     rest = registry.client._rest_client

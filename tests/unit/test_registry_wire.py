@@ -11,7 +11,7 @@ import pytest
 from aws_schema_registry import codec as glue_codec
 from confluent_kafka.schema_registry.common.serde import SchemaId
 
-from streamslice.registry.wire import (
+from streamslice.schema_registry.wire import (
     CONFLUENT,
     CONFLUENT_GUID,
     GLUE,
@@ -103,7 +103,7 @@ def test_bad_frames_say_why(data, reason):
 
 
 def test_a_zlib_bomb_is_refused(monkeypatch):
-    monkeypatch.setattr("streamslice.registry.wire.MAX_INFLATED", 1024 * 1024)
+    monkeypatch.setattr("streamslice.schema_registry.wire.MAX_INFLATED", 1024 * 1024)
     bomb = zlib.compress(b"\x00" * (2 * 1024 * 1024), 9)
     with pytest.raises(FrameError, match="inflates past"):
         parse(bytes([3, 5]) + b"\x00" * 16 + bomb)

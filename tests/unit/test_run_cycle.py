@@ -198,7 +198,7 @@ def test_two_commits_of_one_interval_never_interleave(tmp_path, monkeypatch):
     the partition ends whole, its manifest counting the files it holds."""
     import pyarrow.dataset as pads
 
-    from streamslice import faults
+    from streamslice.errors import faults
     ds = tmp_path / "ds"
     plans = {run: interval_case.make_plan(str(ds), None) for run in ("backfill", "manual")}
     plans["manual"].planned_at = 1

@@ -1,12 +1,12 @@
-"""The figures each run sends to monitoring (``streamslice.metrics``), from plain manifests;
-that Airflow's StatsD and OpenTelemetry backends receive them is tests/integration/
+"""The figures each run sends to monitoring (``streamslice.monitoring.metrics``), from plain
+manifests; that Airflow's StatsD and OpenTelemetry backends receive them is tests/integration/
 test_metrics.py. The names are the documentation's (docs/operations.md, Metrics)."""
 import re
 from pathlib import Path
 
 import pytest
 
-from streamslice.metrics import NAMES, Figure, data_age_ms, run_figures, step_timing
+from streamslice.monitoring.metrics import NAMES, Figure, data_age_ms, run_figures, step_timing
 from tests.support.records import manifest as a_manifest
 
 ROOT = Path(__file__).resolve().parents[2]

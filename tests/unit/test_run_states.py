@@ -24,7 +24,7 @@ from streamslice.commit.states import (
     table,
 )
 from streamslice.errors import CommitError, SourceError, StalePlanError
-from streamslice.faults import InjectedFault
+from streamslice.errors.faults import InjectedFault
 from streamslice.planning.plan import Interval
 from streamslice.reading.ahead import ReadAhead
 from tests.unit.test_commit import GOOD_ROWS, good_summaries, make_plan, stage

@@ -14,9 +14,9 @@ import pytest
 from streamslice import runners
 from streamslice.airflow.runners import run_spark_read
 from streamslice.config import parse_pipeline
+from streamslice.config.secrets import SECRETS_FILE
 from streamslice.errors import ConfigError
 from streamslice.planning.plan import ReadPlan
-from streamslice.secrets import SECRETS_FILE
 from tests.support.pipelines import modules_loaded_parsing
 
 if TYPE_CHECKING:

@@ -13,10 +13,10 @@ import pytest
 
 from streamslice.airflow import runners
 from streamslice.config import parse_pipeline
+from streamslice.config.secrets import SECRETS_FILE, private_file, split_secrets, with_secrets
 from streamslice.errors import ConfigError
 from streamslice.kafka.split import KafkaSplit
 from streamslice.planning.plan import ReadPlan
-from streamslice.secrets import SECRETS_FILE, private_file, split_secrets, with_secrets
 
 # The plan a read is given, which the runner receives (the runners here are fakes or recorders).
 PLAN: ReadPlan[KafkaSplit] = ReadPlan(pipeline="p", source="kafka", mode="incremental",

@@ -1,7 +1,7 @@
 import pytest
 
 from streamslice.planning.subsplit import subsplit
-from streamslice.timeutil import (
+from streamslice.timestamps import (
     parse_date_string_ms,
     parse_duration_ms,
     parse_epoch_seconds_ms,
@@ -61,14 +61,14 @@ def test_java_date_formats():
     ("it's 2016", "'it''s' yyyy", "2016-01-01T00:00:00.000"),
 ])
 def test_java_simple_date_format_semantics(text, pattern, expected):
-    from streamslice.timeutil import iso
+    from streamslice.timestamps import iso
     assert iso(parse_date_string_ms(text, pattern)) == expected + "Z"
 
 
 def test_two_digit_years_fall_within_80_years_before_and_20_after_now():
     from datetime import datetime, timezone
 
-    from streamslice.javadate import parse_java_date_ms
+    from streamslice.timestamps.javadate import parse_java_date_ms
     now = datetime(2026, 11, 23, tzinfo=timezone.utc)
     assert parse_java_date_ms("01/01/46", "dd/MM/yy", now) // 1000 == 2398377600  # 2046
     assert parse_java_date_ms("01/01/47", "dd/MM/yy", now) // 1000 == -725846400  # 1947

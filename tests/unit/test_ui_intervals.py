@@ -7,7 +7,7 @@ import pytest
 from streamslice.airflow.factory import build_dag
 from streamslice.airflow.ui_data import intervals_of
 from streamslice.config import parse_pipeline
-from streamslice.timeutil import from_ms, to_ms
+from streamslice.timestamps import from_ms, to_ms
 
 SINCE = to_ms(datetime(2024, 5, 1, 3, 7, tzinfo=timezone.utc))
 

@@ -3,8 +3,8 @@ import json
 import re
 from datetime import timezone
 
-from streamslice.alerts import SentAlert
 from streamslice.commit.checkpoint import Checkpoint
+from streamslice.monitoring.alerts import SentAlert
 from streamslice.ui import axis, pages, svg
 from streamslice.ui.model import (
     AssetExtra,
@@ -467,8 +467,8 @@ def test_stale_data_is_said_in_the_headline_after_a_stall():
 
 
 def test_the_assets_extra_is_read_as_a_record_and_written_as_before():
-    """The output asset's definition extra (``store.output_asset``; read by the page)."""
-    from streamslice.airflow.store import output_asset
+    """The output asset's definition extra (``checkpoint_store.output_asset``; read by the page)."""
+    from streamslice.airflow.checkpoint_store import output_asset
     from streamslice.config import parse_pipeline
     extra = {"efo": True, "pipeline_file": "/p/orders.yaml", "source": "kinesis",
              "freshness_ms": 7_200_000}

@@ -12,12 +12,12 @@ from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
 
-from ..alerts import Alert, SentAlert, evaluate
 from ..config import load_pipeline
-from ..registered import load
-from ..timeutil import iso, to_ms
-from .errors import original_error
-from .store import output_asset
+from ..monitoring.alerts import Alert, SentAlert, evaluate
+from ..registry import load
+from ..timestamps import iso, to_ms
+from .checkpoint_store import output_asset
+from .failures import original_error
 
 if TYPE_CHECKING:
     from ..commit.manifest import Manifest

@@ -36,7 +36,7 @@ from ..commit.manifest import Manifest, read_manifest
 from ..config.schedule import intervals_between
 from ..errors import ConfigError, StreamsliceError
 from ..planning.planner import partition_name
-from ..timeutil import from_ms, iso, to_ms
+from ..timestamps import from_ms, iso, to_ms
 
 if TYPE_CHECKING:
     from collections.abc import Callable

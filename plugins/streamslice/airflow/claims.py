@@ -11,9 +11,9 @@ from ..config.schedule import interval_containing
 from ..errors import RecordError
 from ..planning.planner import partition_name
 from ..reading.ahead import ReadAhead, key
-from ..timeutil import from_ms
+from ..timestamps import from_ms
+from .checkpoint_store import output_asset
 from .runs import alive
-from .store import output_asset
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

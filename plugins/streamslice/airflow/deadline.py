@@ -9,8 +9,8 @@ import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..alerts import Alert
 from ..config import load_pipeline
+from ..monitoring.alerts import Alert
 
 if TYPE_CHECKING:
     from ..config.pipeline import PipelineConfig

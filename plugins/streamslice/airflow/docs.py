@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..timeutil import iso
+from ..timestamps import iso
 
 if TYPE_CHECKING:
     from ..config.pipeline import PipelineConfig

@@ -12,11 +12,11 @@ from ..config import load_pipelines
 from ..config.schedule import PRESETS, schedule_delta_ms
 from ..config.task_args import LAYOUT_TASKS, OperatorArgs
 from ..sources import lifecycle_tasks
-from ..timeutil import from_ms
+from ..timestamps import from_ms
+from .checkpoint_store import output_asset
 from .deadline import deadline_for
 from .docs import dag_doc, error_doc
 from .freshness import WATCHDOG, build_watchdog
-from .store import output_asset
 from .tasks import commit_task, plan_read_commit_task, plan_task, read_task
 
 if TYPE_CHECKING:

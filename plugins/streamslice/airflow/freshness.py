@@ -29,12 +29,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from ..alerts import Alert, complete_to, stale
 from ..commit.checkpoint import Checkpoint
 from ..config import load_pipeline
-from ..timeutil import iso
+from ..monitoring.alerts import Alert, complete_to, stale
+from ..timestamps import iso
 from .alerting import dag_link, send
-from .store import KEY, output_asset
+from .checkpoint_store import KEY, output_asset
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -183,7 +183,7 @@ def check(configs: list[PipelineConfig], context: dict[str, Any],
     """Each pipeline's verdict (``fresh``, ``stale``: alerted now, ``alerted``: stale and
     already told, or being told by another check, ``never published``), sending one ``stale``
     alert per stale stretch through the pipeline's notifiers. ``context`` holds
-    ``asset_state_store`` (a task's, or ``store.OfflineAssetStates`` outside Airflow's
+    ``asset_state_store`` (a task's, or ``checkpoint_store.OfflineAssetStates`` outside Airflow's
     scheduler: ``streamslice freshness``, with its ``claims``); a stretch is alerted only by
     the check that claimed it (the module's docstring says why that is once)."""
     claims = claims or TaskClaims()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
-from ..registered import load
+from ..registry import load
 from ..sources import Connected
 
 if TYPE_CHECKING:

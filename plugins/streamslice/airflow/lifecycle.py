@@ -7,7 +7,7 @@ from typing import Any
 
 from ..config import load_pipeline
 from ..sources import LifecycleRun, call
-from .errors import operator_errors
+from .failures import operator_errors
 from .hooks import source_properties
 
 

@@ -3,8 +3,8 @@
 The provider's listener asks an operator for ``get_openlineage_facets_on_start`` /
 ``_on_complete`` (its ``DefaultExtractor``) only when OpenLineage is configured (a transport,
 a config file or ``OPENLINEAGE_URL``); without one the listener is not even registered and
-none of this runs. Datasets are named as the spec names them (``streamslice.lineage``): the
-topics or streams a run read, each with the records read from it (``inputStatistics``), and
+none of this runs. Datasets are named as the spec names them (``streamslice.monitoring.lineage``):
+the topics or streams a run read, each with the records read from it (``inputStatistics``), and
 the output — its location, with its catalog name as a symlink for an Iceberg table — with
 the records written (``outputStatistics``). A ``streamslice`` run facet carries the run's
 partition, batch and counts.

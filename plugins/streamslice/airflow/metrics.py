@@ -1,5 +1,5 @@
-"""Run figures (``streamslice.metrics``) sent through Airflow's own metrics, so they go where
-the deployment's ``[metrics]`` section sends Airflow's: StatsD, OpenTelemetry or Datadog, with
+"""Run figures (``streamslice.monitoring.metrics``) sent through Airflow's own metrics, so they go
+where the deployment's ``[metrics]`` section sends Airflow's: StatsD, OpenTelemetry or Datadog, with
 its prefix, allow/block lists and name handler. Each figure is tagged with the pipeline and
 its source; where tags are lost (plain StatsD) the name that carries the pipeline is sent too,
 when Airflow sends its own such names (``[metrics] legacy_names_on``). Metrics never change a
@@ -10,7 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..metrics import Figure
+    from ..monitoring.metrics import Figure
 
 log = logging.getLogger("streamslice")
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..config.secrets import SECRETS_FILE, private_file, split_secrets
 from ..errors import ConfigError
 from ..runners import RunRequest
-from ..secrets import SECRETS_FILE, private_file, split_secrets
 from ..sources import ambient_secrets
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def run_spark_read(cfg: PipelineConfig, plan: ReadPlan[Any], staging_uri: str,
                    properties: Properties,
                    options: dict[str, Any], started: Any = None,
                    ahead: Sequence[tuple[ReadPlan[Any], str]] = ()) -> None:
-    """Secret properties never become Spark options or job arguments (``secrets``): local
+    """Secret properties never become Spark options or job arguments (``config.secrets``): local
     and spark-submit reads get them through a private file; a Spark Connect server and EMR
     Serverless read with their own identity (``Runner.own_identity``). EMR Serverless defers
     (``TaskDeferred``) once its job run is started, and tells ``started`` which run that is."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..commit.lifecycle import RunCycle
 from ..commit.protocol import safe_name
-from .store import TaskCheckpointStore, output_asset
+from .checkpoint_store import TaskCheckpointStore, output_asset
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 from ..commit.lease import Lease
 from ..commit.run import Outcome, Run
 from ..config import load_pipeline
-from ..metrics import RunMetrics, run_figures, step_timing
+from ..monitoring.metrics import RunMetrics, run_figures, step_timing
 from ..planning.planner import plan_run
 from ..records import JsonObject
 from ..sources import CommitListener, lifecycle_tasks, read_plan
-from ..timeutil import from_ms, iso, to_ms
+from ..timestamps import from_ms, iso, to_ms
+from .checkpoint_store import TaskMarks, output_asset
 from .claims import Claims
-from .errors import operator_errors
+from .failures import operator_errors
 from .hooks import pipeline_properties, source_properties, with_catalog_connection
 from .metrics import emit
 from .runs import alive, run_cycle
-from .store import TaskMarks, output_asset
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

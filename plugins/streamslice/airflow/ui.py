@@ -17,9 +17,9 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from ..alerts import complete_to
+from ..monitoring.alerts import complete_to
 from ..sources import HasPageSections, split_noun
-from ..timeutil import parse_iso, to_ms
+from ..timestamps import parse_iso, to_ms
 from ..ui import axis, pages
 from ..ui.model import AssetExtra, ExtraValue, coverage, explain_failures, needs_attention
 from . import ui_data

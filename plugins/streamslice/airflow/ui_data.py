@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, or_, select
 
-from ..alerts import SentAlert
 from ..commit.checkpoint import Checkpoint
 from ..errors import RecordError
-from ..metrics import RunMetrics
+from ..monitoring.alerts import SentAlert
+from ..monitoring.metrics import RunMetrics
 from ..sources import SOURCES
-from ..timeutil import from_ms, to_ms
+from ..timestamps import from_ms, to_ms
 from ..ui.model import Overview, Run, schedule_words
 from .alerting import ALERT_PREFIX, RECENT_ALERTS
-from .store import KEY
+from .checkpoint_store import KEY
 
 if TYPE_CHECKING:
     from collections.abc import Callable

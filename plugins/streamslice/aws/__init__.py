@@ -5,7 +5,7 @@ What travels between them is an ``AwsAuth``: region, endpoints, a profile name, 
 assume — never a key. Each process resolves it on its own: base credentials from botocore's
 default chain (environment, shared credentials file / profile, web identity, container or
 instance role — on EMR the job's execution role), or static keys handed to it privately
-(``secrets``), then ``role_arn`` assumed in-process with credentials that refresh before they
+(``config.secrets``), then ``role_arn`` assumed in-process with credentials that refresh before they
 expire, so a read longer than a role session keeps working. No Airflow, no PySpark here.
 """
 from .auth import AwsAuth, parse_auth

@@ -6,7 +6,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from ..timeutil import parse_duration_ms
+from ..timestamps import parse_duration_ms
 
 # Client-property names that hold secrets: never in a plan, XCom, manifest, log or job
 # argument (Spark's spark.redaction.regex, plus the SASL JAAS config and PEM keys).

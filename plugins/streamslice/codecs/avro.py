@@ -33,8 +33,8 @@ from .stored import decimal_text, finish
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..registry.base import Registered
-    from ..registry.wire import Frame
+    from ..schema_registry.base import Registered
+    from ..schema_registry.wire import Frame
 
 TS_UTC = pa.timestamp("us", tz="UTC")
 TS_NTZ = pa.timestamp("us")

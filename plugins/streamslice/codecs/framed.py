@@ -1,6 +1,6 @@
 """Batches of registry-framed (or plain) binary records → Arrow columns + dead-letter reasons.
 
-Per record: the frame (``registry.wire``: the schema id from the record's schema id header
+Per record: the frame (``schema_registry.wire``: the schema id from the record's schema id header
 when it has one, else from its payload prefix), the writer schema it names (fetched once per id
 and process), the record decoded as the run's one reader schema. Everything a record can do
 wrong becomes that record's reason; only the registry being unreachable (``SourceError``) or
@@ -13,16 +13,16 @@ import struct
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..registry.base import UnknownSchema
-from ..registry.wire import CONFLUENT, FrameError, parse, parse_header
+from ..schema_registry.base import UnknownSchema
+from ..schema_registry.wire import CONFLUENT, FrameError, parse, parse_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     import pyarrow as pa
 
-    from ..registry.base import Registered, Registry
-    from ..registry.wire import Frame
+    from ..schema_registry.base import Registered, Registry
+    from ..schema_registry.wire import Frame
 
 _CORRUPT = (EOFError, IndexError, struct.error, OverflowError, MemoryError)
 

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..registry.wire import GLUE
+from ..schema_registry.wire import GLUE
 from .framed import Codec, Refused
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..registry.base import Registered
-    from ..registry.wire import Frame
+    from ..schema_registry.base import Registered
+    from ..schema_registry.wire import Frame
 
 TIMESTAMP = "google.protobuf.Timestamp"
 # google/protobuf/*.proto, each after the files it imports

@@ -27,8 +27,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import faults
-from ..errors import StalePlanError
+from ..errors import StalePlanError, faults
 from ..sources import read_plan, source_class
 from .checkpoint import Checkpoint, advance, advanced_by, holds, moved
 from .lease import Lease

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
-from .. import faults
 from ..aws.storage import filesystem
-from ..errors import CommitError
+from ..errors import CommitError, faults
 from ..reading.staging import Staging
 from .manifest import Manifest, build_manifest, plan_id
 from .publishers import publisher_for

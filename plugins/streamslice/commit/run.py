@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import faults
-from ..errors import CommitError, RecordError, StreamsliceError
+from ..errors import CommitError, RecordError, StreamsliceError, faults
 from ..planning.planner import partition_name
 from ..reading.sink import direct_codec
 from ..reading.staging import Staging

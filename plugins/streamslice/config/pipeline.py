@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from ..alerts import AlertRules, parse_alerts
 from ..aws import AwsAuth, parse_auth
 from ..commit.publishers import (
     PUBLISHERS,
@@ -21,17 +20,18 @@ from ..commit.publishers import (
     publisher_class,
 )
 from ..errors import ConfigError
-from ..extras import missing_message
 from ..formats import FORMATS, FormatSpec, Role, format_class, formats_for, prepare_format
-from ..javadate import compile_pattern
+from ..monitoring.alerts import AlertRules, parse_alerts
 from ..planning.layout import check_template
 from ..planning.plan import Interval, OutputTarget
 from ..reading.event_time import UNITS, EventTime
 from ..runners import Runner, parse_runner
 from ..runners.local import LocalRunner
 from ..sources import SOURCES, lifecycle_tasks, source_class
-from ..timeutil import iso, parse_duration_ms, parse_timestamp_ms
+from ..timestamps import iso, parse_duration_ms, parse_timestamp_ms
+from ..timestamps.javadate import compile_pattern
 from . import yamlfile
+from .extras import missing_message
 from .fields import Fields
 from .schedule import PRESETS, interval_starts, neighbours, schedule_delta_ms
 from .task_args import LAYOUT_TASKS, TaskRouting, parse_task_routing
@@ -359,7 +359,7 @@ def _check_partition_path(f: Fields, cfg: PipelineConfig) -> None:
 
 
 def _require_extras(cfg: PipelineConfig, f: Fields) -> None:
-    """Each part of the pipeline that needs a package extra (``streamslice.extras``) finds it
+    """Each part of the pipeline that needs a package extra (``streamslice.config.extras``) finds it
     installed, or validation names the extra to install (formats are checked as they are
     parsed, before their schemas are)."""
     fmt, out, spark = f.child("format"), f.child("output"), f.child("spark")

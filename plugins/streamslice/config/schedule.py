@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from ..timeutil import parse_duration_ms
+from ..timestamps import parse_duration_ms
 
 if TYPE_CHECKING:
     from ..planning.plan import Interval

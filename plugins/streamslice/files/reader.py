@@ -16,7 +16,7 @@ from .planner import CHUNK, folder
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..lineage import DatasetName
+    from ..monitoring.lineage import DatasetName
     from ..planning.plan import ReadPlan
     from ..reading.staging import Staging
     from ..sources import ReadRequest
@@ -47,7 +47,7 @@ class FileReaders(ReaderFactory["FileSplit"]):
                                fault=request.fault)
 
     def lineage_dataset(self, plan: ReadPlan[FileSplit], split: FileSplit) -> DatasetName:
-        from ..lineage import location_dataset
+        from ..monitoring.lineage import location_dataset
         return location_dataset(plan.source_info["root"])  # the folder: one dataset
 
 

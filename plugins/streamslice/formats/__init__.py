@@ -60,7 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from ..registered import registered_class
+from ..registry import registered_class
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -145,7 +145,7 @@ class BaseFormat:
     # ``headers`` (a list of (name, bytes) pairs or None per record) where the source has
     # headers (Kafka).
     reads_headers: ClassVar[bool] = False
-    # The package extras its decoder needs (``streamslice.extras``): checked at validation.
+    # The package extras its decoder needs (``streamslice.config.extras``): checked at validation.
     extras: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: FormatSpec, role: Role = "value") -> None:

@@ -5,7 +5,7 @@ record), decoded by fastavro into Arrow (``codecs.avro``: types, resolution, dea
     format:
       value: avro
       schema: {type: record, name: Trip, fields: [...]}   # or schema_file: trip.avsc
-      # or registry: {...} + subject (+ version): see formats.registered
+      # or registry: {...} + subject (+ version): see formats.schema_based
 
 Records written with older or newer schemas are read as the run's one reader schema (Avro's
 resolution rules): the pinned registry version, or the pipeline's schema.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import ConfigError
 from . import FormatSpec, Role
-from .registered import (
+from .schema_based import (
     RegisteredFormat,
     parse_registry,
     parse_subject,

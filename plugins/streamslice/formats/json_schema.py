@@ -25,9 +25,9 @@ import pyarrow as pa
 
 from ..codecs.framed import Codec
 from ..errors import ConfigError
-from ..registry.base import Registered
+from ..schema_registry.base import Registered
 from . import FormatSpec, Role
-from .registered import (
+from .schema_based import (
     RegisteredFormat,
     parse_registry,
     parse_subject,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.fields import Fields
-    from ..registry.wire import Frame
+    from ..schema_registry.wire import Frame
 
 
 class JsonSchema(RegisteredFormat):

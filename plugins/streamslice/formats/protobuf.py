@@ -8,7 +8,7 @@ into Arrow (``codecs.protobuf``: types, message indexes, dead letters).
       descriptor_set: trip.desc        # protoc --include_imports -o trip.desc trip.proto
       message: demo.Trip               # default: the (last) file's only message; with
                                        # several, the plan fails listing them
-      # or registry: {...} + subject (+ version, + message): see formats.registered
+      # or registry: {...} + subject (+ version, + message): see formats.schema_based
 
 The Confluent registry serves the schema as a descriptor (``format=serialized``); Glue keeps
 .proto text, which needs a compiler: with Glue, give ``descriptor_set`` too (the registry
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import ConfigError
 from . import FormatSpec, Role
-from .registered import (
+from .schema_based import (
     RegisteredFormat,
     parse_registry,
     parse_subject,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..aws import parse_auth
 from ..sources import ON_DATA_LOSS
-from ..timeutil import INTERVAL_START
+from ..timestamps import INTERVAL_START
 from .positions import Committed, IntervalEnd, Latest, Position, Timestamp, parse_position
 from .properties import check_bootstrap_servers
 from .subscriber import PartitionSet, Subscriber, TopicList, TopicPattern, parse_partition

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import PlanError
 from ..planning.bounds import resolve_time
-from ..timeutil import SYMBOLS, iso, parse_timestamp_ms
+from ..timestamps import SYMBOLS, iso, parse_timestamp_ms
 
 if TYPE_CHECKING:
     from ..planning.bounds import IntervalBounds

@@ -17,7 +17,7 @@ from .fetch import RawBatch, fetch
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ..lineage import DatasetName
+    from ..monitoring.lineage import DatasetName
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
     from ..sources import Properties, ReadRequest
@@ -90,7 +90,7 @@ class KafkaReaders(ReaderFactory["KafkaSplit"]):
         return resolve(splits, properties())
 
     def lineage_dataset(self, plan: ReadPlan[KafkaSplit], split: KafkaSplit) -> DatasetName:
-        from ..lineage import kafka_dataset
+        from ..monitoring.lineage import kafka_dataset
         return kafka_dataset(plan.source_info["bootstrap_servers"], split.topic)
 
 

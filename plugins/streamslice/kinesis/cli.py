@@ -97,7 +97,7 @@ def cmd_efo_list(args: argparse.Namespace, kit: CommandKit) -> None:
 
 
 def cmd_efo_sweep(args: argparse.Namespace, kit: CommandKit) -> None:
-    from ..timeutil import parse_duration_ms
+    from ..timestamps import parse_duration_ms
     client = _client(args, kit)
     _, arn = stream_names(client, args.stream)
     try:

@@ -10,7 +10,7 @@ from ..config.fields import Fields
 from ..config.yamlfile import LineDict, line_of
 from ..errors import ConfigError
 from ..sources import ON_DATA_LOSS
-from ..timeutil import (
+from ..timestamps import (
     DEFAULT_JAVA_DATE_FORMAT,
     INTERVAL_END,
     INTERVAL_START,
@@ -237,7 +237,7 @@ def _consumer_name(efo: Fields, pipeline_name: str) -> str:
 
 def _date_format(value: Any) -> str:
     """A Java date format this reader can parse, checked even where no date uses it yet."""
-    from ..javadate import compile_pattern
+    from ..timestamps.javadate import compile_pattern
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"must be a Java date format (e.g. {DEFAULT_JAVA_DATE_FORMAT}), got "
                          f"{value!r}")

@@ -15,8 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import faults
-from ..errors import SourceError
+from ..errors import SourceError, faults
 from .client import DEFAULT_BACKOFF, ApiArgs, Backoff, StreamConsumer, call, error_code
 
 Sleep = Callable[[float], None]

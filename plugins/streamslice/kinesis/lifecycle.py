@@ -92,7 +92,7 @@ def consumers_section(source: KinesisSource, properties: Callable[[], Properties
     the pipeline's own connection (only names, states and times are shown), each of this
     pipeline's leaked per-run consumers with a button to deregister it."""
     from ..sources import PageSection
-    from ..timeutil import iso
+    from ..timestamps import iso
     title, columns = "Enhanced fan-out consumers", ("Consumer", "Status", "Registered", "Age")
     in_use = _in_use(source, running)
     try:  # one try per call, no retries: the page must not hang

@@ -66,7 +66,7 @@ class KinesisPlanner(Planner[KinesisSplit]):
         AT_SEQUENCE_NUMBER), so a wrong one is refused now rather than failing the next read;
         the shards they do not name start over from the trim horizon, which the reset asks
         the user to confirm."""
-        from .checkpoint import reset_target
+        from .next_positions import reset_target
         if not (isinstance(to, dict) and "offsets" in to):
             return reset_target(to, [], int(time.time() * 1000))
         client = make_client(properties)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import PlanError
 from ..planning.bounds import resolve_time
 from ..splits import PositionText
-from ..timeutil import SYMBOLS, iso
+from ..timestamps import SYMBOLS, iso
 
 if TYPE_CHECKING:
     from ..planning.bounds import IntervalBounds

@@ -19,7 +19,7 @@ from .polling import PollingSettings, ShardRead, arrival_ms, poll
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..lineage import DatasetName
+    from ..monitoring.lineage import DatasetName
     from ..planning.plan import Interval, ReadPlan
     from ..reading.staging import Staging
     from ..reading.stats import SplitSummary
@@ -71,11 +71,11 @@ class KinesisReaders(ReaderFactory["KinesisSplit"]):
     def next_positions(self, plan: ReadPlan[KinesisSplit], summaries: dict[int, SplitSummary],
                        base: dict[str, Any]) -> dict[str, Any]:
         """What the readers saw, not the plan (``checkpoint.next_positions``)."""
-        from .checkpoint import next_positions
+        from .next_positions import next_positions
         return next_positions(plan, summaries, base)
 
     def lineage_dataset(self, plan: ReadPlan[KinesisSplit], split: KinesisSplit) -> DatasetName:
-        from ..lineage import kinesis_dataset
+        from ..monitoring.lineage import kinesis_dataset
         return kinesis_dataset(split.stream_arn or plan.source_info["streams"][split.stream])
 
 

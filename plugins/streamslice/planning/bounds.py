@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PlanError
-from ..timeutil import INTERVAL_START
+from ..timestamps import INTERVAL_START
 
 if TYPE_CHECKING:
     from .plan import Interval

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..timeutil import from_ms
+from ..timestamps import from_ms
 
 # Directives a partition path may use → the units they name.
 DIRECTIVES = {"Y": {"year"}, "m": {"month"}, "d": {"day"}, "j": {"month", "day"},

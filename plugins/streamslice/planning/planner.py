@@ -9,9 +9,9 @@ import pyarrow as pa
 from ..commit.publishers.transforms import check_column
 from ..errors import ConfigError
 from ..reading.decode import Decoder
-from ..registry.base import split_properties
+from ..schema_registry.base import split_properties
 from ..sources import PlanRequest, source_class
-from ..timeutil import from_ms
+from ..timestamps import from_ms
 from .layout import PartitionPath
 from .plan import Interval, OutputTarget, ReadPlan
 

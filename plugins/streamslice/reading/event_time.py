@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError
-from ..timeutil import parse_date_string_ms, parse_iso
+from ..timestamps import parse_date_string_ms, parse_iso
 
 if TYPE_CHECKING:
     from ..records import JsonObject

@@ -11,8 +11,7 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
-from .. import faults
-from ..errors import DecodeError, StreamsliceError
+from ..errors import DecodeError, StreamsliceError, faults
 from ..splits import SplitT
 from .stats import SplitStats
 

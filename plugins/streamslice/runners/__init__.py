@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..registered import registered_class
+from ..registry import registered_class
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,7 +50,7 @@ class RunRequest:
     cfg: PipelineConfig
     plan: ReadPlan[Any]
     staging_uri: str
-    properties: Properties  # the client properties, no secret (``secrets``)
+    properties: Properties  # the client properties, no secret (``config.secrets``)
     options: dict[str, Any]  # the readers' options (``Source.read_options``)
     secrets_path: str | None = None  # the private file of the secret properties, if any
     # told the job run elsewhere as soon as it exists (EMR Serverless: for ``on_kill``)
@@ -65,7 +65,7 @@ class Runner(ABC):
 
     kind: ClassVar[str]  # its spark.runner value, its key in RUNNERS
     keys: ClassVar[tuple[str, ...]] = ()  # keys of spark: that only this runner takes
-    extra: ClassVar[str] = "spark"  # the package extra it needs (``streamslice.extras``)
+    extra: ClassVar[str] = "spark"  # the package extra it needs (``streamslice.config.extras``)
     # Where the read runs with its own identity, so secret properties are never sent there
     # (``airflow.runners``); None: they reach the readers in a private file.
     own_identity: ClassVar[str | None] = None

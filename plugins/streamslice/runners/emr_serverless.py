@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..timeutil import parse_duration_ms
+from ..timestamps import parse_duration_ms
 from . import Runner, RunRequest
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import ConfigError
-from ..timeutil import parse_duration_ms
+from ..timestamps import parse_duration_ms
 from . import Runner, RunRequest
 
 if TYPE_CHECKING:

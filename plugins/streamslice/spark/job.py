@@ -6,9 +6,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from .. import faults
 from ..commit.publishers import staged_constants
-from ..errors import SourceError, StreamsliceError, from_text
+from ..errors import SourceError, StreamsliceError, faults, from_text
 from ..reading.sink import parquet_codec, staged_file
 from ..reading.staging import Staging
 from ..sources import source_class

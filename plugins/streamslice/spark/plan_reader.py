@@ -137,8 +137,8 @@ class PlanReader(DataSourceReader):
                 for group in pack_splits(sizes, self.slots)]
 
     def _properties(self) -> Properties:
-        from streamslice.registry.base import split_properties
-        from streamslice.secrets import with_secrets
+        from streamslice.config.secrets import with_secrets
+        from streamslice.schema_registry.base import split_properties
         return split_properties(with_secrets(self.properties, _spark_file))[0]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -173,10 +173,10 @@ class PlanReader(DataSourceReader):
 
     def _request(self, index: int) -> ReadRequest:
         """How plan ``index`` is read: its plan, decoder and staging area."""
+        from streamslice.config.secrets import with_secrets
         from streamslice.reading.decode import Decoder
         from streamslice.reading.staging import Staging
-        from streamslice.registry.base import split_properties
-        from streamslice.secrets import with_secrets
+        from streamslice.schema_registry.base import split_properties
         from streamslice.sources import ReadRequest, read_plan
         plan_json, staging, _ = self.plans[index]
         plan = read_plan(plan_json)

@@ -63,7 +63,7 @@ def open_stream(options: dict[str, str], kind: str) -> tuple[Stream, ReadPlan[An
     from ..errors import ConfigError
     from ..planning.plan import ReadPlan
     from ..planning.planner import check_columns
-    from ..registry.base import split_properties
+    from ..schema_registry.base import split_properties
     from ..sources import source_class
     from .plan_options import check_names, decoding_from_options
     opts = {k.lower(): v for k, v in options.items()}

@@ -45,9 +45,9 @@ def publish_batches(kind: str, options: dict[str, str], output: Output,
     def publish(batch: Any, batch_id: int) -> None:
         from pyspark.sql.functions import lit
 
-        from .. import faults
         from ..commit.manifest import StreamBatchManifest
         from ..commit.protocol import staging_for
+        from ..errors import faults
         partition = f"batch={batch_id:08d}"
         plan = replace(template, pipeline=pipeline, partition=partition, batch=batch_id + 1,
                        output=target, run_id=f"stream-batch-{batch_id}")

@@ -8,16 +8,16 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from ..alerts import duration_text
+from ..monitoring.alerts import duration_text
 from ..sources import SOURCES, lag_unit, position_text, source_class
 from ..splits import lag_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
-    from ..metrics import RunMetrics
+    from ..monitoring.alerts import SentAlert
+    from ..monitoring.metrics import RunMetrics
     from ..splits import LagUnit, Positions, PositionText, Split
 
 # Cell states of the coverage strip, in legend order.

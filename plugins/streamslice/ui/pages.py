@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from urllib.parse import quote
 
-from ..alerts import duration_text
+from ..monitoring.alerts import duration_text
 from ..sources import lag_unit
 from ..splits import lag_text
 from . import axis, svg
@@ -33,9 +33,9 @@ from .model import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..alerts import SentAlert
     from ..commit.checkpoint import Checkpoint
-    from ..metrics import RunMetrics
+    from ..monitoring.alerts import SentAlert
+    from ..monitoring.metrics import RunMetrics
     from ..sources import PageAction, PageSection
     from ..splits import Positions, PositionText
 

@@ -134,7 +134,7 @@ class CounterReaders(ReaderFactory[CounterSplit]):
         return CounterReader(split, decoder=request.decoder, staging=request.staging)
 
     def lineage_dataset(self, plan: Any, split: CounterSplit) -> Any:
-        from streamslice.lineage import location_dataset
+        from streamslice.monitoring.lineage import location_dataset
         return location_dataset("memory://counter")
 
 

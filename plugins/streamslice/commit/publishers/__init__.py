@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict
 
-from ...registered import registered_class
+from ...registry import registered_class
 
 if TYPE_CHECKING:
     from ...config.fields import Fields
-    from ...lineage import DatasetName
+    from ...monitoring.lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
     from ..manifest import Manifest, Publishable
@@ -71,7 +71,7 @@ class OutputSettings:
 class Publisher(Protocol):
     name: ClassVar[str]  # recorded in the plan (``OutputTarget.publisher``)
     settings: ClassVar[type[OutputSettings]]  # the output: keys it takes
-    extra: ClassVar[str | None]  # the package extra it needs (``streamslice.extras``)
+    extra: ClassVar[str | None]  # the package extra it needs (``streamslice.config.extras``)
     # What the read job stages for it: None, the output's own format; tables take Parquet
     # files carrying ``PARTITION_COLUMN``.
     stages: ClassVar[str | None]
@@ -90,8 +90,8 @@ class Publisher(Protocol):
         replaced), for a retry that finds the partition published by a try that crashed."""
 
     def lineage_dataset(self) -> tuple[DatasetName, DatasetName | None]:
-        """The output as lineage names it (``streamslice.lineage``): its location, and the
-        table's name in its catalog where it has one."""
+        """The output as lineage names it (``streamslice.monitoring.lineage``): its location, and
+        the table's name in its catalog where it has one."""
 
 
 class Published(TypedDict, total=False):

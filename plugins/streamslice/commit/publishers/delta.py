@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
-from ... import faults
 from ...aws.storage import delta_storage_options
-from ...errors import CommitError
-from ...lineage import location_dataset
+from ...errors import CommitError, faults
+from ...monitoring.lineage import location_dataset
 from . import PARTITION_COLUMN, OutputSettings
 from .files import publish_dead_letters, require_staged, staged_files
 from .tables import (
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
     from ...config.fields import Fields
-    from ...lineage import DatasetName
+    from ...monitoring.lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
     from ..manifest import Manifest, Publishable

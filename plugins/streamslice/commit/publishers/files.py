@@ -27,17 +27,16 @@ from urllib.parse import quote, unquote
 
 import pyarrow.fs as pafs
 
-from ... import faults
 from ...aws.storage import filesystem
-from ...errors import CommitError
-from ...lineage import location_dataset
+from ...errors import CommitError, faults
+from ...monitoring.lineage import location_dataset
 from ...reading.staging import DATA, DEAD_LETTER
 from ..manifest import MANIFEST, Manifest, manifest_bytes, plan_id, read_manifest
 from . import OutputSettings
 
 if TYPE_CHECKING:
     from ...config.fields import Fields
-    from ...lineage import DatasetName
+    from ...monitoring.lineage import DatasetName
     from ...planning.plan import OutputTarget, ReadPlan
     from ...reading.staging import Staging
     from ..manifest import Publishable

@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ... import faults
 from ...aws.storage import filesystem, iceberg_properties
-from ...errors import CommitError
-from ...lineage import DatasetName, location_dataset
+from ...errors import CommitError, faults
+from ...monitoring.lineage import DatasetName, location_dataset
 from . import PARTITION_COLUMN, OutputSettings
 from .files import publish_dead_letters, require_staged, staged_files
 from .tables import (

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import signal
 
-from .errors import InjectedFault
+from . import InjectedFault
 
 
 def current() -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import SourceError, StreamsliceError
+from . import SourceError, StreamsliceError
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from .commit.publishers import Published  # noqa: TC001 - msgspec reads the annotation
-from .records import RecordKind, Versioned
-from .splits import LagUnit, Positions, total_lag  # noqa: TC001 - msgspec reads the annotation
+from ..commit.publishers import Published  # noqa: TC001 - msgspec reads the annotation
+from ..records import RecordKind, Versioned
+from ..splits import LagUnit, Positions, total_lag  # noqa: TC001 - msgspec reads the annotation
 
 if TYPE_CHECKING:
-    from .commit.manifest import Manifest
+    from ..commit.manifest import Manifest
 
 PREFIX = "streamslice"  # after Airflow's own prefix: airflow.streamslice.records
 Kind = Literal["count", "gauge", "timing"]

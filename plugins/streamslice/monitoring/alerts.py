@@ -7,15 +7,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .records import RecordKind, Versioned
-from .splits import total_lag
-from .timeutil import iso, parse_duration_ms
+from ..records import RecordKind, Versioned
+from ..splits import total_lag
+from ..timestamps import iso, parse_duration_ms
 
 if TYPE_CHECKING:
-    from .commit.checkpoint import Checkpoint
-    from .commit.manifest import Manifest
-    from .config.fields import Fields
-    from .reading.stats import SplitSummary
+    from ..commit.checkpoint import Checkpoint
+    from ..commit.manifest import Manifest
+    from ..config.fields import Fields
+    from ..reading.stats import SplitSummary
 
 KINDS = ("run_failed", "data_loss", "lag", "dead_letters", "empty_intervals", "deadline",
          "stale")

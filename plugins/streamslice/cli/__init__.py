@@ -7,7 +7,7 @@ The core commands (validate, plan) load only the core package unless the pipelin
 Airflow connection; commands that touch Airflow's metadata database (offsets, backfill,
 freshness) import
 Airflow when they run. Tables for people, ``--json`` for scripts, one clear line (exit 1) for
-every error (``cli_errors``), the traceback only with ``--debug``.
+every error (``errors.hints``), the traceback only with ``--debug``.
 
 Run from a checkout where ``make demo`` has run, with AIRFLOW_HOME unset, the command uses the
 demo's Airflow (``.demo/env``, which the demo writes) and says so."""
@@ -23,16 +23,16 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_errors import Where, debug_requested, explain
-from .errors import ConfigError
-from .timeutil import iso, parse_flexible_ms
+from ..errors import ConfigError
+from ..errors.hints import Where, debug_requested, explain
+from ..timestamps import iso, parse_flexible_ms
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .commit.checkpoint import Checkpoint
-    from .config.pipeline import PipelineConfig
-    from .sources import CommandKit, Properties, Source
+    from ..commit.checkpoint import Checkpoint
+    from ..config.pipeline import PipelineConfig
+    from ..sources import CommandKit, Properties, Source
 
 Args = argparse.Namespace
 JSON_HELP = "print the result as JSON (for scripts) instead of a table"
@@ -115,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
     reset.add_argument("--json", action="store_true", help=JSON_HELP)
     reset.set_defaults(run=cmd_offsets_reset)
 
-    from .sources import SOURCES, HasCliCommands, source_class
+    from ..sources import SOURCES, HasCliCommands, source_class
     for kind in SOURCES:  # each source's own commands (Kinesis: efo)
         cls = source_class(kind)
         if isinstance(cls, HasCliCommands):
@@ -190,23 +190,23 @@ def leaf_parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 def command_kit() -> CommandKit:
     """What a source's own commands get from the CLI: output, the pipelines, connections
     (Airflow's, imported only when a command uses one)."""
-    from .sources import CommandKit
+    from ..sources import CommandKit
     return CommandKit(emit=emit, table=table, pipelines=_pipelines,
                       source_properties=_source_properties, aws_properties=_aws_properties)
 
 
 def _pipelines(args: Args) -> list[PipelineConfig]:
-    from .config import load_pipelines
+    from ..config import load_pipelines
     return load_pipelines(pipelines_dir(args))[0]
 
 
 def _source_properties(source: Source[Any]) -> Properties:
-    from .airflow.hooks import source_properties
+    from ..airflow.hooks import source_properties
     return source_properties(source)
 
 
 def _aws_properties(conn_id: str, region: str | None, field: str) -> Properties:
-    from .airflow.hooks import aws_properties
+    from ..airflow.hooks import aws_properties
     return aws_properties(conn_id, region, field=field)
 
 
@@ -229,7 +229,7 @@ def pipelines_dir(args: Args) -> Path:
 
 
 def find_pipeline(args: Args) -> PipelineConfig:
-    from .config import load_pipeline, load_pipelines
+    from ..config import load_pipeline, load_pipelines
     if args.pipeline.endswith((".yaml", ".yml")) and Path(args.pipeline).exists():
         return load_pipeline(args.pipeline)
     configs, errors = load_pipelines(pipelines_dir(args))
@@ -277,8 +277,8 @@ def logs_to_stderr() -> None:
 def cmd_validate(args: Args) -> int:
     """Every pipeline file: ok or its error; and a warning for each pipeline whose staging
     the configured executor's workers would not share (``config.executor``)."""
-    from .config import load_pipelines
-    from .config.executor import configured_executor, unshared_staging
+    from ..config import load_pipelines
+    from ..config.executor import configured_executor, unshared_staging
     configs, errors = load_pipelines(pipelines_dir(args))
     executor = configured_executor()
     warnings = [w for w in (unshared_staging(c, executor) for c in configs) if w]
@@ -291,9 +291,9 @@ def cmd_validate(args: Args) -> int:
 
 
 def cmd_plan(args: Args) -> None:
-    from .config.schedule import interval_containing
-    from .planning.planner import plan_run
-    from .splits import lag_text
+    from ..config.schedule import interval_containing
+    from ..planning.planner import plan_run
+    from ..splits import lag_text
     cfg = find_pipeline(args)
     interval, checkpoint = None, None
     if cfg.mode == "interval":
@@ -326,7 +326,7 @@ def _properties(cfg: PipelineConfig) -> Properties:
     (``airflow.hooks.pipeline_properties``); without Airflow when no connection is named."""
     if not names_connection(cfg):
         return cfg.source.client_properties()
-    from .airflow.hooks import pipeline_properties
+    from ..airflow.hooks import pipeline_properties
     return pipeline_properties(cfg)
 
 
@@ -339,14 +339,14 @@ def names_connection(cfg: PipelineConfig) -> bool:
 
 def _checkpoint_or_none(cfg: PipelineConfig) -> Checkpoint | None:
     try:
-        from .airflow.checkpoints import show_checkpoint
+        from ..airflow.checkpoint_store import show_checkpoint
         return show_checkpoint(cfg)
     except (ImportError, LookupError):
         return None
 
 
 def cmd_offsets_show(args: Args) -> None:
-    from .airflow.checkpoints import show_checkpoint
+    from ..airflow.checkpoint_store import show_checkpoint
     cfg = find_pipeline(args)
     cp = show_checkpoint(cfg)
     if cp is None:
@@ -361,7 +361,7 @@ def cmd_offsets_show(args: Args) -> None:
 
 
 def cmd_offsets_reset(args: Args) -> None:
-    from .airflow.checkpoints import reset_checkpoint
+    from ..airflow.checkpoint_store import reset_checkpoint
     cfg = find_pipeline(args)
     if args.offsets:
         try:
@@ -392,7 +392,7 @@ def _confirm(args: Args, what: str) -> bool:
 
 
 def cmd_backfill(args: Args) -> int:
-    from .airflow.backfill import backfill
+    from ..airflow.backfill import backfill
     cfg = find_pipeline(args)
     try:
         start, end = parse_flexible_ms(args.start), parse_flexible_ms(args.end)
@@ -415,9 +415,9 @@ def cmd_freshness(args: Args) -> int:
     scheduler, on the metadata database directly: the same verdicts, the same one ``stale``
     alert per stretch. Exit 0 when no pipeline is stale, 3 while one is (alerted now or
     before), else 1 when a pipeline file does not load."""
-    from .airflow.freshness import CommandClaims, check
-    from .airflow.store import OfflineAssetStates
-    from .config import load_pipelines
+    from ..airflow.checkpoint_store import OfflineAssetStates
+    from ..airflow.freshness import CommandClaims, check
+    from ..config import load_pipelines
     configs, errors = load_pipelines(pipelines_dir(args))
     logs_to_stderr()
     verdicts = check(configs, {"asset_state_store": OfflineAssetStates()}, CommandClaims(),
@@ -445,7 +445,7 @@ def cmd_init(args: Args) -> int:
 
 
 def cmd_package(args: Args) -> int:
-    from .spark.package import write_launcher, write_zip
+    from ..spark.package import write_launcher, write_zip
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
     zipped, job = write_zip(folder / "streamslice.zip"), write_launcher(folder / "bounded_read.py")

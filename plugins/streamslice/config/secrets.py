@@ -18,12 +18,12 @@ import tempfile
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .aws.auth import is_secret
+from ..aws.auth import is_secret
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
-    from .sources import Properties, PropertyValue
+    from ..sources import Properties, PropertyValue
 
 SECRETS_FILE = "secrets_file"
 
@@ -67,7 +67,7 @@ def with_secrets(properties: Mapping[str, PropertyValue],
         with open(path) as f:
             out.update(json.load(f))
     except OSError as exc:
-        from .errors import ConfigError
+        from ..errors import ConfigError
         raise ConfigError(f"the read's private credentials file is not readable here "
                           f"({exc.strerror}): the Spark processes must run as the same user, "
                           "or get their own credentials") from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 # extra -> the top-level modules it installs (pyproject.toml's optional-dependencies)
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -50,7 +50,7 @@ def missing_message(extra: str, needed_for: str) -> str | None:
 
 def wheel_name() -> str:
     """The file ``python -m build`` makes of this version (the package is on no index)."""
-    from . import __version__
+    from .. import __version__
     return f"streamslice-{__version__}-py3-none-any.whl"
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..errors import ConfigError
-from ..registry import open_registry
-from ..registry.base import KINDS, Registered, RegistrySpec, split_properties
+from ..schema_registry import open_registry
+from ..schema_registry.base import KINDS, Registered, RegistrySpec, split_properties
 from . import BaseFormat, Decoded, FormatSpec, Role
 from .types import spark_ddl
 
@@ -227,6 +227,6 @@ class RegisteredFormat(BaseFormat):
         ids = None
         if headers is not None and registry and registry.get("kind") == "confluent" and \
                 headers.count(None) != len(headers):  # Glue's deserializer reads no header
-            from ..registry.wire import header_value
+            from ..schema_registry.wire import header_value
             ids = [header_value(h, self.role) for h in headers]
         return self._framed.decode(list(items), ids, self.role)

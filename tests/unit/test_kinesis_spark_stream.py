@@ -67,7 +67,7 @@ def test_at_timestamp_with_the_batch_read_s_starting_timestamp():
      "'lazy' is not per_run or keep or none"),
     ({"maxFetchRecordsPerShard": "0"}, "'0' is not a positive integer"),
     ({"maxFetchRecordsPerShard": "many"}, "'many' is not a positive integer"),
-    ({"failOnDataLoss": "yes"}, "'yes' is not true or false")])
+    ({"failOnDataLoss": "yes"}, "option kinesis.failOnDataLoss: 'yes' is not a boolean")])
 def test_bad_options_are_one_line(options, error):
     with pytest.raises(ConfigError, match=re.escape(error)) as failed:
         parse(**options)

@@ -37,3 +37,14 @@ def positive(opts: dict[str, str], name: str) -> int | None:
     if number <= 0:
         raise ConfigError(f"{name} must be positive")
     return number
+
+
+def boolean(opts: dict[str, str], name: str, default: bool, *, label: str = "") -> bool:
+    """Option ``name`` as Spark reads a flag: ``true`` or ``false`` in any case, nothing
+    else; ``label`` is the name the error shows (``kinesis.failOnDataLoss``)."""
+    value = opts.get(name.lower())
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false"):
+        raise ConfigError(f"option {label or name}: {value!r} is not a boolean (true or false)")
+    return value.lower() == "true"

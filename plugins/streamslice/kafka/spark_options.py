@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config.data_source_options import client_properties, positive
+from ..config.data_source_options import boolean, client_properties, positive
 from ..errors import ConfigError
 
 EARLIEST, LATEST = -2, -1
@@ -283,15 +283,6 @@ def json_map(text: str, option: str) -> dict[str, Any]:
     if not isinstance(value, dict) or not value:
         raise ConfigError(f"option {option} must be a non-empty JSON object")
     return value
-
-
-def boolean(opts: dict[str, str], name: str, default: bool) -> bool:
-    value = opts.get(name.lower())
-    if value is None:
-        return default
-    if value.lower() not in ("true", "false"):
-        raise ConfigError(f"option {name}: {value!r} is not a boolean (true or false)")
-    return value.lower() == "true"
 
 
 def choice(opts: dict[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config.data_source_options import positive
+from ..config.data_source_options import boolean, positive
 from ..errors import ConfigError, DataLossError, PlanError
 from .ranges import no_match
 from .spark_options import (
@@ -28,7 +28,6 @@ from .spark_options import (
     LATEST,
     Side,
     SparkRead,
-    boolean,
     choice,
     kafka_properties,
     side,

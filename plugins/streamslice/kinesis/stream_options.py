@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..config.data_source_options import client_properties, json_option
+from ..config.data_source_options import boolean, client_properties, json_option
 from ..errors import ConfigError
 from .polling import PollingSettings
 
@@ -93,7 +93,8 @@ def stream_from_options(given: dict[str, str]) -> tuple[dict[str, Any], dict[str
         _check_efo(registration, name, arns, streams)
     settings = StreamSettings(
         max_fetch=_positive(opts, "maxFetchRecordsPerShard", DEFAULT_MAX_FETCH),
-        fail_on_data_loss=_boolean(opts, "failOnDataLoss", False),
+        fail_on_data_loss=boolean(opts, "failOnDataLoss", False,
+                                  label="kinesis.failOnDataLoss"),
         consumer_name=name if registration != "none" else None, registration=registration)
     polling = PollingSettings(
         max_records=min(10_000, _positive(opts, "getRecords.numberOfRecordsPerFetch", 10_000)),
@@ -196,12 +197,3 @@ def _positive(opts: dict[str, str], name: str, default: int) -> int:
     if value < 1:
         raise ConfigError(f"option kinesis.{name}: {text!r} is not a positive integer")
     return value
-
-
-def _boolean(opts: dict[str, str], name: str, default: bool) -> bool:
-    text = opts.get(name.lower())
-    if text is None:
-        return default
-    if text.strip().lower() not in ("true", "false"):
-        raise ConfigError(f"option kinesis.{name}: {text!r} is not true or false")
-    return text.strip().lower() == "true"

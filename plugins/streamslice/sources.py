@@ -346,6 +346,12 @@ class ReaderFactory(ABC, Generic[SplitT]):
         merged.update(plan.next_positions)
         return merged
 
+    def source_state(self, plan: ReadPlan[SplitT]) -> dict[str, Any]:
+        """What the checkpoint keeps of the source beside its positions, set by the first
+        commit that has it and kept after (Kinesis: the initial position its new shards start
+        at). None by default."""
+        return {}
+
     @abstractmethod
     def lineage_dataset(self, plan: ReadPlan[SplitT], split: SplitT) -> DatasetName:
         """The dataset ``split`` reads, named as OpenLineage names datasets

@@ -1,6 +1,8 @@
 """Checkpoint advance in interval mode and resets (pure logic over the checkpoint model)."""
 from streamslice.commit.checkpoint import Checkpoint, advance, reset
+from streamslice.kafka.reader import KafkaReaders
 from streamslice.kafka.split import KafkaSplit
+from streamslice.kinesis.reader import KinesisReaders
 from streamslice.planning.plan import Interval, ReadPlan
 from streamslice.sources import ResetTarget
 from tests.support.checks import present
@@ -42,13 +44,17 @@ def test_readers_positions_replace_the_plans():
 
 
 def test_initial_position_is_kept_from_the_first_plan():
+    """The source says what it keeps (Kinesis: the plan's initial position); the first commit
+    that has it sets it, and later ones leave it."""
+    readers = KinesisReaders()
     plan = interval_plan(1, {})
     plan.source_info = {"initial_position": {"type": "AT_TIMESTAMP", "timestamp": 5}}
-    first = advance(None, plan, now_ms=1)
+    first = advance(None, plan, now_ms=1, keeps=readers.source_state(plan))
     later = interval_plan(2, {})
     later.source_info = {"initial_position": {"type": "AT_TIMESTAMP", "timestamp": 9}}
-    assert present(advance(first, later, now_ms=2)).source_state == \
-        {"initial_position": {"type": "AT_TIMESTAMP", "timestamp": 5}}
+    assert present(advance(first, later, now_ms=2, keeps=readers.source_state(later))
+                   ).source_state == {"initial_position": {"type": "AT_TIMESTAMP", "timestamp": 5}}
+    assert KafkaReaders().source_state(plan) == {}, "a source keeps nothing by default"
 
 
 def test_reset_keeps_the_batch_counter_and_replaces_source_state():

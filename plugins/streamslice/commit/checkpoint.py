@@ -16,6 +16,8 @@ from ..records import RecordKind, Versioned
 from ..splits import Positions  # noqa: TC001 - msgspec reads the annotation
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..planning.plan import ReadPlan
     from ..sources import ResetTarget
 
@@ -40,18 +42,19 @@ class Checkpoint(Versioned):
 
 
 def advance(current: Checkpoint | None, plan: ReadPlan[Any], *, now_ms: int,
-            run_id: str | None = None,
-            positions: Positions | None = None) -> Checkpoint | None:
+            run_id: str | None = None, positions: Positions | None = None,
+            keeps: Mapping[str, Any] | None = None) -> Checkpoint | None:
     """The checkpoint after ``plan`` is published, checked against what the plan started from.
 
     Incremental: the checkpoint must still be the one the plan read (one writer at a time).
     Interval: runs are independent; the checkpoint follows the latest interval committed.
     ``positions`` is the complete new mapping (``ReaderFactory.next_positions``); without it the
-    plan's next positions are merged into the current ones.
+    plan's next positions are merged into the current ones. ``keeps`` is what the source keeps
+    beside the positions (``ReaderFactory.source_state``), set where the checkpoint has none.
     """
     state = dict(current.source_state) if current and current.source_state else {}
-    if plan.source_info.get("initial_position") and "initial_position" not in state:
-        state["initial_position"] = plan.source_info["initial_position"]
+    for key, value in (keeps or {}).items():
+        state.setdefault(key, value)
     if plan.mode == "incremental":
         if advanced_by(plan, current, run_id):
             return current  # an earlier try of this run advanced it before a crash

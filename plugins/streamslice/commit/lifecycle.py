@@ -111,10 +111,11 @@ class RunCycle:
         with Lease(target_of(plan), CHECKPOINT_LEASE, self.run_id, alive=self.alive):
             current = self.checkpoints.get()
             summaries = {s.split: s for s in manifest.splits}
-            positions = source_class(plan.source).readers().next_positions(
-                plan, summaries, current.positions if current else {})
+            readers = source_class(plan.source).readers()
+            positions = readers.next_positions(plan, summaries,
+                                               current.positions if current else {})
             checkpoint = advance(current, plan, now_ms=now_ms, run_id=self.run_id,
-                                 positions=positions)
+                                 positions=positions, keeps=readers.source_state(plan))
             assert checkpoint is not None
             if checkpoint is not current:
                 self.checkpoints.put(checkpoint)

@@ -74,6 +74,12 @@ class KinesisReaders(ReaderFactory["KinesisSplit"]):
         from .next_positions import next_positions
         return next_positions(plan, summaries, base)
 
+    def source_state(self, plan: ReadPlan[KinesisSplit]) -> dict[str, Any]:
+        """The initial position the plan resolved: later shards (children, new ones) start
+        there, in every later run."""
+        initial = plan.source_info.get("initial_position")
+        return {"initial_position": initial} if initial else {}
+
     def lineage_dataset(self, plan: ReadPlan[KinesisSplit], split: KinesisSplit) -> DatasetName:
         from ..monitoring.lineage import kinesis_dataset
         return kinesis_dataset(split.stream_arn or plan.source_info["streams"][split.stream])

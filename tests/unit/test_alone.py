@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from devtools.alone import files_in, main, shares_state, targets
+from tests.support.checks import present
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,10 +96,10 @@ def test_shuffled_runs_name_their_seed_and_shuffle_with_it(tmp_path, capsys):
 
 def test_make_test_alone_is_documented_and_not_part_of_make_test():
     makefile = (ROOT / "Makefile").read_text()
-    target = re.search(r"^test-alone:.*?\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    target = present(re.search(r"^test-alone:.*?\n((?:\t.*\n)+)", makefile, re.M)).group(1)
     assert "devtools.alone --shuffled" in target
     assert "devtools.alone tests/unit tests/integration tests/chaos" in target
-    assert "test-alone" not in re.search(r"^test:(.*)$", makefile, re.M).group(1)
+    assert "test-alone" not in present(re.search(r"^test:(.*)$", makefile, re.M)).group(1)
     assert "make test-alone" in (ROOT / "docs" / "testing.md").read_text()
     pins = (ROOT / "requirements.txt").read_text() + (ROOT / "constraints.txt").read_text()
     assert pins.count("pytest-random-order==1.2.0") == 2

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry.common.serde import SchemaId
 
-from streamslice.codecs.avro import AvroCodec, AvroSchemaError, arrow_type, final_type
+from streamslice.codecs import AvroSchemaError
+from streamslice.codecs.avro import AvroCodec, arrow_type, final_type
 from streamslice.codecs.framed import Framed
 from streamslice.schema_registry.base import Registered, Registry, UnknownSchema
 from tests.support.fuzz import mutations

@@ -7,6 +7,7 @@ half-way on SQLite leaves) is followed, then one made for the rest. Airflow is f
 real scheduler runs them in tests/chaos/test_backfill_kill.py. Last, on a real SQLite file,
 why ``backfill_create`` begins its transactions itself: a savepoint is otherwise a commit."""
 import sqlite3
+import time
 from contextlib import nullcontext
 from datetime import datetime, timezone
 
@@ -35,7 +36,7 @@ def fake_airflow(monkeypatch, answers, open_runs) -> list[datetime]:
     monkeypatch.setattr(bf, "_backfill_create", backfill_create)
     monkeypatch.setattr(bf, "_uncovered", lambda dag_id, intervals, since: [])
     monkeypatch.setattr(bf, "_open_backfill_runs", lambda dag_id, since=None: open_runs(since))
-    monkeypatch.setattr(bf.time, "sleep", lambda s: None)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
     return tries
 
 

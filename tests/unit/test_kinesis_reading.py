@@ -1,6 +1,7 @@
 """Kinesis reading logic against a scripted fake client (our own retry, iterator, event and
 bound handling only; the real server is covered by tests/integration/test_kinesis*.py)."""
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 import pytest
 from botocore.exceptions import ClientError
@@ -13,6 +14,9 @@ from streamslice.kinesis.planner import _check_trimmed
 from streamslice.kinesis.polling import PollingSettings, ShardRead, poll
 from streamslice.kinesis.positions import AfterSequenceNumber, TrimHorizon
 from streamslice.kinesis.split import KinesisSplit
+
+if TYPE_CHECKING:
+    from streamslice.planning.plan import Gap
 
 T0 = 1_714_521_600_000
 
@@ -170,7 +174,7 @@ def test_deaggregation_of_kpl_records():
 def test_checkpoint_older_than_the_trim_horizon():
     def client():
         return FakeClient([{"Records": [rec(900, T0)], "NextShardIterator": "x"}])
-    gaps: list[dict] = []
+    gaps: list[Gap] = []
     with pytest.raises(DataLossError, match="checkpointed sequence number 500 is older than the"
                                             " trim horizon"):
         _check_trimmed(client(), "s", "shardId-0", AfterSequenceNumber("500"), "fail", gaps)

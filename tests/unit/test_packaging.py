@@ -3,6 +3,7 @@ the ones the code checks, a missing extra is named in the validation error (the 
 module is faked here: the real case is tests/integration/test_wheel.py), ``streamslice
 init`` writes a DAGs folder whose example validates and keeps what exists, the provider
 metadata is what Airflow's schema asks for, and executors get the package's sources."""
+import importlib.util
 import json
 import tomllib
 import zipfile
@@ -50,8 +51,8 @@ def test_the_entry_points_name_what_airflow_loads():
 @pytest.mark.parametrize("fmt,extra", [("avro", "avro"), ("protobuf", "protobuf")])
 def test_a_format_whose_extra_is_missing_fails_naming_the_extra(monkeypatch, fmt, extra):
     gone = extras.EXTRAS[extra]
-    real = extras.importlib.util.find_spec
-    monkeypatch.setattr(extras.importlib.util, "find_spec",
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name: None if name in gone else real(name))
     text = ("mode: incremental\nkafka:\n  bootstrap_servers: b:9092\n  topics: [t]\n"
             f"format:\n  value: {fmt}\n")
@@ -71,8 +72,8 @@ def test_a_format_whose_extra_is_missing_fails_naming_the_extra(monkeypatch, fmt
 def test_a_pipeline_whose_extra_is_missing_fails_naming_the_extra(monkeypatch, block, extra,
                                                                  field):
     gone = extras.EXTRAS[extra]
-    real = extras.importlib.util.find_spec
-    monkeypatch.setattr(extras.importlib.util, "find_spec",
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name: None if name in gone else real(name))
     with pytest.raises(ConfigError) as err:
         parse_pipeline("mode: incremental\n" + block, file="p.yaml")

@@ -2,10 +2,14 @@
 in records. Spark's cases are FileSourceStrategySuite's (its session has default parallelism
 1; sizes, ``spark.sql.files.maxPartitionBytes`` and ``openCostInBytes`` as there), then ours."""
 import random
+from typing import TYPE_CHECKING
 
 import pytest
 
 from streamslice.planning.packing import SPLIT_COST, TASK_RECORDS, pack_splits
+
+if TYPE_CHECKING:
+    from streamslice.records import JsonObject
 
 
 def files(groups, sizes):
@@ -103,7 +107,7 @@ def test_unknown_and_unbound_splits_keep_their_own_task():
     from streamslice.sources import source_class
     kafka = source_class("kafka").serializer().from_dict
     kinesis = source_class("kinesis").serializer().from_dict
-    shard = {"stream": "s", "start": {"type": "TRIM_HORIZON"}, "stop_before": 1}
+    shard: JsonObject = {"stream": "s", "start": {"type": "TRIM_HORIZON"}, "stop_before": 1}
     splits = [kinesis({"id": i, "shard_id": f"shardId-{i:012d}", **shard}) for i in range(3)]
     splits.append(kafka({"id": 3, "topic": "t", "partition": 0, "start": -2, "stop": -1,
                          "unresolved": {"start": {"offset": -2}, "stop": {"offset": -1}}}))

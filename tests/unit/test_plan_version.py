@@ -4,11 +4,12 @@ versioned serializers read state. Every case names what is wrong; nothing is dro
 import copy
 import dataclasses
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
 from streamslice.errors import ConfigError, PlanError, PlanVersionError, from_text
-from streamslice.kafka.split import KafkaSplit
+from streamslice.kafka.split import KafkaSplit, KafkaSplitSerializer
 from streamslice.kinesis.split import KinesisSplit
 from streamslice.planning import plan as plan_module
 from streamslice.planning.plan import PLAN_VERSION, Gap, Interval, OutputTarget, ReadPlan
@@ -16,6 +17,9 @@ from streamslice.reading.event_time import EventTime
 from streamslice.sources import read_plan
 from streamslice.spark.plan_options import plan_from_options
 from tests.support.checks import present
+
+if TYPE_CHECKING:
+    from streamslice.records import JsonObject
 
 
 def kafka_plan(**kw):
@@ -125,7 +129,7 @@ def test_an_older_plan_is_migrated_step_by_step(monkeypatch):
     assert steps == [2, 3] and upgraded["version"] == 4 and "gaps" not in upgraded
     assert upgraded["skipped"] == old["gaps"] and upgraded["note"] == "from 2"
     assert old == old_copy  # the saved plan itself is not changed
-    later = Later.from_dict(old, lambda kind, d: KafkaSplit(**d))
+    later = Later.from_dict(old, lambda kind, d: KafkaSplitSerializer().from_dict(d))
     assert isinstance(later, Later)
     assert (later.note, later.skipped[0]["key"], later.version) == ("from 2", "t:0", 4)
     # a version 1 plan still has no way there
@@ -139,7 +143,7 @@ def test_a_version_7_kafka_split_s_late_sides_are_its_unresolved_ones():
     """Version 8 renamed a Kafka split's ``late`` (sides a Spark-option read binds later) to
     ``unresolved``; a saved version 7 plan reads with them there, and its late-record bounds
     (``late_from``) stay as they were."""
-    sides = {"start": {"offset": -2}, "stop": {"offset": -1}, "no_match": "error",
+    sides: JsonObject = {"start": {"offset": -2}, "stop": {"offset": -1}, "no_match": "error",
              "fail_on_data_loss": True}
     old = saved(version=7)
     old["splits"][0].pop("unresolved")

@@ -3,17 +3,22 @@ task claims, when a run adopts, waits for or drops a claim, and what the pipelin
 Airflow's task SDK (task states, an asset's state) is faked here, to cover our logic alone;
 tests/integration/test_read_ahead.py runs it through Airflow's scheduler and Spark Connect."""
 import threading
+import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from streamslice.airflow import claims as claim_book
+from streamslice.airflow.checkpoint_store import output_asset
 from streamslice.airflow.claims import Claims
 from streamslice.errors import ConfigError
 from streamslice.reading.ahead import KEEP_MS, LEASE_MS, ReadAhead, key
 from tests.support.pipelines import parsed
 from tests.unit.test_commit import make_plan
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 T0 = 1_714_521_600_000  # 2024-05-01T00:00:00Z
 HOUR = 3_600_000
@@ -77,8 +82,8 @@ def claims(runs, read_ahead=3, max_active_runs=2, state=None, run_id=None):
     cfg = pipeline(read_ahead=read_ahead, max_active_runs=max_active_runs)
     state = state or FakeState()
     context = {"ti": FakeTI(runs), "run_id": run_id or f"backfill__{iso(T0)}",
-               "asset_state_store": {claim_book.output_asset(cfg): state}}
-    return Claims(cfg, context), state
+               "asset_state_store": {output_asset(cfg): state}}
+    return Claims(cfg, cast("Context", context)), state  # fakes of what the task gets
 
 
 def run(hour, kind="backfill"):
@@ -88,7 +93,7 @@ def run(hour, kind="backfill"):
 @pytest.fixture(autouse=True)
 def now(monkeypatch, tmp_path):
     monkeypatch.setattr(claim_book, "now_ms", lambda: NOW)
-    monkeypatch.setattr(claim_book.time, "sleep", lambda s: None)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
     monkeypatch.setitem(LAKE, "path", str(tmp_path / "lake"))
 
 
@@ -181,7 +186,7 @@ def test_only_a_read_claim_for_this_run_is_adopted_and_the_others_are_dropped():
     assert c.wait(part(0)) is None  # no claim
 
 
-def test_a_claim_being_read_is_waited_for_while_its_reader_runs():
+def test_a_claim_being_read_is_waited_for_while_its_reader_runs(monkeypatch):
     reader = run(7)
     c, state = claims({run(0): "running", reader: "running"}, run_id=run(0))
     state.set(key(part(0)), ReadAhead(run(0), by=reader, claimed_at=NOW).to_dict())
@@ -192,7 +197,7 @@ def test_a_claim_being_read_is_waited_for_while_its_reader_runs():
         if len(polls) == 2:
             done = ReadAhead(run(0), by=reader, claimed_at=NOW, plan={"v": 1}, staging="s")
             state.set(key(part(0)), done.to_dict())
-    claim_book.time.sleep = read_after_two_polls
+    monkeypatch.setattr(time, "sleep", read_after_two_polls)
     assert c.wait(part(0)).staging == "s"
     assert len(polls) == 2
 

@@ -23,8 +23,7 @@ from streamslice.commit.states import (
     state_of,
     table,
 )
-from streamslice.errors import CommitError, SourceError, StalePlanError
-from streamslice.errors.faults import InjectedFault
+from streamslice.errors import CommitError, InjectedFault, SourceError, StalePlanError
 from streamslice.planning.plan import Interval
 from streamslice.reading.ahead import ReadAhead
 from tests.unit.test_commit import GOOD_ROWS, good_summaries, make_plan, stage
@@ -220,7 +219,7 @@ class Claims:
 
 def interval_plans(monkeypatch):
     """Plans with an interval (as read ahead needs), one batch per run."""
-    batches = {}
+    batches: dict[str, int] = {}
 
     def new_plan(self, interval, checkpoint, run_id):
         batch = batches.setdefault(run_id, len(batches) + 1)

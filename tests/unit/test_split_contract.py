@@ -5,6 +5,7 @@ import json
 import pytest
 
 from streamslice.reading.stats import SplitSummary
+from streamslice.records import JsonObject
 from streamslice.sources import SOURCES, lag_unit, position_text, source_class
 from streamslice.splits import LagUnit, PositionText, Split, elide, lag_text, total_lag
 from tests.support.records import manifest
@@ -12,7 +13,7 @@ from tests.support.records import manifest
 SEQ = "49651234567890123456789012345678901234567890123456789012"
 
 # One planned split per source, as the plan's JSON holds it.
-SPLITS = {
+SPLITS: dict[str, JsonObject] = {
     "kafka": {"id": 3, "topic": "orders", "partition": 2, "start": 40, "stop": 90,
               "log_start": 0, "high_watermark": 100},
     "kinesis": {"id": 1, "stream": "trips", "shard_id": "shardId-000000000001",

@@ -246,7 +246,7 @@ def test_each_commit_carries_its_run_and_the_staged_files_are_not_rewritten(tmp_
     import json
     import os
 
-    from streamslice.commit.publishers.tables import plan_id
+    from streamslice.commit.manifest import plan_id
     output = target(tmp_path, fmt)
     plan = make_plan(output)
     staged = stage(tmp_path, plan, [0, 1, 2])

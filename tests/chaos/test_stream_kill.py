@@ -138,7 +138,7 @@ def put_spread(client, stream, values):
     batches' cuts (maxFetchRecordsPerShard) can fall between them."""
     from tests.support.kinesis import put
     from tests.support.wait import wait_until_clock
-    ledger = []
+    ledger: list[tuple[int, tuple[str, str]]] = []
     for lo in range(0, len(values), 10):
         chunk = values[lo:lo + 10]
         ledger += zip(chunk, put(client, stream, [str(v).encode() for v in chunk]))

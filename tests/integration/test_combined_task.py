@@ -41,8 +41,11 @@ def test_a_combined_run_resumes_each_try_where_the_last_one_stopped(
     monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", f"@{faults}")
     reads = []
     read = tasks.TaskHost.read
-    monkeypatch.setattr(tasks.TaskHost, "read",
-                        lambda self, *a: reads.append(1) or read(self, *a))
+
+    def counted(self, *a):
+        reads.append(1)
+        return read(self, *a)
+    monkeypatch.setattr(tasks.TaskHost, "read", counted)
 
     run = run_dag(cfg, logical_date=utc(2024, 5, 1, 1))
     assert faults.read_text() == "", "a fault never fired"

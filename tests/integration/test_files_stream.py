@@ -119,7 +119,8 @@ def test_available_now_leaves_files_added_while_it_runs_for_the_next_run(spark, 
     folder.mkdir()
     for i in range(3):
         write(folder, f"{i}.jsonl", [i], age=100 - i)
-    seen, added = [], []
+    seen: list[int] = []
+    added: list[str] = []
 
     def each(batch, batch_id):
         seen.extend(r.n for r in batch.collect())
@@ -166,7 +167,7 @@ def test_startingPosition_latest_skips_what_is_there_when_the_query_first_starts
     folder.mkdir()
     write(folder, "a.jsonl", [0, 1])
     df = stream(spark, folder, startingPosition="latest")
-    seen = []
+    seen: list[int] = []
     query = df.writeStream.foreachBatch(lambda b, i: seen.extend(r.n for r in b.collect())) \
         .option("checkpointLocation", str(tmp_path / "cp")) \
         .trigger(processingTime="200 milliseconds").start()

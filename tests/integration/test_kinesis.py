@@ -159,10 +159,11 @@ output: {{path: /tmp/unused}}
                       properties=cfg.source.client_properties()).to_dict()
              for cfg in (native, flink)]
     assert plans[0] == plans[1]
-    assert len(plans[0]["splits"]) == 3
-    assert plans[0]["splits"][0]["start"] == {"type": "AT_TIMESTAMP",
-                                              "timestamp": 1459799926480}
-    assert plans[0]["source_info"]["polling"]["max_records"] == 250
+    splits, info = plans[0]["splits"], plans[0]["source_info"]
+    assert isinstance(splits, list) and len(splits) == 3 and isinstance(splits[0], dict)
+    assert splits[0]["start"] == {"type": "AT_TIMESTAMP", "timestamp": 1459799926480}
+    assert isinstance(info, dict) and isinstance(info["polling"], dict)
+    assert info["polling"]["max_records"] == 250
 
 
 def test_stream_by_arn_with_kpl_aggregated_records(kinesis, spark):

@@ -19,12 +19,16 @@ import re
 import struct
 import threading
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from devtools.services import create_topic, free_port
 from tests.support.kafka import producer
+
+if TYPE_CHECKING:
+    from streamslice.sources import Properties
 
 pytestmark = pytest.mark.integration
 ROLE = "arn:aws:iam::123456789012:role/msk-reader"
@@ -219,7 +223,7 @@ def test_a_mechanism_the_broker_does_not_offer_is_named(broker, monkeypatch):
         "PLAIN; use one of those, or enable it on the brokers' listener")
     relay = Relay(broker.port, answer=(33, ["PLAIN", "SCRAM-SHA-512"]))
     try:
-        scram = {"bootstrap.servers": f"127.0.0.1:{relay.port}",
+        scram: Properties = {"bootstrap.servers": f"127.0.0.1:{relay.port}",
                  "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
                  "sasl.username": "u", "sasl.password": "p"}
         refused = (f"Kafka at 127.0.0.1:{relay.port} does not offer SASL mechanism "

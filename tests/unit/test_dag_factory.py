@@ -7,6 +7,7 @@ import pytest
 
 from streamslice.airflow.factory import build_dag, build_dags
 from streamslice.config import parse_pipeline
+from tests.support.checks import present
 from tests.support.pipelines import modules_loaded_building
 
 KAFKA = """\
@@ -97,11 +98,13 @@ def test_an_invalid_file_becomes_a_failing_dag(tmp_path):
     assert set(dags) == {"good", "broken"}
     broken = dags["broken"]
     assert "config-error" in broken.tags and set(broken.task_dict) == {"invalid_config"}
-    assert "broken.yaml:1: mode: 'sometimes' is not one of" in broken.doc_md
+    assert "broken.yaml:1: mode: 'sometimes' is not one of" in present(broken.doc_md)
+    from airflow.providers.standard.operators.python import PythonOperator
     from airflow.sdk.exceptions import AirflowFailException
+    invalid = broken.task_dict["invalid_config"]
+    assert isinstance(invalid, PythonOperator)
     with pytest.raises(AirflowFailException, match="mode: 'sometimes'"):
-        broken.task_dict["invalid_config"].python_callable(
-            *broken.task_dict["invalid_config"].op_args)
+        invalid.python_callable(*invalid.op_args)
 
 
 def test_an_interval_is_read_only_once_closed_with_its_lateness():
@@ -221,6 +224,8 @@ def test_a_freshness_limit_adds_the_watchdog_dag_scheduled_on_its_own(tmp_path):
     assert "streamslice" not in watchdog.tags  # not a pipeline on the Streamslice page
     assert type(watchdog.timetable).__name__ == "DeltaTriggerTimetable"
     task = watchdog.task_dict["check_freshness"]
+    from airflow.providers.standard.operators.python import PythonOperator
+    assert isinstance(task, PythonOperator)
     assert task.op_kwargs["pipeline_files"] == [str(tmp_path / "orders.yaml")]
     assert [a.name for a in task.inlets] == ["streamslice/orders"]  # its state: read, alerted
     (tmp_path / "orders.yaml").write_text(KAFKA)
@@ -270,7 +275,7 @@ def test_a_task_process_builds_only_its_own_dag_the_one_the_folder_gives(tmp_pat
             {t.task_id: getattr(t, "op_kwargs", None) for t in dag.tasks}
         if dag_id not in ("streamslice_freshness", "trips"):
             assert "trips.yaml" not in loaded, dag_id
-    assert "| Allowed lateness | 420s |" in full["shared"].doc_md  # b.yaml, the last one
+    assert "| Allowed lateness | 420s |" in present(full["shared"].doc_md)  # b.yaml, the last one
     monkeypatch.setenv(_AIRFLOW_PARSING_CONTEXT_DAG_ID, "shared")
     loaded.clear()
     build_dags(tmp_path)
@@ -307,5 +312,6 @@ def test_descriptions_name_no_server_paths(tmp_path):
     (tmp_path / "broken.yaml").write_text("mode: sometimes\n")
     dags = build_dags(tmp_path)
     assert dags["orders"].description == "kafka → parquet files (pipeline=orders)"
-    assert dags["broken"].description.startswith("invalid pipeline file: broken.yaml:1")
-    assert str(tmp_path) not in dags["broken"].description
+    broken = present(dags["broken"].description)
+    assert broken.startswith("invalid pipeline file: broken.yaml:1")
+    assert str(tmp_path) not in broken

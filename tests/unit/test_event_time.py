@@ -314,8 +314,11 @@ def test_a_version_5_plan_owns_by_arrival_as_it_did():
                     interval=Interval(T0, T0 + W, 600_000))
     data = plan.to_dict()
     data["version"] = 5
+    interval, splits = data["interval"], data["splits"]
+    assert isinstance(interval, dict) and isinstance(splits, list)
+    assert isinstance(splits[0], dict)
     for key in ("event_time", "allowed_earliness"):
-        del data["interval"][key]
+        del interval[key]
     for key in ("home_from", "early_until"):
-        del data["splits"][0][key]
+        del splits[0][key]
     assert read_plan(data) == plan

@@ -7,9 +7,10 @@ from datetime import timezone
 from botocore.utils import parse_timestamp
 
 from streamslice.kinesis.client import make_client, utc_timestamp
+from streamslice.sources import Properties
 
-PROPS = {"region": "us-east-1", "endpoint_url": "http://127.0.0.1:9", "access_key_id": "a",
-         "secret_access_key": "b"}
+PROPS: Properties = {"region": "us-east-1", "endpoint_url": "http://127.0.0.1:9",
+                     "access_key_id": "a", "secret_access_key": "b"}
 
 
 def test_epoch_seconds_become_the_same_instant_in_utc():

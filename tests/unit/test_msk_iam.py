@@ -32,7 +32,7 @@ def test_a_connection_with_oauthbearer_to_msk_means_msk_iam(monkeypatch):
     cfg = parse_pipeline("mode: incremental\nkafka: {conn_id: msk, topics: [t]}\n"
                          "output: {path: /x}\n")
     props = source_properties(cfg.source)
-    assert json.loads(props[AUTH_KEY]) == {"region": "us-east-1"}
+    assert json.loads(str(props[AUTH_KEY])) == {"region": "us-east-1"}
 
 
 def test_auth_msk_iam_in_the_pipeline_file():
@@ -47,7 +47,7 @@ output: {path: /x}
 """)
     props = cfg.source.client_properties()
     assert props["security.protocol"] == "SASL_SSL" and props["sasl.mechanism"] == "OAUTHBEARER"
-    assert json.loads(props[AUTH_KEY]) == {"region": "eu-central-1", "session_name": "etl",
+    assert json.loads(str(props[AUTH_KEY])) == {"region": "eu-central-1", "session_name": "etl",
                                            "role_arn": "arn:aws:iam::123456789012:role/r"}
     with pytest.raises(ConfigError, match="kafka.aws: is only used with auth: msk_iam"):
         parse_pipeline("mode: incremental\nkafka: {bootstrap_servers: 'h:1', topics: [t], "

@@ -12,6 +12,7 @@ from kafka.protocol.old.sasl_handshake import SaslHandshakeRequest_v1, SaslHands
 from streamslice.kafka import handshake
 from streamslice.kafka.handshake import Handshake, parse_response, refusal, request
 from streamslice.kafka.msk_iam import AUTH_KEY
+from streamslice.sources import Properties
 from tests.support.checks import present
 
 
@@ -32,10 +33,10 @@ def test_the_answer_is_read_as_kafka_writes_it(error_code, mechanisms):
     assert parse_response(struct.pack(">i", 9) + body) == (9, error_code, tuple(mechanisms))
 
 
-SASL = {"bootstrap.servers": "b1:9092,b2:9092", "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "OAUTHBEARER"}
-KWARGS = {"bootstrap_servers": ["b1:9092", "b2:9092"], "security_protocol": "SASL_SSL",
-          "sasl_mechanism": "OAUTHBEARER"}
+SASL: Properties = {"bootstrap.servers": "b1:9092,b2:9092", "security.protocol": "SASL_SSL",
+                    "sasl.mechanism": "OAUTHBEARER"}
+KWARGS: dict[str, object] = {"bootstrap_servers": ["b1:9092", "b2:9092"],
+                             "security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER"}
 
 
 @pytest.mark.parametrize("answers, expected", [

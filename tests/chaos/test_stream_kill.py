@@ -44,6 +44,23 @@ def files_query(folder, tmp_path, fault=None):
                           timeout=600, start_new_session=True)
 
 
+def kill_then_restart(spark, tmp_path, run, add):
+    """The chaos all three sources share: 100 records read by a first query, 200 added, a
+    query SIGKILLed in the middle of a batch of the second run, then run again; returns the
+    rows of Spark's file sink at the end."""
+    add(range(100))
+    first = run(None)
+    assert first.returncode == 0, first.stderr[-3000:]
+    add(range(100, 300))
+    killed = run("read:split=1:after=5")
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
+    committed = spark.read.parquet(str(tmp_path / "out")).count()
+    assert 100 <= committed < 300, "the kill came in a batch of the second run"
+    again = run(None)
+    assert again.returncode == 0, again.stderr[-3000:]
+    return spark.read.parquet(str(tmp_path / "out")).collect()
+
+
 def send(broker, topic, values):
     with producer(broker.bootstrap) as p:
         for v in values:
@@ -54,17 +71,8 @@ def test_kill_a_query_mid_batch_then_restart_exactly_once_with_the_file_sink(spa
                                                                                 tmp_path):
     topic = unique("stream-chaos")
     create_topic(broker.bootstrap, topic, 2)
-    send(broker, topic, range(100))
-    first = query(broker, topic, tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
-    send(broker, topic, range(100, 300))
-    killed = query(broker, topic, tmp_path, fault="read:split=1:after=5")
-    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
-    committed = spark.read.parquet(str(tmp_path / "out")).count()
-    assert 100 <= committed < 300, "the kill came in a batch of the second run"
-    again = query(broker, topic, tmp_path)
-    assert again.returncode == 0, again.stderr[-3000:]
-    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    rows = kill_then_restart(spark, tmp_path, lambda fault: query(broker, topic, tmp_path, fault),
+                             lambda values: send(broker, topic, values))
     assert sorted(int(r.v) for r in rows) == list(range(300))
     assert len({(r.partition, r.offset) for r in rows}) == 300
 
@@ -86,17 +94,8 @@ def write_files(folder, numbers, per_file=20):
 def test_kill_a_files_query_mid_batch_then_restart_exactly_once(spark, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
-    write_files(folder, range(100))
-    first = files_query(folder, tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
-    write_files(folder, range(100, 300))
-    killed = files_query(folder, tmp_path, fault="read:split=1:after=5")
-    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
-    committed = spark.read.parquet(str(tmp_path / "out")).count()
-    assert 100 <= committed < 300, "the kill came in a batch of the second run"
-    again = files_query(folder, tmp_path)
-    assert again.returncode == 0, again.stderr[-3000:]
-    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    rows = kill_then_restart(spark, tmp_path, lambda fault: files_query(folder, tmp_path, fault),
+                             lambda values: write_files(folder, values))
     assert sorted(r.n for r in rows) == list(range(300))
     assert len({(r.file, r.line) for r in rows}) == 300
 
@@ -155,17 +154,10 @@ def test_kill_a_kinesis_query_mid_batch_then_restart_exactly_once_with_the_file_
     client = kinesis.client()
     stream = unique("kstream-chaos")
     create_stream(client, stream, 2)
-    ledger = put_spread(client, stream, list(range(100)))
-    first = kinesis_query(kinesis, stream, tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
-    ledger += put_spread(client, stream, list(range(100, 300)))
-    killed = kinesis_query(kinesis, stream, tmp_path, fault="read:split=1:after=5")
-    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-3000:])
-    committed = spark.read.parquet(str(tmp_path / "out")).count()
-    assert 100 <= committed < 300, "the kill came in a batch of the second run"
-    again = kinesis_query(kinesis, stream, tmp_path)
-    assert again.returncode == 0, again.stderr[-3000:]
-    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    ledger: list[tuple[int, tuple[str, str]]] = []
+    rows = kill_then_restart(spark, tmp_path,
+                             lambda fault: kinesis_query(kinesis, stream, tmp_path, fault),
+                             lambda values: ledger.extend(put_spread(client, stream, list(values))))
     got = sorted((int(r.v), r.shardId, r.sequenceNumber) for r in rows)
     assert got == sorted((v, shard, seq) for v, (shard, seq) in ledger)
 

@@ -9,6 +9,7 @@ from streamslice.files.stream import limits_from_options
 from streamslice.kafka.source import KafkaSource
 from streamslice.kafka.spark_options import OPTIONS
 from streamslice.kafka.spark_stream import DEFAULT_MAX_TRIGGER_DELAY, stream_from_options
+from tests.support.checks import present
 from tests.unit.test_docs import section
 
 
@@ -33,9 +34,9 @@ def test_the_kafka_table_lists_every_stream_option_and_nothing_else():
 
 def test_the_kafka_tables_defaults_are_the_streams():
     rows = table(section("streaming.md", "Options and their defaults"))
-    fields, _, limits = stream_from_options(
+    source, _, limits = stream_from_options(
         {"kafka.bootstrap.servers": "a:1", "subscribe": "t"})
-    read = fields["spark"]
+    read = present(source.spark)
     assert rows["startingOffsets"] == read.start.kind == "latest"
     assert rows["startingOffsetsByTimestampStrategy"] == read.no_match
     assert rows["failOnDataLoss"] == str(read.fail_on_data_loss).lower()
@@ -43,7 +44,7 @@ def test_the_kafka_tables_defaults_are_the_streams():
     assert rows["maxTriggerDelay"] == DEFAULT_MAX_TRIGGER_DELAY
     assert rows["maxOffsetsPerTrigger"] == rows["minOffsetsPerTrigger"] == "none"
     assert (limits.max_offsets, limits.min_offsets) == (None, None)
-    assert rows["client"] == fields["client"]
+    assert rows["client"] == source.client
     read_options = KafkaSource.readers().spark_read_options({"subscribe": "t"})
     assert rows["kafka.isolation.level"] == read_options["isolation.level"]
 

@@ -14,6 +14,7 @@ from streamslice.kafka.spark_stream import (
     time_ms,
     to_spark,
 )
+from tests.support.checks import present
 
 BASE = {"kafka.bootstrap.servers": "localhost:9092", "subscribe": "t"}
 
@@ -41,10 +42,10 @@ def test_bad_source_options(options, message):
 def test_a_stream_starts_at_latest_and_takes_it_in_offsets_json():
     _, _, limits = stream_from_options(opts())
     assert limits.max_offsets is None and limits.max_delay_ms == 15 * 60_000
-    fields, _, _ = stream_from_options(opts())
-    assert fields["spark"].start.kind == "latest"
-    fields, _, _ = stream_from_options(opts(startingOffsets='{"t": {"0": -1, "1": 5}}'))
-    assert fields["spark"].start.offsets == {"t:0": -1, "t:1": 5}
+    source, _, _ = stream_from_options(opts())
+    assert present(source.spark).start.kind == "latest"
+    source, _, _ = stream_from_options(opts(startingOffsets='{"t": {"0": -1, "1": 5}}'))
+    assert present(source.spark).start.offsets == {"t:0": -1, "t:1": 5}
 
 
 @pytest.mark.parametrize(("text", "ms"), [("100", 100), ("500ms", 500), ("30s", 30_000),

@@ -88,6 +88,8 @@ def _plan_once(source: KafkaSource, admin: KafkaAdmin, request: PlanRequest,
     ctx = PlanContext(admin, log_start, end, bounds=bounds, now_ms=request.now_ms,
                       checkpoint=request.checkpoint.positions if request.checkpoint else None,
                       progress=progress)
+    # a pipeline's source has both; a Spark read's (start and stop None) binds its own
+    assert source.start is not None and source.stop is not None, "a Spark read's source"
     starts, stops = source.start.resolve(tps, ctx), source.stop.resolve(tps, ctx)
     at: dict[str, Offsets] = {}
     if bounds is not None:  # which records of the range the run owns (planning.bounds)

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class KafkaSource(Source[KafkaSplit]):
     subscriber: Subscriber
-    start: KafkaPosition
-    stop: KafkaPosition
+    start: KafkaPosition | None  # None where a Spark read binds its own (``spark``)
+    stop: KafkaPosition | None
     bootstrap_servers: str | None = None
     conn_id: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
@@ -67,16 +67,17 @@ class KafkaSource(Source[KafkaSplit]):
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KafkaSource, Properties]:
         from .spark_options import kafka_from_options
-        fields, properties = kafka_from_options(options)
-        return cls(**fields), properties
+        f, properties = kafka_from_options(options)
+        return cls(subscriber=f.subscriber, start=None, stop=None,
+                   bootstrap_servers=f.bootstrap_servers, properties=f.properties,
+                   client=f.client, on_data_loss=f.on_data_loss, spark=f.spark), properties
 
     @classmethod
     def stream(cls, options: dict[str, str]) -> KafkaStream:
         """A ``spark.readStream`` query's offsets and limits from Spark's Kafka streaming
         options (lower-cased keys; ``spark_stream``)."""
         from .spark_stream import KafkaStream, stream_from_options
-        fields, properties, limits = stream_from_options(options)
-        return KafkaStream(cls(**fields), properties, limits)
+        return KafkaStream(*stream_from_options(options))
 
     def client_properties(self, resolved: Properties | None = None) -> Properties:
         props = dict(resolved or {})
@@ -99,6 +100,7 @@ class KafkaSource(Source[KafkaSplit]):
             return "`data_interval_start` → `data_interval_end` by record timestamp"
         if self.spark is not None:
             return f"{self.spark.start.option} → {self.spark.stop.option}"
+        assert self.start is not None and self.stop is not None  # set unless ``spark`` is
         return f"{self.start.describe()} → {self.stop.describe()}"
 
     def describe_start(self) -> str:

@@ -15,10 +15,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.data_source_options import boolean, client_properties, positive
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .subscriber import Subscriber
 
 EARLIEST, LATEST = -2, -1
 
@@ -101,8 +104,20 @@ class SparkRead:
     include_headers: bool = False
 
 
-def kafka_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``opts`` has lower-cased keys. Returns the KafkaSource's fields and the client
+@dataclass(frozen=True)
+class SparkSource:
+    """What a Spark read's options say of the KafkaSource (``KafkaSource.from_options``)."""
+
+    subscriber: Subscriber
+    bootstrap_servers: str
+    properties: dict[str, Any]
+    client: Literal["confluent-kafka", "kafka-python"]
+    on_data_loss: Literal["fail", "skip"]
+    spark: SparkRead
+
+
+def kafka_from_options(opts: dict[str, str]) -> tuple[SparkSource, dict[str, Any]]:
+    """``opts`` has lower-cased keys. Returns what the KafkaSource is built from and the client
     properties, checked in Spark's order (the module's docstring)."""
     no_match = choice(opts, "startingOffsetsByTimestampStrategy", ("error", "latest"), "error")
     start = side(opts, "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets",
@@ -120,13 +135,13 @@ def kafka_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, 
         fail_on_data_loss=boolean(opts, "failOnDataLoss", True),
         min_partitions=min_partitions, max_records_per_partition=max_records,
         include_headers=boolean(opts, "includeHeaders", False))
-    fields = dict(
-        subscriber=subscription, start=None, stop=None,
-        bootstrap_servers=props["bootstrap.servers"],
+    source = SparkSource(
+        subscriber=subscription, bootstrap_servers=props["bootstrap.servers"],
         properties={k: v for k, v in props.items() if k != "bootstrap.servers"},
-        client=choice(opts, "client", ("confluent-kafka", "kafka-python"), "confluent-kafka"),
+        client=choice(opts, "client", ("confluent-kafka", "kafka-python"),  # type: ignore[arg-type]
+                      "confluent-kafka"),
         on_data_loss="fail" if read.fail_on_data_loss else "skip", spark=read)
-    return fields, props
+    return source, props
 
 
 def subscriber(opts: dict[str, str]) -> Any:

@@ -71,11 +71,11 @@ class Limits:
     max_delay_ms: int = 15 * 60_000
 
 
-def stream_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any], Limits]:
+def stream_from_options(opts: dict[str, str]) -> tuple[KafkaSource, dict[str, Any], Limits]:
     """``opts`` has lower-cased keys. A streaming query's options in Spark's order
     (``validateStreamOptions``): the ending options are refused, then the general ones are
-    checked as for a batch read; the start defaults to ``latest``. Returns the KafkaSource's
-    fields, the client properties and the read limits."""
+    checked as for a batch read; the start defaults to ``latest``. Returns the KafkaSource,
+    the client properties and the read limits."""
     for name, message in STREAM_REFUSED.items():
         if name in opts:
             raise ConfigError(message)
@@ -97,13 +97,15 @@ def stream_from_options(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str,
     read = SparkRead(start=start, stop=Side("latest", option="latest"),
                      no_match=no_match_policy,  # type: ignore[arg-type]
                      fail_on_data_loss=fail, include_headers=boolean(opts, "includeHeaders", False))
-    fields = dict(
+    from .source import KafkaSource
+    source = KafkaSource(
         subscriber=subscription, start=None, stop=None,
         bootstrap_servers=props["bootstrap.servers"],
         properties={k: v for k, v in props.items() if k != "bootstrap.servers"},
-        client=choice(opts, "client", ("confluent-kafka", "kafka-python"), "confluent-kafka"),
+        client=choice(opts, "client", ("confluent-kafka", "kafka-python"),  # type: ignore[arg-type]
+                      "confluent-kafka"),
         on_data_loss="fail" if fail else "skip", spark=read)
-    return fields, props, limits
+    return source, props, limits
 
 
 def time_ms(text: str, name: str) -> int:

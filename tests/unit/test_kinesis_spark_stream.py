@@ -23,16 +23,16 @@ def parse(**options):
 
 def test_the_connector_s_defaults():
     fields, props, settings = parse()
-    assert fields["start"].type == "LATEST" and fields["reader"] == "polling"
+    assert fields.start.type == "LATEST" and fields.reader == "polling"
     assert settings.max_fetch == 100_000 and settings.fail_on_data_loss is False
-    assert fields["polling"].max_records == 10_000 and fields["polling"].interval_ms == 200
+    assert fields.polling.max_records == 10_000 and fields.polling.interval_ms == 200
     assert props == {}
 
 
 def test_names_with_and_without_the_kinesis_prefix():
     fields, props, _ = stream_from_options({"streamname": "a,b", "kinesis.region": "eu-west-1",
                                             "awsaccesskeyid": "k", "kinesis.awssecretkey": "s"})
-    assert fields["streams"] == ("a", "b") and fields["region"] == "eu-west-1"
+    assert fields.streams == ("a", "b") and fields.region == "eu-west-1"
     assert props == {"access_key_id": "k", "secret_access_key": "s"}
     with pytest.raises(ConfigError, match="option streamname is given twice"):
         stream_from_options({"streamname": "a", "kinesis.streamname": "a"})
@@ -44,11 +44,11 @@ def test_names_with_and_without_the_kinesis_prefix():
     ("AT_TIMESTAMP 2023-08-30T19:00:05-08:00",
      {"type": "AT_TIMESTAMP", "timestamp": 1693450805000})])
 def test_starting_positions(given, expected):
-    assert parse(startingPosition=given)[0]["start"].to_dict() == expected
+    assert parse(startingPosition=given)[0].start.to_dict() == expected
 
 
 def test_at_timestamp_with_the_batch_read_s_starting_timestamp():
-    start = parse(startingPosition="AT_TIMESTAMP", startingTimestamp="1693422005.5")[0]["start"]
+    start = parse(startingPosition="AT_TIMESTAMP", startingTimestamp="1693422005.5")[0].start
     assert start.to_dict() == {"type": "AT_TIMESTAMP", "timestamp": 1693422005500}
 
 
@@ -63,6 +63,8 @@ def test_at_timestamp_with_the_batch_read_s_starting_timestamp():
     ({"consumerName": "app"}, "are for kinesis.consumerType SubscribeToShard"),
     ({"consumerType": "SubscribeToShard", "efoRegistration": "none"},
      "efoRegistration none takes kinesis.consumerArns"),
+    ({"consumerType": "SubscribeToShard", "efoRegistration": "none",
+      "consumerArns": '{"taxi": 5}'}, "kinesis.consumerArns must map each stream"),
     ({"consumerType": "SubscribeToShard", "consumerName": "a", "efoRegistration": "lazy"},
      "'lazy' is not per_run or keep or none"),
     ({"maxFetchRecordsPerShard": "0"}, "'0' is not a positive integer"),
@@ -76,12 +78,12 @@ def test_bad_options_are_one_line(options, error):
 
 def test_efo_registrations():
     fields, _, settings = parse(consumerType="SubscribeToShard", consumerName="app")
-    assert fields["reader"] == "efo" and settings.registration == "per_run"
+    assert fields.reader == "efo" and settings.registration == "per_run"
     assert settings.consumer_name == "app"
     arns = '{"taxi": "arn:aws:kinesis:us-east-1:1:stream/taxi/consumer/app:1"}'
     fields, _, settings = parse(consumerType="SubscribeToShard", efoRegistration="none",
                                 consumerArns=arns)
-    assert settings.consumer_name is None and fields["efo_consumer_arns"]["taxi"]
+    assert settings.consumer_name is None and fields.efo_consumer_arns["taxi"]
 
 
 @pytest.mark.parametrize(("times", "limit", "cut"), [
@@ -166,5 +168,5 @@ def test_the_docs_list_every_option_with_its_default():
 
 def test_utc_offsets_parse_as_the_connector_s():
     when = datetime(2023, 8, 30, 19, 0, 5, tzinfo=timezone.utc)
-    start = parse(startingPosition="AT_TIMESTAMP 2023-08-30T19:00:05+00:00")[0]["start"]
+    start = parse(startingPosition="AT_TIMESTAMP 2023-08-30T19:00:05+00:00")[0].start
     assert start.timestamp == int(when.timestamp() * 1000)

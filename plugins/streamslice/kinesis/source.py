@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .planner import KinesisPlanner
     from .positions import Position, Stop
     from .reader import KinesisReaders
+    from .spark_options import SparkKinesis
     from .spark_stream import KinesisStream
 
 LIFECYCLE = "streamslice.kinesis.lifecycle"
@@ -71,8 +72,8 @@ class KinesisSource(Source[KinesisSplit]):
     @classmethod
     def from_options(cls, options: dict[str, str]) -> tuple[KinesisSource, Properties]:
         from .spark_options import kinesis_from_options
-        fields, given = kinesis_from_options(options)
-        source = cls(**fields)
+        read, given = kinesis_from_options(options)
+        source = cls._from_spark(read)
         return source, source.client_properties(given)
 
     @classmethod
@@ -81,9 +82,18 @@ class KinesisSource(Source[KinesisSplit]):
         for Spark's options (lower-cased keys; ``spark_stream``)."""
         from .spark_stream import KinesisStream
         from .stream_options import stream_from_options
-        fields, given, settings = stream_from_options(options)
-        source = cls(**fields)
+        read, given, settings = stream_from_options(options)
+        source = cls._from_spark(read)
         return KinesisStream(source, source.client_properties(given), settings)
+
+    @classmethod
+    def _from_spark(cls, read: SparkKinesis) -> KinesisSource:
+        return cls(streams=read.streams, start=read.start, stop=read.stop, region=read.region,
+                   endpoint_url=read.endpoint_url, reader=read.reader,
+                   efo_registration=read.efo_registration,
+                   efo_consumer_name=read.efo_consumer_name,
+                   efo_consumer_arns=read.efo_consumer_arns, polling=read.polling,
+                   on_data_loss=read.on_data_loss)
 
     def client_properties(self, resolved: Properties | None = None) -> Properties:
         props = dict(resolved or {})

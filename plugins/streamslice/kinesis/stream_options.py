@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..config.data_source_options import boolean, client_properties, json_option
+from ..config.data_source_options import boolean, client_properties
 from ..errors import ConfigError
 from .polling import PollingSettings
+from .spark_options import SparkKinesis, consumer_arns
 
 if TYPE_CHECKING:
-    from .positions import Position
+    from ..sources import Properties
+    from .positions import Position, Stop
 
 Registration = Literal["per_run", "keep", "none"]
 PREFIX = "kinesis."
@@ -73,10 +75,10 @@ def unprefixed(opts: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def stream_from_options(given: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any],
+def stream_from_options(given: dict[str, str]) -> tuple[SparkKinesis, Properties,
                                                        StreamSettings]:
-    """``given`` has lower-cased keys. Returns the KinesisSource's fields, the client
-    properties and the query's settings."""
+    """``given`` has lower-cased keys. Returns what the KinesisSource is built from, the
+    client properties and the query's settings."""
     opts = unprefixed(given)
     if not opts.get("streamname", "").strip():
         raise ConfigError("option kinesis.streamName is required")
@@ -84,7 +86,7 @@ def stream_from_options(given: dict[str, str]) -> tuple[dict[str, Any], dict[str
     consumer_type = _choice(opts, "consumerType", ("GetRecords", "SubscribeToShard"))
     registration: Registration = _choice(  # type: ignore[assignment]
         opts, "efoRegistration", ("per_run", "keep", "none"))
-    arns = json_option(opts, "consumerarns") if "consumerarns" in opts else {}
+    arns = consumer_arns(opts, streams, "kinesis.consumerArns")
     name = opts.get("consumername", "").strip() or None
     if consumer_type == "GetRecords" and (name or arns):
         raise ConfigError("options kinesis.consumerName and kinesis.consumerArns are for "
@@ -99,19 +101,19 @@ def stream_from_options(given: dict[str, str]) -> tuple[dict[str, Any], dict[str
     polling = PollingSettings(
         max_records=min(10_000, _positive(opts, "getRecords.numberOfRecordsPerFetch", 10_000)),
         interval_ms=_positive(opts, "getRecords.fetchIntervalMs", 200))
-    fields = dict(streams=streams, start=starting_position(opts), stop=_tip(),
-                  region=opts.get("region"), endpoint_url=opts.get("endpointurl"),
-                  reader="efo" if consumer_type == "SubscribeToShard" else "polling",
-                  efo_registration=registration if consumer_type == "SubscribeToShard"
-                  else "none", efo_consumer_name=name, efo_consumer_arns=arns,
-                  polling=polling, on_data_loss="fail" if settings.fail_on_data_loss
-                  else "skip")
-    props: dict[str, Any] = client_properties(opts, "aws.")
+    efo = consumer_type == "SubscribeToShard"
+    read = SparkKinesis(streams=streams, start=starting_position(opts), stop=_tip(),
+                        region=opts.get("region"), endpoint_url=opts.get("endpointurl"),
+                        reader="efo" if efo else "polling",
+                        efo_registration=registration if efo else "none",
+                        efo_consumer_name=name, efo_consumer_arns=arns, polling=polling,
+                        on_data_loss="fail" if settings.fail_on_data_loss else "skip")
+    props: Properties = dict(client_properties(opts, "aws."))
     for option, prop in (("awsaccesskeyid", "access_key_id"),
                          ("awssecretkey", "secret_access_key")):
         if option in opts:
             props[prop] = opts[option]
-    return fields, props, settings
+    return read, props, settings
 
 
 def starting_position(opts: dict[str, str]) -> Position:
@@ -159,7 +161,7 @@ def _time(text: str) -> int:
     return ms
 
 
-def _check_efo(registration: str, name: str | None, arns: dict[str, Any],
+def _check_efo(registration: str, name: str | None, arns: dict[str, str],
                streams: tuple[str, ...]) -> None:
     if registration == "none":
         if sorted(arns) != sorted(streams) or name:
@@ -173,7 +175,7 @@ def _check_efo(registration: str, name: str | None, arns: dict[str, Any],
                           "none")
 
 
-def _tip() -> Any:
+def _tip() -> Stop:
     from .positions import Tip
     return Tip()
 

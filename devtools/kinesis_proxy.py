@@ -21,6 +21,12 @@ operation (e.g. ``DescribeStreamConsumer:3``, which AWS limits to 20 calls a sec
 (half of it relayed, then the connection reset), as a network drop would: tests use it to
 show that a reader resubscribes.
 
+``GET /_proxy/calls`` answers the calls relayed so far as JSON, operation → stream → count
+(the stream a request names by ``StreamName``, ``StreamARN`` or ``ConsumerARN``; "" for
+none, as a GetRecords with only an iterator), and under "SubscribeToShard records" the
+records relayed in SubscribeToShardEvents: tests judge with it, outside streamslice, which
+API a read used.
+
 Test and demo tooling (and the docker-compose emulator); listens on 127.0.0.1 by default.
     python -m devtools.kinesis_proxy --listen-port 4579 --upstream-port 4568
 """
@@ -32,12 +38,15 @@ import json
 import logging
 import struct
 import zlib
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 Chunk = tuple[bytes, bytes]  # a chunk's raw bytes with framing, and its payload
 
 log = logging.getLogger("kinesis-proxy")
 MAX_HEAD = 64 * 1024
+CALLS_PATH = "/_proxy/calls"
+RECORDS = "SubscribeToShard records"
 
 
 def _header(name: str, value: str) -> bytes:
@@ -168,7 +177,8 @@ async def watch_client(client_reader: asyncio.StreamReader, client_writer: async
 
 async def relay_subscription(up_r: asyncio.StreamReader, up_w: asyncio.StreamWriter,
                              cl_r: asyncio.StreamReader, cl_w: asyncio.StreamWriter,
-                             head: bytes, peek: float, drops: dict[str, int]) -> bool:
+                             head: bytes, peek: float, drops: dict[str, int],
+                             events: EventRecords | None = None) -> bool:
     watcher = asyncio.ensure_future(watch_client(cl_r, cl_w, up_w))
     try:
         task = asyncio.ensure_future(read_chunk(up_r))  # never cancel a half-read chunk
@@ -197,6 +207,8 @@ async def relay_subscription(up_r: asyncio.StreamReader, up_w: asyncio.StreamWri
             await cl_w.drain()
             if not chunk[1]:
                 return True
+            if events is not None:
+                events.add(chunk[1])
             chunk = await read_chunk(up_r)
     finally:
         watcher.cancel()
@@ -210,6 +222,51 @@ class Sessions:
     lifetime: float = 0.0
     seen: dict[str, float] = field(default_factory=dict)
     throttle: dict[str, int] = field(default_factory=dict)
+    calls: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+    def count(self, req_h: dict[str, str], body: bytes) -> str:
+        """Counts the request; returns the stream it names."""
+        operation, stream = req_h.get("x-amz-target", "").rpartition(".")[2], stream_of(body)
+        if operation:
+            self.calls[operation][stream] += 1
+        return stream
+
+
+class EventRecords:
+    """Counts the records in the SubscribeToShardEvents relayed for a stream, as
+    ``calls["SubscribeToShard records"]``: frames may span chunks."""
+
+    def __init__(self, calls: defaultdict[str, Counter[str]], stream: str) -> None:
+        self.counts, self.stream, self.buf = calls[RECORDS], stream, b""
+
+    def add(self, payload: bytes) -> None:
+        self.buf += payload
+        while (found := first_frame(self.buf)) is not None:
+            headers, data = found
+            self.buf = self.buf[struct.unpack_from("!I", self.buf, 0)[0]:]
+            if headers.get(":event-type") == "SubscribeToShardEvent":
+                self.counts[self.stream] += len(json.loads(data).get("Records", []))
+
+
+def stream_of(body: bytes) -> str:
+    """The stream a request's JSON names: ``StreamName``, or the name in its ``StreamARN`` or
+    ``ConsumerARN`` (``arn:aws:kinesis:…:stream/NAME[/consumer/…]``); "" for none."""
+    try:
+        fields = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(fields, dict):
+        return ""
+    if isinstance(fields.get("StreamName"), str):
+        return str(fields["StreamName"])
+    arn = fields.get("StreamARN") or fields.get("ConsumerARN") or ""
+    return str(arn).partition(":stream/")[2].split("/", 1)[0]
+
+
+def calls_response(sessions: Sessions) -> bytes:
+    body = json.dumps(sessions.calls).encode()
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % len(body) + body)
 
 
 EXPIRED = json.dumps({"__type": "ExpiredTokenException",
@@ -249,7 +306,11 @@ async def handle(  # noqa: C901 - one HTTP exchange's steps in order; split, the
             if request is None:
                 return
             line, req_h = parse_head(request)
-            method = line.split(" ", 1)[0]
+            method, _, target = line.partition(" ")
+            if method == "GET" and target.split(" ", 1)[0] == CALLS_PATH:
+                cl_w.write(calls_response(sessions))
+                await cl_w.drain()
+                continue
             refusal = EXPIRED if expired(req_h, sessions) else throttled(req_h, sessions)
             if refusal:
                 await cl_r.readexactly(int(req_h.get("content-length", "0")))
@@ -262,7 +323,13 @@ async def handle(  # noqa: C901 - one HTTP exchange's steps in order; split, the
                 up_r, up_w = await asyncio.open_connection(*upstream, limit=MAX_HEAD)
             assert up_r is not None
             up_w.write(request)
-            await relay_body(cl_r, up_w, req_h, None, method)
+            stream = ""
+            if "content-length" in req_h:
+                body = await cl_r.readexactly(int(req_h["content-length"]))
+                up_w.write(body)
+                stream = sessions.count(req_h, body)
+            else:
+                await relay_body(cl_r, up_w, req_h, None, method)
             while True:  # pass interim 1xx responses through
                 response = await read_head(up_r)
                 if response is None:
@@ -278,7 +345,7 @@ async def handle(  # noqa: C901 - one HTTP exchange's steps in order; split, the
                             and "chunked" in resp_h.get("transfer-encoding", "").lower())
             if subscription:
                 keep = await relay_subscription(up_r, up_w, cl_r, cl_w, response, peek,
-                                                drops)
+                                                drops, EventRecords(sessions.calls, stream))
             else:
                 cl_w.write(response)
                 keep = await relay_body(up_r, cl_w, resp_h, status, method)

@@ -169,6 +169,17 @@ class KinesisLocal:
         for proc in (self._proxy, self._server):
             stop_process(proc)
 
+    def calls(self, stream: str) -> dict[str, int]:
+        """The calls the proxy relayed that name ``stream``, operation → count (tests judge
+        by it which API a read used)."""
+        import json
+        import urllib.request
+
+        from devtools.kinesis_proxy import CALLS_PATH
+        with urllib.request.urlopen(self.endpoint + CALLS_PATH, timeout=30) as answer:
+            calls = json.load(answer)
+        return {op: streams[stream] for op, streams in calls.items() if stream in streams}
+
     def client(self) -> Any:  # a boto3 client
         import boto3
         return boto3.client("kinesis", endpoint_url=self.endpoint, region_name="us-east-1",

@@ -83,6 +83,17 @@ def consumer(kind):
     return {"consumerType": kind, "consumerName": unique("consumer")}
 
 
+def assert_read_over(kinesis, stream, kind, records):
+    """The records came the way ``kind`` says, judged by what the Kinesis proxy relayed for
+    the stream, outside streamslice: all of them in SubscribeToShardEvents, or none and no
+    subscription. (The driver's read-ahead for maxFetchRecordsPerShard polls either way.)"""
+    calls = kinesis.calls(stream)
+    if kind == "SubscribeToShard":
+        assert calls.get("SubscribeToShard records", 0) >= records, calls
+    else:
+        assert "SubscribeToShard" not in calls and "SubscribeToShard records" not in calls, calls
+
+
 @pytest.mark.parametrize("kind", CONSUMERS)
 def test_trim_horizon_can_be_used_as_starting_position(spark, kinesis, client, tmp_path, kind):
     """Everything from TRIM_HORIZON; the query stopped, two shards merged, records put, and
@@ -94,6 +105,7 @@ def test_trim_horizon_can_be_used_as_starting_position(spark, kinesis, client, t
     options = {"startingPosition": "TRIM_HORIZON", **consumer(kind)}
     run = available_now(spark, load(spark, kinesis, stream, **options), tmp_path / "cp")
     assert run.values() == texts(first)
+    assert_read_over(kinesis, stream, kind, len(first))
     one, two = sorted(s["ShardId"] for s in client.list_shards(StreamName=stream)["Shards"])
     client.merge_shards(StreamName=stream, ShardToMerge=one, AdjacentShardToMerge=two)
     wait_active(client, stream)
@@ -258,6 +270,7 @@ def test_subscribe_to_shard_registers_reads_and_deregisters(spark, kinesis, clie
               consumerType="SubscribeToShard", consumerName=name, efoRegistration=registration)
     run = available_now(spark, df, tmp_path / "cp")
     assert run.values() == texts(sent)
+    assert_read_over(kinesis, stream, "SubscribeToShard", len(sent))
 
     def status():
         found = [c["ConsumerStatus"] for c in
@@ -295,6 +308,7 @@ def test_efo_registration_none_reads_with_the_consumer_it_is_given(spark, kinesi
     df = load(spark, kinesis, stream, consumerArns=json.dumps({stream: consumer_arn}),
               **options)
     assert available_now(spark, df, tmp_path / "cp").values() == texts(sent)
+    assert_read_over(kinesis, stream, "SubscribeToShard", len(sent))
     wrong = consumer_arn.replace(consumer_arn.split("/")[-1].split(":")[0], "nobody")
     df = load(spark, kinesis, stream, consumerArns=json.dumps({stream: wrong}), **options)
     with pytest.raises(Exception, match="SubscribeToShard|nobody"):

@@ -255,6 +255,24 @@ def test_max_fetch_records_per_shard_bounds_each_batch(spark, kinesis, client, t
     assert once.values() == texts(sent) and once.batch_rows() == [len(sent)]
 
 
+def test_a_subscribe_to_shard_query_under_trigger_once_never_polls(spark, kinesis, client,
+                                                                   tmp_path):
+    """The read-ahead is for maxFetchRecordsPerShard: a Trigger.Once query, which has no
+    bound on its batch, asks for no shard iterator and no GetRecords at all, as the streaming
+    page says; every record comes over SubscribeToShard."""
+    stream = unique("konce")
+    create_stream(client, stream, 2)
+    sent = values("o", 20)
+    put(client, stream, sent)
+    df = load(spark, kinesis, stream, startingPosition="TRIM_HORIZON",
+              consumerType="SubscribeToShard", consumerName=unique("consumer"))
+    run = Run(spark, df, tmp_path / "cp", {"once": True}).finish()
+    assert run.values() == texts(sent)
+    assert_read_over(kinesis, stream, "SubscribeToShard", len(sent))
+    calls = kinesis.calls(stream)
+    assert "GetRecords" not in calls and "GetShardIterator" not in calls, calls
+
+
 @pytest.mark.parametrize("registration", ["per_run", "keep"])
 def test_subscribe_to_shard_registers_reads_and_deregisters(spark, kinesis, client, tmp_path,
                                                             registration):

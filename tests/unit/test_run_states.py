@@ -282,3 +282,48 @@ def test_the_transitions_cover_every_state_and_the_docs_table_is_the_codes():
     assert reached == set(STATES)
     assert {t.role for t in TRANSITIONS} == {"alone", "leader", "follower"}
     assert table() in (ROOT / "docs" / "extending.md").read_text()
+
+
+class CatalogHost(Host):
+    """Plans into an Iceberg table whose catalog, as with ``output.conn_id``, is known only
+    once the host connects the plan (the connection is never in the saved plan)."""
+
+    def __init__(self, tmp_path, output):
+        super().__init__(tmp_path)
+        self.output = output
+
+    def new_plan(self, interval, checkpoint, run_id):
+        from tests.unit.test_table_publishers import make_plan as table_plan
+        return replace(table_plan(replace(self.output, catalog={})), run_id=run_id)
+
+    def read(self, plan, staging, ahead):
+        from tests.unit.test_table_publishers import stage as table_stage
+        self.reads.append((plan.partition, []))
+        area = Path(table_stage(self.tmp, plan, [0, 1, 2]).root)
+        Path(staging).parent.mkdir(parents=True, exist_ok=True)
+        os.rename(area, staging)
+
+    def connect(self, plan):
+        plan.output = replace(plan.output, catalog=self.output.catalog)
+
+
+def test_the_state_of_a_run_into_a_catalog_table_is_read_with_the_catalog_connected(
+        tmp_path, monkeypatch):
+    """A crash after an Iceberg publish whose catalog comes from a connection: the retry sees
+    ``published`` (the state looks in the connected catalog), then commits without
+    publishing again."""
+    from tests.unit.test_table_publishers import scan, target
+    output = target(tmp_path, "iceberg")
+    store, kept = Store(), TaskState()
+
+    def run(attempt):
+        return Run(RunCycle("r", store), kept, CatalogHost(tmp_path, output), attempt, None)
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "after_publish")
+    with pytest.raises(InjectedFault):
+        run("try1").combined()
+    monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")
+    retry = run("try2")
+    assert retry.state() == "published"
+    commits = scan(output)[1]
+    retry.combined()
+    assert retry.host.reads == [] and scan(output)[1] == commits and retry.state() == "advanced"

@@ -124,6 +124,7 @@ class Run:
             plan = self.cycle.saved_plan(self.kept.get(PLAN))
         if plan is None:
             return "new"
+        self.host.connect(plan)  # a catalog table is found through its connection
         return state_of(Persisted(plan_id(plan), self.staged_note(),
                                   self.cycle.published(plan), self.cycle.advanced(plan)))
 

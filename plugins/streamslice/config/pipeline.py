@@ -207,21 +207,9 @@ def _declared_name(path: Path) -> str | None:
     return name if isinstance(name, str) and "${" not in name else None
 
 
-def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipeline",  # noqa: C901 - the YAML's top-level keys, one check each
+def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipeline",
                    project_root: str | None = None) -> PipelineConfig:
-    try:
-        data = yamlfile.load(text)
-    except RecursionError:
-        raise ConfigError("invalid YAML: nested too deeply", file=file) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        raise ConfigError(f"invalid YAML: {reason}", file=file,
-                          line=mark.line + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise ConfigError("must be a YAML mapping of pipeline settings", file=file)
-    data = _interpolate(data, file)
-    f = Fields(data, file=file)
+    f = Fields(_interpolate(_mapping(text, file), file), file=file)
     name = f.str("pipeline", default_name)
     if not NAME.fullmatch(name):
         raise f.error(f"{name!r} may hold only letters, digits, '_', '-' and '.'", "pipeline")
@@ -257,14 +245,38 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
     if f.has("event_time"):
         et, early = _event_time(f.child("event_time"))
         cfg = replace(cfg, event_time=et, allowed_earliness=early)
+    _check_together(f, cfg)
+    f.done()
+    _require_extras(cfg, f)
+    return cfg
+
+
+def _mapping(text: str, file: str) -> dict[str, object]:
+    """The YAML's top-level mapping; a clear error where it is not YAML or not a mapping."""
+    try:
+        data = yamlfile.load(text)
+    except RecursionError:
+        raise ConfigError("invalid YAML: nested too deeply", file=file) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ConfigError(f"invalid YAML: {reason}", file=file,
+                          line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise ConfigError("must be a YAML mapping of pipeline settings", file=file)
+    return data
+
+
+def _check_together(f: Fields, cfg: PipelineConfig) -> None:
+    """The settings that are right or wrong only together: dates, mode and schedule."""
     if cfg.start_date is not None and cfg.end_date is not None \
             and cfg.end_date <= cfg.start_date:
         raise f.error("must be after start_date (otherwise no run would ever be scheduled)",
                       "end_date")
-    if mode == "incremental" and cfg.max_active_runs != 1:
+    if cfg.mode == "incremental" and cfg.max_active_runs != 1:
         raise f.error("must be 1 in mode incremental: runs continue from each other's "
                       "checkpoint", "max_active_runs")
-    if mode == "interval":
+    if cfg.mode == "interval":
         if not cfg.schedule:
             raise f.error("is required in mode interval (e.g. '@hourly' or '0 * * * *')",
                           "schedule")
@@ -291,9 +303,6 @@ def parse_pipeline(text: str, file: str = "<string>", default_name: str = "pipel
         raise f.child("output").error("only applies to mode interval (it is made of the "
                                       "interval's time; a batch is named batch=…)",
                                       "partition_path")
-    f.done()
-    _require_extras(cfg, f)
-    return cfg
 
 
 def _tasks(f: Fields, runner: Runner) -> str:

@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 READ_KILL = "read:split=1:after=5"
 # Where a foreachBatch into a table is killed: in a read, before the table's commit, after it
 TABLE_KILLS = [("delta", READ_KILL), ("delta", "table_commit"), ("delta", "after_publish"),
-               ("iceberg", "after_publish")]
+               ("iceberg", "table_commit"), ("iceberg", "after_publish")]
 # The columns of a table's rows (the source's): the value and where it was read
 TABLE_COLUMNS = {"kafka": ("value", "partition", "offset"),
                  "kinesis": ("data", "shardId", "sequenceNumber")}

@@ -2,6 +2,8 @@
 delta-rs): a retry after the commit finds it instead of committing again, a reprocessed
 partition is replaced in one commit, a new nullable column evolves the table, an incompatible
 one is refused. The read job is stood in for by Parquet files written here."""
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -267,3 +269,26 @@ def test_each_commit_carries_its_run_and_the_staged_files_are_not_rewritten(tmp_
     assert props["streamslice.plan_id"] == plan_id(plan)
     assert json.loads(props["streamslice.end_positions"]) == {"t:0": 3}
     assert json.loads(props["streamslice.manifest"])["records"] == 3
+
+
+def test_a_crash_before_the_iceberg_commit_leaves_orphans_no_reader_sees(tmp_path, monkeypatch):
+    """*Outputs*: killed between moving the files into the table's folder and the catalog
+    commit, the retry commits its own moved files; the first try's stay in the folder with no
+    snapshot naming them (Iceberg's orphan files), and the table reads each row once."""
+    from pyiceberg.catalog import load_catalog
+
+    from streamslice.errors import InjectedFault
+    output = target(tmp_path, "iceberg")
+    plan = make_plan(output)
+    staged = stage(tmp_path, plan, [0, 1, 2])
+    monkeypatch.setenv("STREAMSLICE_INJECT_FAULT", "table_commit")
+    with pytest.raises(InjectedFault):
+        publish_once(plan, staged, run_id="r1", now_ms=1)
+    monkeypatch.delenv("STREAMSLICE_INJECT_FAULT")
+    publish_once(plan, staged, run_id="r1", now_ms=2)
+    table, _ = scan(output)
+    assert sorted(table.column("offset").to_pylist()) == [0, 1, 2]
+    iceberg = load_catalog("streamslice", **output.catalog).load_table(output.table)
+    named = {t.file.file_path for t in iceberg.scan().plan_files()}
+    on_disk = set(Path(iceberg.location().removeprefix("file://")).rglob("data/**/*.parquet"))
+    assert len(named) == 1 and len(on_disk) == 2

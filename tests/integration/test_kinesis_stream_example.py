@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import unique
-from tests.support.wait import wait_until_clock
+from tests.support.wait import wait_for, wait_until_clock
 
 pytestmark = pytest.mark.integration
 
@@ -67,10 +67,11 @@ def test_the_kinesis_example_dag_parses_paused_and_unscheduled():
 @pytest.mark.parametrize("kind", ["GetRecords", "SubscribeToShard"])
 def test_the_kinesis_example_reads_each_record_once_across_runs(spark, kinesis, tmp_path, kind):
     """Two runs on one checkpoint, batches of at most 10 records a shard: the first reads
-    what the stream held from TRIM_HORIZON, the second only what was put since."""
+    what the stream held from TRIM_HORIZON, the second only what was put since; an EFO
+    consumer is gone again when a run ends."""
     client = kinesis.client()
     stream = unique("kexample")
-    create_stream(client, stream, 2)
+    arn = create_stream(client, stream, 2)
     first = payloads(0, 30)
     at = put_spread(client, stream, first)
     consumer = unique("kexample-efo") if kind == "SubscribeToShard" else None
@@ -85,6 +86,8 @@ def test_the_kinesis_example_reads_each_record_once_across_runs(spark, kinesis, 
     at += put_spread(client, stream, second)
     assert sum(example().available_now(*args, **kw).values()) == 15
     assert stored(spark, str(tmp_path / "out")) == ledger(at, first + second)
+    wait_for(lambda: not client.list_stream_consumers(StreamARN=arn)["Consumers"], 60,
+             "the example's consumer to be deregistered")
 
 
 def test_the_kinesis_example_runs_under_spark_submit(spark, kinesis, tmp_path):

@@ -22,14 +22,10 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.sdk import dag, task
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 BOOTSTRAP = os.environ.get("STREAM_EXAMPLE_BOOTSTRAP", "127.0.0.1:9092")
 TOPIC = os.environ.get("STREAM_EXAMPLE_TOPIC", "taxi-trips")
@@ -38,24 +34,12 @@ OUTPUT = os.environ.get("STREAM_EXAMPLE_OUTPUT", "/shared/streams/taxi-trips/dat
 REMOTE = os.environ.get("STREAM_EXAMPLE_REMOTE") or None
 
 
-@contextmanager
-def session(remote: str | None = None) -> Iterator[Any]:
-    """A Spark Connect session on ``remote`` with the package and data sources in place, or
-    a local one."""
-    if remote:
-        from streamslice.spark.connect import connect_session
-        with connect_session(remote) as spark:
-            yield spark
-        return
-    from streamslice.spark.session import spark_session
-    yield spark_session()
-
-
 def available_now(bootstrap: str, topic: str, checkpoint: str, output: str,
                   max_offsets: str = "100000", remote: str | None = None) -> dict[str, int]:
     """The team's query, unchanged but for the format name; returns the rows read per
     batch, for the task's log and XCom."""
-    with session(remote) as spark:
+    from streamslice.spark.connect import stream_session
+    with stream_session(remote) as spark:
         return _query(spark, bootstrap, topic, checkpoint, output, max_offsets)
 
 
@@ -71,9 +55,8 @@ def _query(spark: Any, bootstrap: str, topic: str, checkpoint: str, output: str,
              .option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start())
     query.awaitTermination()
-    # the sources' counts: a Connect session's progress may leave the total out
-    return {str(p["batchId"]): sum(int(s["numInputRows"]) for s in p["sources"])
-            for p in query.recentProgress}
+    from streamslice.spark.connect import rows_per_batch
+    return rows_per_batch(query)
 
 
 @dag(schedule=None, start_date=datetime(2024, 5, 1), catchup=False, is_paused_upon_creation=True,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, StreamsliceError
 from .job import run_read, unwrap
 from .package import PACKAGE_ROOT, package_files
-from .session import SQL_CONF
+from .session import SQL_CONF, spark_session
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -85,6 +85,24 @@ def connect_session(remote: str, conf: dict[str, str] | None = None) -> Iterator
     finally:
         if spark is not None:
             _close(spark, shared)
+
+
+@contextmanager
+def stream_session(remote: str | None = None) -> Iterator[Any]:
+    """Where a team's own query runs (the example DAGs'): a Connect session on ``remote``
+    (``connect_session``), or, without one, this process's session (local, or spark-submit's)."""
+    if remote:
+        with connect_session(remote) as spark:
+            yield spark
+        return
+    yield spark_session()
+
+
+def rows_per_batch(query: Any) -> dict[str, int]:
+    """{batch id: rows read} of a finished streaming query, from its sources' counts: a
+    Connect session's progress may leave the total out."""
+    return {str(p["batchId"]): sum(int(s["numInputRows"]) for s in p["sources"])
+            for p in query.recentProgress}
 
 
 def session_id(package_name: str, conf: dict[str, str], now: float | None = None) -> str:

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -151,15 +150,9 @@ def put_spread(client: Any, stream: str, values: list[int]) -> list[Row]:
     """Records in small PutRecords calls, each in an arrival millisecond of its own, so the
     batches' cuts (maxFetchRecordsPerShard) can fall between them; returns the ledger of what
     PutRecords stored (value, shard, sequence number)."""
-    from tests.support.kinesis import put
-    from tests.support.wait import wait_until_clock
-    ledger: list[Row] = []
-    for lo in range(0, len(values), 10):
-        chunk = values[lo:lo + 10]
-        stored = put(client, stream, [str(v).encode() for v in chunk])
-        ledger += [(v, shard, seq) for v, (shard, seq) in zip(chunk, stored)]
-        wait_until_clock(time.time() + 0.002)
-    return ledger
+    from tests.support.kinesis import put_spread as spread
+    stored = spread(client, stream, [str(v).encode() for v in values], 10, 0.002)
+    return [(v, shard, seq) for v, (shard, seq) in zip(values, stored)]
 
 
 def kinesis_chaos(kinesis: Any, tmp_path: Path, sink: str, read: Callable[[], list[Row]],

@@ -1,17 +1,18 @@
-"""The Kinesis example DAG of docs/streaming.md (dags/kinesis_stream_example.py): it parses,
-and its task's query reads a stream's records once across runs, into Parquet, on the real
-Kinesis server and Spark, polling and over Enhanced Fan-Out, in the task and under
-spark-submit. Each record is judged by what PutRecords said it stored (shard and sequence
-number)."""
+"""The Kinesis example DAG of docs/streaming.md (dags/kinesis_stream_example.py; that it
+parses, test_stream_example_dag.py checks): its task's query reads a stream's records once
+across runs, into Parquet, on the real Kinesis server and Spark, polling and over Enhanced
+Fan-Out, in the task and under spark-submit. Each record is judged by what PutRecords said it
+stored (shard and sequence number)."""
 import sys
-import time
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.dags import example
 from tests.support.kinesis import create_stream, put
+from tests.support.kinesis import put_spread as spread
 from tests.support.pipelines import unique
-from tests.support.wait import wait_for, wait_until_clock
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -19,27 +20,13 @@ pytestmark = pytest.mark.integration
 KEYS = {"kinesis.awsAccessKeyId": "test", "kinesis.awsSecretKey": "test"}
 
 
-def example():
-    sys.path.insert(0, str(ROOT / "dags"))
-    try:
-        import kinesis_stream_example
-    finally:
-        sys.path.remove(str(ROOT / "dags"))
-    return kinesis_stream_example
-
-
 def payloads(start, stop):
     return [str(v).encode() for v in range(start, stop)]
 
 
 def put_spread(client, stream, values):
-    """PutRecords five at a time, each five in an arrival millisecond of its own: a batch
-    cuts a shard only between two arrival times, so maxFetchRecordsPerShard can bound it."""
-    at = []
-    for lo in range(0, len(values), 5):
-        at += put(client, stream, values[lo:lo + 5])
-        wait_until_clock(time.time() + 0.01)
-    return at
+    """Five records a PutRecords call, each call in an arrival millisecond of its own."""
+    return spread(client, stream, values, 5, 0.01)
 
 
 def stored(spark, output):
@@ -50,18 +37,6 @@ def stored(spark, output):
 
 def ledger(positions, values):
     return sorted((shard, seq, v.decode()) for (shard, seq), v in zip(positions, values))
-
-
-def test_the_kinesis_example_dag_parses_paused_and_unscheduled():
-    from airflow.dag_processing.dagbag import DagBag
-    from airflow.sdk.definitions.timetables.simple import NullTimetable
-    bag = DagBag(dag_folder=str(ROOT / "dags" / "kinesis_stream_example.py"))
-    assert bag.import_errors == {}
-    dag = bag.dags["kinesis_stream_example"]
-    assert [t.task_id for t in dag.tasks] == ["read_available_now"]
-    assert dag.is_paused_upon_creation is True
-    assert isinstance(dag.timetable, NullTimetable)  # runs only when triggered
-    assert dag.max_active_runs == 1  # one query at a time on its checkpoint location
 
 
 @pytest.mark.parametrize("kind", ["GetRecords", "SubscribeToShard"])
@@ -78,13 +53,13 @@ def test_the_kinesis_example_reads_each_record_once_across_runs(spark, kinesis, 
     args = (stream, "us-east-1", str(tmp_path / "cp"), str(tmp_path / "out"))
     kw = {"endpoint": kinesis.endpoint, "max_fetch": "10", "consumer_type": kind,
           "consumer_name": consumer, "options": KEYS}
-    batches = example().available_now(*args, **kw)
+    batches = example("kinesis_stream_example").available_now(*args, **kw)
     rows = [n for n in batches.values() if n]
     assert sum(rows) == 30 and len(rows) >= 2 and max(rows) <= 2 * 10, batches
     assert stored(spark, str(tmp_path / "out")) == ledger(at, first)
     second = payloads(30, 45)
     at += put_spread(client, stream, second)
-    assert sum(example().available_now(*args, **kw).values()) == 15
+    assert sum(example("kinesis_stream_example").available_now(*args, **kw).values()) == 15
     assert stored(spark, str(tmp_path / "out")) == ledger(at, first + second)
     wait_for(lambda: not client.list_stream_consumers(StreamARN=arn)["Consumers"], 60,
              "the example's consumer to be deregistered")

@@ -5,31 +5,21 @@ the data sources there (``connect_session``), and the query, the same code as on
 session, reads the real broker (or Kinesis server, with the server's own AWS identity) on the
 server, offsets in a checkpoint location the server sees, into Spark's file sink; run again,
 it reads only what came since."""
-import importlib
-import sys
 
 import pytest
 
 from devtools.services import create_topic
 from streamslice.spark.connect import stream_session
-from tests.conftest import ROOT
 from tests.support import kafka
+from tests.support.dags import example
 from tests.support.kinesis import create_stream, put
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
 
 
-def example(name="kafka_stream_example"):
-    sys.path.insert(0, str(ROOT / "dags"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "dags"))
-
-
 def test_an_available_now_query_runs_on_spark_connect(spark_connect, broker, spark, tmp_path):
-    dag = example()
+    dag = example("kafka_stream_example")
     with stream_session(spark_connect.remote) as remote:  # what the task's query runs on
         assert type(remote).__module__.startswith("pyspark.sql.connect"), type(remote)
     topic = unique("connect-stream")

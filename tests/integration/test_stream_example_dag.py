@@ -1,33 +1,32 @@
-"""The example DAG of docs/streaming.md (dags/kafka_stream_example.py): it parses, and its
+"""The example DAGs of docs/streaming.md: both parse; dags/kafka_stream_example.py's
 task's query reads a topic's records once across runs, into Parquet, on the real broker and
 Spark."""
 import pytest
 
 from devtools.services import create_topic
 from tests.conftest import ROOT
+from tests.support.dags import example
 from tests.support.kafka import producer
 from tests.support.pipelines import unique
 
 pytestmark = pytest.mark.integration
 
 
-def test_the_example_dag_parses_paused_and_unscheduled():
+@pytest.mark.parametrize("name", ["kafka_stream_example", "kinesis_stream_example"])
+def test_the_example_dags_parse_paused_and_unscheduled(name):
     from airflow.dag_processing.dagbag import DagBag
-    bag = DagBag(dag_folder=str(ROOT / "dags" / "kafka_stream_example.py"))
+    from airflow.sdk.definitions.timetables.simple import NullTimetable
+    bag = DagBag(dag_folder=str(ROOT / "dags" / f"{name}.py"))
     assert bag.import_errors == {}
-    dag = bag.dags["kafka_stream_example"]
+    dag = bag.dags[name]
     assert [t.task_id for t in dag.tasks] == ["read_available_now"]
     assert dag.is_paused_upon_creation is True
+    assert isinstance(dag.timetable, NullTimetable)  # runs only when triggered
     assert dag.max_active_runs == 1  # one query at a time on its checkpoint location
 
 
 def test_the_example_query_reads_each_record_once_across_runs(spark, broker, tmp_path):
-    import sys
-    sys.path.insert(0, str(ROOT / "dags"))
-    try:
-        from kafka_stream_example import available_now
-    finally:
-        sys.path.remove(str(ROOT / "dags"))
+    available_now = example("kafka_stream_example").available_now
     topic = unique("example")
     create_topic(broker.bootstrap, topic, 2)
 

@@ -1,9 +1,10 @@
 """Kinesis test helpers: streams, producing with PutRecords, and reading back the truth."""
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
-from tests.support.wait import wait_for
+from tests.support.wait import wait_for, wait_until_clock
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,6 +32,18 @@ def put(client: Any, stream: str, payloads: list[bytes],
             {"Data": data, "PartitionKey": key(lo + i)} for i, data in enumerate(chunk)])
         assert resp["FailedRecordCount"] == 0, resp
         out += [(r["ShardId"], r["SequenceNumber"]) for r in resp["Records"]]
+    return out
+
+
+def put_spread(client: Any, stream: str, payloads: list[bytes], per_call: int,
+               gap_s: float) -> list[tuple[str, str]]:
+    """``put`` in calls of ``per_call`` records, each call in an arrival time ``gap_s`` after
+    the last: a stream's batch cuts a shard only between two arrival milliseconds, so
+    ``maxFetchRecordsPerShard`` can fall between the calls. [(shard id, sequence number)]."""
+    out: list[tuple[str, str]] = []
+    for lo in range(0, len(payloads), per_call):
+        out += put(client, stream, payloads[lo:lo + per_call])
+        wait_until_clock(time.time() + gap_s)
     return out
 
 

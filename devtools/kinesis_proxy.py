@@ -178,7 +178,7 @@ async def watch_client(client_reader: asyncio.StreamReader, client_writer: async
 async def relay_subscription(up_r: asyncio.StreamReader, up_w: asyncio.StreamWriter,
                              cl_r: asyncio.StreamReader, cl_w: asyncio.StreamWriter,
                              head: bytes, peek: float, drops: dict[str, int],
-                             events: EventRecords | None = None) -> bool:
+                             events: EventRecords) -> bool:
     watcher = asyncio.ensure_future(watch_client(cl_r, cl_w, up_w))
     try:
         task = asyncio.ensure_future(read_chunk(up_r))  # never cancel a half-read chunk
@@ -207,8 +207,7 @@ async def relay_subscription(up_r: asyncio.StreamReader, up_w: asyncio.StreamWri
             await cl_w.drain()
             if not chunk[1]:
                 return True
-            if events is not None:
-                events.add(chunk[1])
+            events.add(chunk[1])
             chunk = await read_chunk(up_r)
     finally:
         watcher.cancel()
@@ -216,8 +215,9 @@ async def relay_subscription(up_r: asyncio.StreamReader, up_w: asyncio.StreamWri
 
 @dataclass
 class Sessions:
-    """What the refusals keep across connections: ``--session-lifetime`` and when each
-    access key was first seen; ``--throttle``'s calls still to refuse, per operation."""
+    """What the proxy keeps across connections: ``--session-lifetime`` and when each access
+    key was first seen; ``--throttle``'s calls still to refuse, per operation; the calls
+    relayed (``GET /_proxy/calls``)."""
 
     lifetime: float = 0.0
     seen: dict[str, float] = field(default_factory=dict)
